@@ -1,0 +1,3 @@
+"""turnback: trustworthy Rewind and Redo for AI coding-agent sessions."""
+
+__version__ = "0.1.0"

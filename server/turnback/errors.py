@@ -1,0 +1,71 @@
+"""The one error type the core raises. Each carries a stable code that clients may match on."""
+
+from __future__ import annotations
+
+
+class TurnbackError(Exception):
+    """A failure with a stable machine code and a sentence a person understands."""
+
+    code = "internal"
+
+    def __init__(self, message: str, *, code: str | None = None, data: dict | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.data = dict(data or {})
+
+    def to_data(self) -> dict:
+        return {"code": self.code, **self.data}
+
+
+class InvalidParams(TurnbackError):
+    code = "invalid-params"
+
+
+class OutsideWorkspace(TurnbackError):
+    code = "outside-workspace"
+
+
+class SymlinkRefused(TurnbackError):
+    code = "symlink"
+
+
+class UnknownTurn(TurnbackError):
+    code = "unknown-turn"
+
+
+class StalePlan(TurnbackError):
+    code = "stale-plan"
+
+
+class NotOwner(TurnbackError):
+    code = "not-owner"
+
+
+class NoHeads(TurnbackError):
+    code = "no-heads"
+
+
+class CorruptStore(TurnbackError):
+    code = "corrupt-store"
+
+
+class NewerFormat(CorruptStore):
+    code = "newer-format"
+
+
+class TurnRunning(TurnbackError):
+    code = "turn-running"
+
+
+class NoTurnRunning(TurnbackError):
+    code = "no-turn-running"
+
+
+class SessionFrozen(TurnbackError):
+    code = "session-frozen"
+
+
+class NotFound(TurnbackError):
+    code = "not-found"
