@@ -1,0 +1,36 @@
+"""A capture gap: something a rewind cannot put back, with the reason from the contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The reasons of the public contract, plus the few we add (documented in docs/capture.md).
+GAP_REASONS = (
+    "unknown-before-image",
+    "too-large",
+    "unreadable",
+    "outside-workspace",
+    "symlink",
+    "step-scope-unknown",
+    "git-head-and-index",
+    "not-a-file",
+    "not-in-head",
+)
+
+
+@dataclass(frozen=True)
+class Gap:
+    rel: str  # workspace-relative path, or "" for a gap that is not about one path
+    reason: str
+    turn: int | None = None
+    detail: str = ""
+
+    def key(self) -> tuple:
+        return (self.rel, self.reason, self.turn)
+
+    def to_dict(self) -> dict:
+        return {"rel": self.rel, "reason": self.reason, "turn": self.turn, "detail": self.detail}
+
+    @staticmethod
+    def from_dict(d: dict) -> "Gap":
+        return Gap(d["rel"], d["reason"], d.get("turn"), d.get("detail", ""))

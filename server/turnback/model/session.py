@@ -1,0 +1,69 @@
+"""The session state: everything a head or sidecar publishes, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .directives import Directive
+from .gaps import Gap
+from .images import Image
+from .turns import Turn
+
+WORKFLOW_LISTS = ("tasks", "goals", "agents", "handoffs")
+
+
+@dataclass
+class AgentTranscript:
+    agent_id: str
+    turn: int
+    text: str = ""
+    final: bool = False
+
+    def to_dict(self) -> dict:
+        return {"agentId": self.agent_id, "turn": self.turn, "text": self.text, "final": self.final}
+
+    @staticmethod
+    def from_dict(d: dict) -> "AgentTranscript":
+        return AgentTranscript(d["agentId"], d["turn"], d.get("text", ""), d.get("final", False))
+
+
+@dataclass
+class SessionState:
+    session_id: str
+    created: float
+    config: dict = field(default_factory=dict)
+    turns: list[Turn] = field(default_factory=list)
+    # Changes seen while no turn ran, keyed by how many turns existed then: between[k] happened after
+    # turn k and before turn k+1. Each path keeps its first before-image and its latest after-image.
+    between: dict[int, dict[str, tuple[Image, Image]]] = field(default_factory=dict)
+    known: dict[str, Image] = field(default_factory=dict)  # the last known image of every path
+    directives: dict[str, Directive] = field(default_factory=dict)
+    workflow: dict[str, list] = field(default_factory=lambda: {k: [] for k in WORKFLOW_LISTS})
+    agents: dict[str, AgentTranscript] = field(default_factory=dict)
+    live_gaps: dict[tuple, Gap] = field(default_factory=dict)  # what a rewind right now would face
+    epoch: int = 0  # how many context epochs (committed rewinds and redos) this line has seen
+    fork_point: str = ""  # identity of the place where this line of history last diverged
+    last_op: int = 0  # sequence of the last journal operation folded into this state
+    frozen: bool = False
+
+    # -- small queries every layer needs ---------------------------------------------------------
+    @property
+    def turn_count(self) -> int:
+        return len(self.turns)
+
+    @property
+    def settled_turn_count(self) -> int:
+        """How many leading turns are finished (settled or cancelled); a running turn ends the run."""
+        count = 0
+        for t in self.turns:
+            if t.state == "running":
+                break
+            count += 1
+        return count
+
+    @property
+    def running(self) -> Turn | None:
+        return self.turns[-1] if self.turns and self.turns[-1].state == "running" else None
+
+    def turn(self, n: int) -> Turn | None:
+        return self.turns[n - 1] if 1 <= n <= len(self.turns) else None
