@@ -1,0 +1,205 @@
+"""Read-only consistency check of a store. It reports; it never repairs or cuts anything.
+
+Severity: "error" makes the report not ok; "warning" is something the next owner's open tidies up on
+its own (a torn journal tail, a temp file left by a crash) and does not make the report not ok.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as statmod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CorruptStore
+from . import fsio, journal
+from .digest import is_digest
+from .heads import HeadStore
+from .layout import SUBDIRS, Store
+from .records import decode_record
+
+# Deeper checks added by other floors (e.g. head body contents): called as check(store, report).
+EXTRA_CHECKS: list[Callable[[Store, "FsckReport"], None]] = []
+
+_RECORD_FILES = {"lease.cbor": "lease", "pid.lock": "pidlock", "sidecar.cbor": None}
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    what: str
+    severity: str = "error"
+
+
+@dataclass
+class FsckReport:
+    path: str
+    problems: list[Problem] = field(default_factory=list)
+    objects_checked: int = 0
+    records_checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def add(self, path: str | os.PathLike, what: str, severity: str = "error") -> None:
+        self.problems.append(Problem(str(path), what, severity))
+
+
+def fsck(store_path: str | os.PathLike) -> FsckReport:
+    root = Path(store_path)
+    report = FsckReport(str(root))
+    if root.is_symlink() or not root.is_dir():
+        report.add(root, "not a store folder (missing, or a symbolic link)")
+        return report
+    _check_permissions(root, report)
+    try:
+        store = Store.open(root, kind=None, create=False)
+    except (CorruptStore, OSError) as exc:
+        report.add(root / "FORMAT", f"unreadable FORMAT: {getattr(exc, 'message', exc)}")
+        store = None
+    except Exception as exc:  # NotFound, InvalidParams: still not a usable store
+        report.add(root / "FORMAT", str(exc))
+        store = None
+    for name in SUBDIRS:
+        if not (root / name).is_dir():
+            report.add(root / name, "missing folder", "warning")
+    _check_records(root, report)
+    heads = _check_heads(root, report)
+    _check_journals(root, report)
+    if store is not None:
+        _check_objects(store, report)
+        lease_epoch = _lease_epoch(root)
+        for rec in heads:
+            if not store.objects.has(rec.body):
+                report.add(store.heads.path(rec.seq), f"head {rec.seq} body object {rec.body} is missing")
+            if lease_epoch is not None and rec.epoch > lease_epoch:
+                report.add(store.heads.path(rec.seq),
+                           f"head {rec.seq} carries epoch {rec.epoch}, newer than the lease's {lease_epoch}")
+        for check in EXTRA_CHECKS:
+            try:
+                check(store, report)
+            except Exception as exc:  # a broken check must not hide the rest of the report
+                report.add(root, f"check {getattr(check, '__name__', check)!s} failed: {exc!r}")
+    return report
+
+
+def _check_permissions(root: Path, report: FsckReport) -> None:
+    _check_mode(root, report)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath, name)
+            _check_mode(p, report)
+            if fsio.is_temp_name(name):
+                report.add(p, "temp file left by an interrupted write", "warning")
+
+
+def _check_mode(p: Path, report: FsckReport) -> None:
+    st = os.lstat(p)
+    mode = statmod.S_IMODE(st.st_mode)
+    if statmod.S_ISLNK(st.st_mode):
+        report.add(p, "symbolic link inside the store")
+    elif statmod.S_ISDIR(st.st_mode) and mode != 0o700:
+        report.add(p, f"folder mode is {mode:o}, expected 700")
+    elif statmod.S_ISREG(st.st_mode) and mode != 0o600:
+        report.add(p, f"file mode is {mode:o}, expected 600")
+    elif not (statmod.S_ISDIR(st.st_mode) or statmod.S_ISREG(st.st_mode) or statmod.S_ISLNK(st.st_mode)):
+        report.add(p, "special file inside the store")
+
+
+def _check_record(path: Path, kind: str | None, report: FsckReport) -> dict | None:
+    try:
+        body = decode_record(fsio.read_file(path), path=str(path), kind=kind)
+    except CorruptStore as exc:
+        report.add(path, exc.message)
+        return None
+    except OSError as exc:
+        report.add(path, f"unreadable: {exc}")
+        return None
+    report.records_checked += 1
+    return body
+
+
+def _check_records(root: Path, report: FsckReport) -> None:
+    for name, kind in _RECORD_FILES.items():
+        if os.path.lexists(root / name):
+            _check_record(root / name, kind, report)
+    for folder in ("recovery", "txn"):
+        for p in _files(root / folder):
+            _check_record(p, None, report)
+
+
+def _check_heads(root: Path, report: FsckReport) -> list:
+    heads = HeadStore(root / "heads")
+    good = []
+    known = set(heads.list_seqs())
+    for p in _files(root / "heads"):
+        if p.name[:-5].isdigit() and p.name.endswith(".cbor") and len(p.name) == 17:
+            continue
+        report.add(p, "unexpected file in heads/")
+    for seq in sorted(known):
+        try:
+            good.append(heads.read(seq))
+            report.records_checked += 1
+        except CorruptStore as exc:
+            report.add(heads.path(seq), exc.message)
+        except OSError as exc:
+            report.add(heads.path(seq), f"unreadable: {exc}")
+    return good
+
+
+def _check_journals(root: Path, report: FsckReport) -> None:
+    for p in _files(root / "journal"):
+        if not p.name.endswith(".wal"):
+            report.add(p, "unexpected file in journal/")
+            continue
+        try:
+            s = journal.scan(p)
+        except CorruptStore as exc:
+            report.add(p, exc.message)
+            continue
+        if s.torn is not None:
+            report.add(p, f"torn tail at byte {s.torn.offset}: {s.torn.dropped_bytes} bytes "
+                          f"({s.torn.reason}); cut on the next open", "warning")
+
+
+def _check_objects(store: Store, report: FsckReport) -> None:
+    root = store.objects.root
+    for fan in sorted(os.scandir(root), key=lambda e: e.name) if root.is_dir() else []:
+        if fsio.is_temp_name(fan.name):
+            continue
+        if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
+            report.add(fan.path, "unexpected entry in objects/")
+            continue
+        for entry in sorted(os.listdir(fan.path)):
+            if fsio.is_temp_name(entry):
+                continue
+            digest = fan.name + entry
+            if not is_digest(digest):
+                report.add(Path(fan.path, entry), "unexpected file in objects/")
+                continue
+            report.objects_checked += 1
+            if not store.objects.verify(digest):
+                report.add(store.objects.path(digest),
+                           f"object {digest} is damaged: its bytes do not match its digest")
+
+
+def _lease_epoch(root: Path) -> int | None:
+    try:
+        body = decode_record(fsio.read_file(root / "lease.cbor"), path="lease.cbor", kind="lease")
+    except (OSError, CorruptStore):
+        return None
+    return body.get("epoch") if isinstance(body.get("epoch"), int) else None
+
+
+def _files(folder: Path) -> list[Path]:
+    try:
+        return sorted(Path(e.path) for e in os.scandir(folder)
+                      if e.is_file(follow_symlinks=False) and not fsio.is_temp_name(e.name))
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,406 @@
+"""The file-system seam: every mutation turnback makes goes through this module.
+
+Two reasons for one seam. Durability is decided in one place (temp file, fsync, rename, fsync of the
+folder), and tests can fail or kill the process at the Nth mutating operation to prove that a crash at
+any instant leaves either the old state or the new one.
+
+Each mutating system call counts as one operation: create, write, fsync, fsync_dir, rename, link,
+unlink, mkdir, rmdir, truncate, chmod, syncfs. A fault plan raises `FaultInjected` (or exits the process
+with CRASH_EXIT) *before* the operation numbered `fail_at` (or `crash_at`) runs; numbering starts at 1
+when the plan is installed. Without a plan the cost is one global lookup per operation.
+
+Limitation, on purpose: a simulated crash is `os._exit`, so data that was written but not fsynced is
+still in the page cache and survives. The fault loops prove ordering and atomicity, not power-loss
+behaviour of the disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno as _errno
+import os
+import secrets
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Union
+
+CRASH_EXIT = 86
+TEMP_MARK = ".tbtmp."  # every temp file name contains this; fsck and sweeps recognise it
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+class FaultInjected(OSError):
+    """Raised by a fault plan in place of a real I/O error."""
+
+
+class FaultPlan:
+    """Fail (raise) or crash (exit) at one numbered mutating operation.
+
+    With `sticky=True` every operation from `fail_at` on fails, like a full disk.
+    """
+
+    def __init__(self, fail_at: int | None = None, crash_at: int | None = None,
+                 errno: int = _errno.EIO, *, sticky: bool = False):
+        self.fail_at = fail_at
+        self.crash_at = crash_at
+        self.errno = errno
+        self.sticky = sticky
+        self.count = 0
+        self.log: list[str] = []
+
+    def tick(self, op: str, path: object) -> None:
+        self.count += 1
+        self.log.append(f"{op} {path}")
+        n = self.count
+        if self.crash_at is not None and n == self.crash_at:
+            # Flush nothing, run no handlers: as close to a power cut as a process can get.
+            os._exit(CRASH_EXIT)
+        if self.fail_at is not None and (n == self.fail_at or (self.sticky and n > self.fail_at)):
+            raise FaultInjected(self.errno, f"injected fault at operation {n} ({op})", str(path))
+
+
+_plan: FaultPlan | None = None
+
+
+def _tick(op: str, path: object) -> None:
+    if _plan is not None:
+        _plan.tick(op, path)
+
+
+@contextlib.contextmanager
+def faults(fail_at: int | None = None, crash_at: int | None = None, *,
+           errno: int = _errno.EIO, sticky: bool = False) -> Iterator[FaultPlan]:
+    """Install a fault plan for the duration of the block; yields it (`.count`, `.log`)."""
+    global _plan
+    previous = _plan
+    plan = FaultPlan(fail_at, crash_at, errno, sticky=sticky)
+    _plan = plan
+    try:
+        yield plan
+    finally:
+        _plan = previous
+
+
+def install(plan: FaultPlan | None) -> None:
+    """Install (or with None, remove) a plan without a block; for long-lived processes under test."""
+    global _plan
+    _plan = plan
+
+
+def install_from_env(environ: dict | None = None) -> FaultPlan | None:
+    """Honour TURNBACK_CRASH_AT=N / TURNBACK_FAIL_AT=N so a test can kill a subprocess at operation N."""
+    env = os.environ if environ is None else environ
+    crash = env.get("TURNBACK_CRASH_AT")
+    fail = env.get("TURNBACK_FAIL_AT")
+    if not crash and not fail:
+        return None
+    plan = FaultPlan(fail_at=int(fail) if fail else None, crash_at=int(crash) if crash else None)
+    install(plan)
+    return plan
+
+
+# ---------------------------------------------------------------- primitive operations
+
+
+def temp_path(path: StrPath) -> Path:
+    """A fresh temp name next to `path` (same folder, hence same file system, so rename is atomic)."""
+    p = Path(path)
+    return p.with_name(f".{p.name}{TEMP_MARK}{secrets.token_hex(6)}")
+
+
+def is_temp_name(name: str) -> bool:
+    return TEMP_MARK in name
+
+
+def create(path: StrPath, mode: int = 0o600) -> int:
+    """Create a new file exclusively (never through a symlink); return a write fd."""
+    _tick("create", path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    try:
+        os.fchmod(fd, mode)  # the umask must not decide the permissions of store files
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_for_append(path: StrPath, mode: int = 0o600) -> int:
+    """Open (creating if needed) for appending; never follows a symlink. Counts as a create."""
+    _tick("create", path)
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, mode)
+
+
+def _fileno(fd_or_file) -> int:
+    return fd_or_file if isinstance(fd_or_file, int) else fd_or_file.fileno()
+
+
+def append(fd_or_file, data: bytes) -> None:
+    """Write all of `data` at the fd's position (the end, for O_APPEND fds)."""
+    fd = _fileno(fd_or_file)
+    _tick("write", fd)
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+write = append
+
+
+def fsync(fd_or_file) -> None:
+    fd = _fileno(fd_or_file)
+    _tick("fsync", fd)
+    os.fsync(fd)
+
+
+def fsync_dir(path: StrPath) -> None:
+    """Make the names in a folder durable (new, renamed and removed entries)."""
+    _tick("fsync_dir", path)
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def rename(src: StrPath, dst: StrPath) -> None:
+    """Atomically replace dst with src (POSIX rename). The caller syncs the folder."""
+    _tick("rename", dst)
+    os.replace(src, dst)
+
+
+def link(src: StrPath, dst: StrPath) -> None:
+    """Hard link; fails with FileExistsError if dst exists, which makes it an atomic exclusive publish."""
+    _tick("link", dst)
+    os.link(src, dst, follow_symlinks=False)
+
+
+def symlink(target: str, path: StrPath) -> None:
+    _tick("symlink", path)
+    os.symlink(target, path)
+
+
+def unlink(path: StrPath, missing_ok: bool = False) -> None:
+    _tick("unlink", path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def mkdir(path: StrPath, mode: int = 0o700, parents: bool = True, exist_ok: bool = True,
+          sync: bool = True) -> None:
+    """Create a folder (and missing parents), each with `mode` exactly; with `sync`, durably."""
+    p = Path(path)
+    if p.is_dir() and not p.is_symlink():
+        if not exist_ok:
+            raise FileExistsError(_errno.EEXIST, "folder exists", str(p))
+        return
+    if parents and not p.parent.is_dir():
+        mkdir(p.parent, mode, parents=True, exist_ok=True, sync=sync)
+    _tick("mkdir", p)
+    try:
+        os.mkdir(p, mode)
+    except FileExistsError:
+        if not exist_ok or not p.is_dir() or p.is_symlink():
+            raise
+        return
+    os.chmod(p, mode)  # the umask must not decide it either
+    if sync:
+        fsync_dir(p.parent)
+
+
+def rmdir(path: StrPath) -> None:
+    _tick("rmdir", path)
+    os.rmdir(path)
+
+
+def truncate(path_or_fd, size: int) -> None:
+    _tick("truncate", path_or_fd)
+    os.truncate(path_or_fd, size)
+
+
+def chmod(path: StrPath, mode: int) -> None:
+    _tick("chmod", path)
+    os.chmod(path, mode)
+
+
+def utime(path: StrPath, times: tuple[float, float] | None = None) -> None:
+    _tick("utime", path)
+    os.utime(path, times)
+
+
+# ---------------------------------------------------------------- composite operations
+
+
+def _write_all(fd: int, data: bytes | Iterable[bytes]) -> None:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        append(fd, data)
+    else:
+        for chunk in data:
+            if chunk:
+                append(fd, chunk)
+
+
+def write_atomic(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o600,
+                 sync: bool = True) -> None:
+    """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix.
+
+    Temp file in the same folder, write, fsync, rename over the target, fsync the folder. With
+    sync=False the two fsyncs are skipped (the caller batches durability). The temp file is removed
+    if anything fails before the rename.
+    """
+    tmp = temp_path(path)
+    fd = create(tmp, mode)
+    try:
+        try:
+            _write_all(fd, data)
+            if sync:
+                fsync(fd)
+        finally:
+            os.close(fd)
+        rename(tmp, path)
+    except BaseException:
+        _discard(tmp)
+        raise
+    if sync:
+        fsync_dir(Path(path).parent)
+
+
+def create_exclusive(path: StrPath, data: bytes, *, mode: int = 0o600) -> bool:
+    """Publish a new file with `data` only if `path` does not exist yet; False if it does.
+
+    The file appears complete or not at all: the bytes go to a synced temp file which is then hard
+    linked to `path` (link fails if the name exists, so it is the compare-and-swap). File systems
+    without hard links fall back to O_CREAT|O_EXCL, removing the partial file on a write failure.
+    """
+    p = Path(path)
+    if os.path.lexists(p):
+        return False
+    tmp = temp_path(p)
+    fd = create(tmp, mode)
+    try:
+        try:
+            append(fd, data)
+            fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            link(tmp, p)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (_errno.EPERM, _errno.ENOTSUP, _errno.EOPNOTSUPP, _errno.EXDEV,
+                                 _errno.EMLINK):
+                raise
+            return _create_exclusive_direct(p, data, mode)
+    finally:
+        _discard(tmp)
+    fsync_dir(p.parent)
+    return True
+
+
+def _create_exclusive_direct(p: Path, data: bytes, mode: int) -> bool:
+    try:
+        fd = create(p, mode)
+    except FileExistsError:
+        return False
+    try:
+        try:
+            append(fd, data)
+            fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _discard(p)
+        raise
+    fsync_dir(p.parent)
+    return True
+
+
+def _discard(path: StrPath) -> None:
+    """Best-effort cleanup after a failure; must never mask the original error."""
+    try:
+        unlink(path, missing_ok=True)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- batched durability
+
+_SYNCFS_MIN = 16  # below this many files, plain fsyncs are cheaper than syncing a whole file system
+_libc_syncfs = None
+if sys.platform.startswith("linux"):
+    try:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        _libc_syncfs = _libc.syncfs
+        _libc_syncfs.argtypes = [ctypes.c_int]
+    except (OSError, AttributeError):
+        _libc_syncfs = None
+
+
+def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
+    """Make the contents of many files durable in one pass.
+
+    On Linux with many files, one syncfs() per file system; otherwise one fsync per file. Folder
+    entries are not covered: the caller still syncs the folders it renamed into.
+    """
+    paths = list(paths)
+    if not paths:
+        return
+    if _libc_syncfs is not None and len(paths) >= _SYNCFS_MIN:
+        done: set[int] = set()
+        for p in paths:
+            dev = os.stat(p, follow_symlinks=False).st_dev
+            if dev in done:
+                continue
+            _tick("syncfs", p)
+            fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+            try:
+                if _libc_syncfs(fd) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, os.strerror(err), str(p))
+            finally:
+                os.close(fd)
+            done.add(dev)
+        return
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        try:
+            fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------- reading helpers (not counted)
+
+
+def open_read(path: StrPath) -> int:
+    """Open for reading without following a final symlink."""
+    return os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+
+
+def read_file(path: StrPath) -> bytes:
+    fd = open_read(path)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+install_from_env()

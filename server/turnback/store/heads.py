@@ -1,0 +1,125 @@
+"""Published heads: tiny immutable records `heads/%012d.cbor`, one per publication.
+
+The next sequence number is claimed by an exclusive create of its file name: that create is the
+compare-and-swap between writers. The record is small on purpose; what a head references lives in its
+body object, so a cold scan reads only these facts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import HeadRace, InvalidParams, RecordError
+from . import fsio
+from .digest import is_digest
+from .records import decode_record, encode_record
+
+KIND = "head"
+_NAME = re.compile(r"^(\d{12})\.cbor$")
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    seq: int
+    parent: int | None
+    session: str
+    created: float
+    turn_count: int
+    fork_point: str
+    settled: bool
+    epoch: int
+    body: str  # object digest of the head body
+    last_prompt: str = ""
+    txn: str | None = None
+
+    def to_body(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_body(cls, body: dict, *, path: str) -> "HeadRecord":
+        try:
+            rec = cls(**{f.name: body[f.name] for f in dataclasses.fields(cls) if f.name in body})
+        except TypeError as exc:
+            raise RecordError(f"corrupt head record {path}: {exc}", data={"path": path}) from None
+        _check_types(rec, path)
+        return rec
+
+
+def _check_types(rec: HeadRecord, path: str) -> None:
+    ok = (isinstance(rec.seq, int) and rec.seq >= 1
+          and (rec.parent is None or (isinstance(rec.parent, int) and 0 <= rec.parent < rec.seq))
+          and isinstance(rec.session, str) and isinstance(rec.created, (int, float))
+          and isinstance(rec.turn_count, int) and rec.turn_count >= 0
+          and isinstance(rec.fork_point, str) and isinstance(rec.settled, bool)
+          and isinstance(rec.epoch, int) and is_digest(rec.body)
+          and isinstance(rec.last_prompt, str) and (rec.txn is None or isinstance(rec.txn, str)))
+    if not ok:
+        raise RecordError(f"corrupt head record {path}: a field has the wrong type or range",
+                          data={"path": path})
+
+
+def head_name(seq: int) -> str:
+    return "%012d.cbor" % seq
+
+
+class HeadStore:
+    def __init__(self, dir: str | os.PathLike):
+        self.dir = Path(dir)
+
+    def path(self, seq: int) -> Path:
+        return self.dir / head_name(seq)
+
+    def list_seqs(self) -> list[int]:
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for n in names if (m := _NAME.match(n)))
+
+    def read(self, seq: int) -> HeadRecord:
+        p = self.path(seq)
+        body = decode_record(fsio.read_file(p), path=str(p), kind=KIND)
+        rec = HeadRecord.from_body(body, path=str(p))
+        if rec.seq != seq:
+            raise RecordError(f"corrupt head record {p}: it says seq {rec.seq}", data={"path": str(p)})
+        return rec
+
+    def current(self) -> HeadRecord | None:
+        """The newest head that still exists, or None for a store without heads."""
+        seqs = self.list_seqs()
+        return self.read(seqs[-1]) if seqs else None
+
+    def publish(self, *, parent: int | None, session: str, created: float, turn_count: int,
+                fork_point: str, settled: bool, epoch: int, body: str, last_prompt: str = "",
+                txn: str | None = None, expect_seq: int | None = None) -> HeadRecord:
+        """Publish the next head durably and return it.
+
+        The seq is max+1 (or `expect_seq` if given). Raises HeadRace if another writer took that
+        number first; the caller re-reads the current head and decides again. The body object must
+        already be durable: a head is only ever written after what it references.
+        """
+        if not is_digest(body):
+            raise InvalidParams(f"head body is not an object digest: {body!r}")
+        if expect_seq is None:
+            seqs = self.list_seqs()
+            seq = (seqs[-1] if seqs else 0) + 1
+        else:
+            seq = expect_seq
+        rec = HeadRecord(seq=seq, parent=parent, session=session, created=float(created),
+                         turn_count=turn_count, fork_point=fork_point, settled=settled, epoch=epoch,
+                         body=body, last_prompt=last_prompt, txn=txn)
+        _check_types(rec, str(self.path(seq)))
+        if not self.dir.is_dir():
+            fsio.mkdir(self.dir)
+        if not fsio.create_exclusive(self.path(seq), encode_record(KIND, rec.to_body())):
+            raise HeadRace(f"head {seq} was published by another writer", data={"seq": seq})
+        return rec
+
+    def retire(self, seq: int) -> None:
+        """Remove a head. For the collector only; the folder sync makes the removal durable."""
+        fsio.unlink(self.path(seq), missing_ok=True)
+        fsio.fsync_dir(self.dir)

@@ -1,0 +1,300 @@
+"""Who may write a store: a lease (stores with heads) or a PID lock (plain file stores).
+
+Read-modify-write of an ownership record is serialised across processes by `fcntl.flock` on a
+separate lock file (the record itself is replaced by rename, so its inode changes and cannot carry a
+lock). Readers never take the lock: records are replaced atomically, so a read sees the old or the new.
+
+The epoch only grows. Every acquisition bumps it, and writers stamp it into what they publish, so a
+stale writer is fenced out by `check()` and is recognisable on disk.
+
+Lease expiry compares wall-clock times written by different processes: hosts sharing a store must
+agree on the time within a small fraction of the TTL. flock over network file systems is only as good
+as the server's lock support.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+
+from ..errors import CorruptStore, InvalidParams, NotOwner
+from . import fsio
+from .records import read_record, write_record
+
+LEASE_FILE, LEASE_LOCK = "lease.cbor", "lease.lock"
+PID_FILE, PID_LOCK = "pid.lock", "pid.flock"
+CREATE_TIME_SLACK = 0.5  # seconds; psutil derives start times from boot time plus ticks
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = fsio.open_for_append(lock_path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the flock
+
+
+def _read(path: Path, kind: str) -> dict | None:
+    """The ownership record, or None if missing. A damaged record counts as missing for takeover
+    purposes only under the lock (see callers); it is never silently trusted."""
+    return read_record(path, kind, missing_ok=True)
+
+
+def _owner(rec: dict) -> dict:
+    return {"id": rec.get("id"), "pid": rec.get("pid"), "host": rec.get("host")}
+
+
+# ---------------------------------------------------------------- lease
+
+
+class Lease:
+    """A time-limited claim on a heads store. Renew it on a timer, check it before every mutation."""
+
+    kind = "heads"
+
+    def __init__(self, store_dir: Path, owner_id: str, ttl: float, epoch: int, expires: float):
+        self.store_dir = Path(store_dir)
+        self.owner_id = owner_id
+        self.ttl = ttl
+        self.epoch = epoch
+        self.expires = expires
+        self.pid = os.getpid()
+        self.host = _host()
+
+    @property
+    def path(self) -> Path:
+        return self.store_dir / LEASE_FILE
+
+    @classmethod
+    def acquire(cls, store_dir: str | os.PathLike, *, ttl: float = 30.0,
+                owner_id: str | None = None) -> "Lease":
+        """Take the lease, bumping the epoch; NotOwner if someone else holds it unexpired."""
+        store_dir = Path(store_dir)
+        owner_id = owner_id or uuid.uuid4().hex
+        with _locked(store_dir / LEASE_LOCK):
+            try:
+                rec = _read(store_dir / LEASE_FILE, "lease")
+            except CorruptStore:
+                rec = None  # a damaged lease proves no one's claim; the epoch floor below still holds
+                epoch_floor = _epoch_floor(store_dir)
+            else:
+                epoch_floor = 0
+            now = time.time()
+            if rec and not rec.get("released") and rec.get("expires", 0) > now \
+                    and rec.get("id") != owner_id:
+                raise NotOwner(
+                    f"the store is leased by process {rec.get('pid')} on {rec.get('host')} "
+                    f"until {time.ctime(rec['expires'])}",
+                    data={"owner": _owner(rec), "expires": rec["expires"], "epoch": rec.get("epoch")})
+            epoch = max(int(rec.get("epoch", 0)) if rec else 0, epoch_floor) + 1
+            lease = cls(store_dir, owner_id, ttl, epoch, now + ttl)
+            lease._write()
+            return lease
+
+    def _write(self, *, released: bool = False) -> None:
+        write_record(self.path, "lease", {
+            "id": self.owner_id, "host": self.host, "pid": self.pid, "epoch": self.epoch,
+            "expires": 0.0 if released else self.expires, "ttl": self.ttl, "released": released})
+
+    def _refuse(self, rec: dict | None, why: str) -> NotOwner:
+        return NotOwner(f"this process no longer owns the store: {why}",
+                        data={"owner": _owner(rec) if rec else None, "epoch": self.epoch,
+                              "current_epoch": rec.get("epoch") if rec else None})
+
+    def _still_ours(self, rec: dict | None) -> None:
+        if rec is None:
+            raise self._refuse(rec, "the lease record is gone")
+        if rec.get("id") != self.owner_id or rec.get("epoch") != self.epoch:
+            raise self._refuse(rec, f"taken over at epoch {rec.get('epoch')}")
+        if rec.get("released"):
+            raise self._refuse(rec, "the lease was released")
+
+    def check(self) -> None:
+        """Cheap fencing check before a mutation: re-read the record; NotOwner if it is not ours now."""
+        try:
+            rec = _read(self.path, "lease")
+        except CorruptStore:
+            rec = None
+        self._still_ours(rec)
+        if rec["expires"] <= time.time():
+            raise self._refuse(rec, "the lease expired")
+
+    def renew(self) -> None:
+        """Extend the expiry. Works after a lapse only if no one took the lease meanwhile."""
+        with _locked(self.store_dir / LEASE_LOCK):
+            try:
+                rec = _read(self.path, "lease")
+            except CorruptStore:
+                rec = None
+            self._still_ours(rec)
+            self.expires = time.time() + self.ttl
+            self._write()
+
+    def release(self) -> None:
+        """Give the lease up (the epoch stays, so the next owner still counts up from it)."""
+        with _locked(self.store_dir / LEASE_LOCK):
+            try:
+                rec = _read(self.path, "lease")
+            except CorruptStore:
+                return
+            if rec and rec.get("id") == self.owner_id and rec.get("epoch") == self.epoch \
+                    and not rec.get("released"):
+                self._write(released=True)
+
+    def owner_info(self) -> dict:
+        return {"id": self.owner_id, "pid": self.pid, "host": self.host, "epoch": self.epoch,
+                "expires": self.expires, "kind": "lease"}
+
+
+def _epoch_floor(store_dir: Path) -> int:
+    """After a damaged lease record, never reuse an epoch already stamped into a published head."""
+    from .heads import HeadStore  # local: heads does not depend on ownership
+
+    heads = HeadStore(store_dir / "heads")
+    floor = 0
+    for seq in heads.list_seqs()[-16:]:
+        try:
+            floor = max(floor, heads.read(seq).epoch)
+        except CorruptStore:
+            continue
+    return floor
+
+
+# ---------------------------------------------------------------- PID lock
+
+
+def process_alive(pid: int, create_time: float) -> bool:
+    """True if a process with this pid and this start time runs on this host."""
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) > CREATE_TIME_SLACK:
+            return False  # the pid was reused by a later process
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # cannot tell: assume it lives rather than steal
+
+
+class PidLock:
+    """Ownership of a plain file store by one live process."""
+
+    kind = "pid"
+
+    def __init__(self, store_dir: Path, owner_id: str, epoch: int):
+        self.store_dir = Path(store_dir)
+        self.owner_id = owner_id
+        self.epoch = epoch
+        self.pid = os.getpid()
+        self.host = _host()
+        self.create_time = psutil.Process(self.pid).create_time()
+
+    @property
+    def path(self) -> Path:
+        return self.store_dir / PID_FILE
+
+    @classmethod
+    def acquire(cls, store_dir: str | os.PathLike, *, owner_id: str | None = None,
+                force: bool = False) -> "PidLock":
+        """Take the lock; NotOwner while a live process holds it. A lock from another host is
+        never judged stale automatically (its processes cannot be seen); `force` overrides that."""
+        store_dir = Path(store_dir)
+        owner_id = owner_id or uuid.uuid4().hex
+        with _locked(store_dir / PID_LOCK):
+            try:
+                rec = _read(store_dir / PID_FILE, "pidlock")
+            except CorruptStore:
+                rec = None
+            if rec and not force and rec.get("id") != owner_id and _pid_held(rec):
+                raise NotOwner(
+                    f"the store is locked by process {rec.get('pid')} on {rec.get('host')}",
+                    data={"owner": _owner(rec), "epoch": rec.get("epoch")})
+            lock = cls(store_dir, owner_id, (int(rec.get("epoch", 0)) if rec else 0) + 1)
+            lock._write()
+            return lock
+
+    def _write(self, *, released: bool = False) -> None:
+        write_record(self.path, "pidlock", {
+            "id": self.owner_id, "pid": self.pid, "host": self.host,
+            "create_time": self.create_time, "epoch": self.epoch, "released": released})
+
+    def check(self) -> None:
+        try:
+            rec = _read(self.path, "pidlock")
+        except CorruptStore:
+            rec = None
+        if rec is None or rec.get("id") != self.owner_id or rec.get("epoch") != self.epoch \
+                or rec.get("released"):
+            raise NotOwner("this process no longer owns the store",
+                           data={"owner": _owner(rec) if rec else None, "epoch": self.epoch})
+
+    def renew(self) -> None:
+        """Nothing to extend for a PID lock; kept so both kinds share one interface."""
+        self.check()
+
+    def release(self) -> None:
+        with _locked(self.store_dir / PID_LOCK):
+            try:
+                rec = _read(self.path, "pidlock")
+            except CorruptStore:
+                return
+            if rec and rec.get("id") == self.owner_id and rec.get("epoch") == self.epoch \
+                    and not rec.get("released"):
+                self._write(released=True)
+
+    def owner_info(self) -> dict:
+        return {"id": self.owner_id, "pid": self.pid, "host": self.host, "epoch": self.epoch,
+                "create_time": self.create_time, "kind": "pid"}
+
+
+def _pid_held(rec: dict) -> bool:
+    if rec.get("released"):
+        return False
+    if rec.get("host") != _host():
+        return True
+    return process_alive(int(rec.get("pid", -1)), float(rec.get("create_time", 0.0)))
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def open_ownership(store_dir: str | os.PathLike, kind: str, **kwargs) -> Lease | PidLock:
+    """Acquire the right ownership for a store kind ("heads" -> Lease, "pid" -> PidLock)."""
+    if kind == "heads":
+        return Lease.acquire(store_dir, **kwargs)
+    if kind == "pid":
+        return PidLock.acquire(store_dir, **kwargs)
+    raise InvalidParams(f"unknown store kind {kind!r}")
+
+
+def who_owns(store_dir: str | os.PathLike, kind: str) -> dict | None:
+    """Read-only probe: the current owner's {id, pid, host, epoch, ...}, or None if free."""
+    store_dir = Path(store_dir)
+    try:
+        if kind == "heads":
+            rec = _read(store_dir / LEASE_FILE, "lease")
+            held = bool(rec) and not rec.get("released") and rec.get("expires", 0) > time.time()
+        elif kind == "pid":
+            rec = _read(store_dir / PID_FILE, "pidlock")
+            held = bool(rec) and _pid_held(rec)
+        else:
+            raise InvalidParams(f"unknown store kind {kind!r}")
+    except CorruptStore:
+        return None
+    if not held:
+        return None
+    return {**_owner(rec), "epoch": rec.get("epoch"), "expires": rec.get("expires"), "kind": kind}
