@@ -69,3 +69,32 @@ class SessionFrozen(TurnbackError):
 
 class NotFound(TurnbackError):
     code = "not-found"
+
+
+# --- storage floor (turnback.store) ---
+
+
+class RecordError(CorruptStore):
+    """A record or journal frame failed its checksum, is truncated, or is not valid CBOR."""
+
+
+class CorruptObject(CorruptStore):
+    """An object's bytes do not match its digest."""
+
+
+class DigestCollision(CorruptStore):
+    """Different bytes claim an existing digest; the store refuses to share them."""
+
+    code = "digest-collision"
+
+
+class HeadRace(TurnbackError):
+    """Another writer published the head sequence number this writer wanted."""
+
+    code = "head-race"
+
+
+class TooLarge(TurnbackError):
+    """A file is over the size limit for capture; `data` has path, size (so far) and limit."""
+
+    code = "too-large"
