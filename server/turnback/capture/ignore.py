@@ -1,0 +1,154 @@
+"""Which workspace paths capture skips: `.gitignore` semantics, through the `pathspec` library.
+
+Sources, in git's order of precedence (first decisive answer wins):
+
+1. the `.gitignore` in the path's own folder, then each parent folder's, up to the root's; patterns in
+   a nested file are relative to the folder that holds it, and a deeper file overrides a shallower one;
+2. `.git/info/exclude` (patterns relative to the root).
+
+Within one file the last matching pattern wins and `!pattern` re-includes (pathspec's GitIgnoreSpec
+implements the exact rules, including directory-only patterns and anchoring). As in git, a path inside
+an ignored folder cannot be re-included by a negation: `ignored` checks the ancestors first.
+
+Always skipped, whatever the rules say: any `.git` component (git never tracks one) and turnback's
+store. Not read: the user's global `core.excludesFile` and `$GIT_DIR/info/exclude` of a worktree whose
+`.git` is a file; an unreadable, symlinked, oversized or undecodable `.gitignore` contributes no rules
+(git itself refuses symlinked `.gitignore` files); a pattern pathspec cannot parse is skipped, like git.
+
+Rules are cached per folder for the life of the object; call `invalidate()` when a `.gitignore` may
+have changed (the sweep does so at its start).
+"""
+
+from __future__ import annotations
+
+import os
+import stat as _stat
+
+import pathspec
+
+from ..workspace.fence import Workspace
+
+MAX_IGNORE_FILE = 1 << 20  # a .gitignore larger than this is not read (it would stall the loop)
+_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+          | getattr(os, "O_CLOEXEC", 0))
+
+
+def _parse(lines) -> pathspec.GitIgnoreSpec | None:
+    patterns = []
+    for line in lines:
+        try:
+            patterns.extend(pathspec.GitIgnoreSpec.from_lines([line]).patterns)
+        except Exception:  # noqa: BLE001 - pathspec raises several types for one bad line
+            continue
+    patterns = [p for p in patterns if p.include is not None]
+    return pathspec.GitIgnoreSpec(patterns) if patterns else None
+
+
+def _read_rules_file(path: str) -> list[str] | None:
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not _stat.S_ISREG(st.st_mode) or st.st_size > MAX_IGNORE_FILE:
+            return None
+        chunks = []
+        total = 0
+        while b := os.read(fd, 65536):
+            chunks.append(b)
+            total += len(b)
+            if total > MAX_IGNORE_FILE:
+                return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = b"".join(chunks).decode("utf-8", errors="surrogateescape")
+    return text.splitlines()
+
+
+class IgnoreRules:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._exclude: pathspec.GitIgnoreSpec | None = None
+        self._exclude_loaded = False
+        self._dir_verdicts: dict[str, bool] = {}
+
+    def invalidate(self) -> None:
+        """Forget every cached rule file and verdict (a .gitignore may have changed)."""
+        self._specs.clear()
+        self._dir_verdicts.clear()
+        self._exclude = None
+        self._exclude_loaded = False
+
+    # ------------------------------------------------------------------ loading
+
+    def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+        try:
+            return self._specs[folder]
+        except KeyError:
+            pass
+        base = str(self.ws.root / folder) if folder else str(self.ws.root)
+        lines = _read_rules_file(base + "/.gitignore")
+        spec = _parse(lines) if lines else None
+        self._specs[folder] = spec
+        return spec
+
+    def _exclude_spec(self) -> pathspec.GitIgnoreSpec | None:
+        if not self._exclude_loaded:
+            git = str(self.ws.root / ".git")
+            try:
+                is_dir = _stat.S_ISDIR(os.lstat(git).st_mode)
+            except OSError:
+                is_dir = False
+            lines = _read_rules_file(git + "/info/exclude") if is_dir else None
+            self._exclude = _parse(lines) if lines else None
+            self._exclude_loaded = True
+        return self._exclude
+
+    # ------------------------------------------------------------------ deciding
+
+    @staticmethod
+    def _always(rel: str) -> bool:
+        return rel == ".git" or rel.startswith(".git/") or rel.endswith("/.git") or "/.git/" in rel
+
+    def match(self, rel: str, is_dir: bool) -> bool:
+        """The verdict for `rel` itself, assuming none of its parent folders is ignored.
+
+        For walkers that never descend into ignored folders; everyone else calls `ignored`.
+        """
+        if self._always(rel) or self.ws.in_store(rel):
+            return True
+        probe_suffix = "/" if is_dir else ""
+        folder = rel
+        while True:
+            cut = folder.rfind("/")
+            folder = folder[:cut] if cut >= 0 else ""
+            spec = self._spec(folder)
+            if spec is not None:
+                sub = rel[len(folder) + 1:] if folder else rel
+                verdict = spec.check_file(sub + probe_suffix).include
+                if verdict is not None:
+                    return bool(verdict)
+            if not folder:
+                break
+        spec = self._exclude_spec()
+        if spec is not None:
+            verdict = spec.check_file(rel + probe_suffix).include
+            if verdict is not None:
+                return bool(verdict)
+        return False
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        """True when capture should skip `rel` (a file, or with is_dir a folder and all it holds)."""
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            verdict = self._dir_verdicts.get(folder)
+            if verdict is None:
+                verdict = self._dir_verdicts[folder] = self.match(folder, True)
+            if verdict:
+                return True
+        return self.match(rel, is_dir)

@@ -1,0 +1,97 @@
+"""IgnoreRules: root and nested .gitignore, negation, info/exclude, .git and the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from turnback.capture.ignore import IgnoreRules
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+def test_root_rules_and_negation(ws):
+    write(ws.root, ".gitignore", "*.log\n!keep.log\nbuild/\n/only-top.txt\n# comment\n\n")
+    r = IgnoreRules(ws)
+    assert r.ignored("a.log", False)
+    assert r.ignored("deep/x/a.log", False)
+    assert not r.ignored("keep.log", False)
+    assert not r.ignored("sub/keep.log", False)
+    assert r.ignored("build", True)
+    assert not r.ignored("build", False)  # directory-only pattern
+    assert r.ignored("build/out.o", False)
+    assert r.ignored("x/build/out.o", False)
+    assert r.ignored("only-top.txt", False)
+    assert not r.ignored("sub/only-top.txt", False)
+    assert not r.ignored("src/main.py", False)
+
+
+def test_nested_rules_are_relative_to_their_folder(ws):
+    write(ws.root, ".gitignore", "*.tmp\n")
+    write(ws.root, "pkg/.gitignore", "/gen.py\n!special.tmp\ncache/\n")
+    r = IgnoreRules(ws)
+    assert r.ignored("pkg/gen.py", False)
+    assert not r.ignored("gen.py", False)
+    assert not r.ignored("pkg/sub/gen.py", False)  # anchored to pkg/
+    assert r.ignored("pkg/a.tmp", False)
+    assert not r.ignored("pkg/special.tmp", False)  # deeper file overrides the root
+    assert r.ignored("special.tmp", False)
+    assert r.ignored("pkg/cache", True)
+    assert not r.ignored("cache", True)
+
+
+def test_cannot_reinclude_under_ignored_folder(ws):
+    write(ws.root, ".gitignore", "out/\n!out/keep.txt\n")
+    r = IgnoreRules(ws)
+    assert r.ignored("out/keep.txt", False)
+
+
+def test_reinclude_with_star_pattern(ws):
+    write(ws.root, ".gitignore", "out/*\n!out/keep.txt\n")
+    r = IgnoreRules(ws)
+    assert not r.ignored("out", True)
+    assert r.ignored("out/other.txt", False)
+    assert not r.ignored("out/keep.txt", False)
+
+
+def test_info_exclude_has_lower_precedence(ws):
+    write(ws.root, ".git/info/exclude", "*.secret\nnotes/\n")
+    write(ws.root, ".gitignore", "!shown.secret\n")
+    r = IgnoreRules(ws)
+    assert r.ignored("a.secret", False)
+    assert not r.ignored("shown.secret", False)
+    assert r.ignored("notes/x.md", False)
+
+
+def test_git_and_store_always_skipped(ws):
+    write(ws.root, ".gitignore", "!.git\n!.turnback\n")
+    r = IgnoreRules(ws)
+    assert r.ignored(".git", True)
+    assert r.ignored(".git/config", False)
+    assert r.ignored("vendor/lib/.git", True)
+    assert r.ignored(".turnback", True)
+    assert r.ignored(".turnback/objects/ab", False)
+    assert not r.ignored(".gitignore", False)
+    assert not r.ignored(".github/workflows/ci.yml", False)
+
+
+def test_bad_and_symlinked_rule_files(ws, tmp_path):
+    write(ws.root, ".gitignore", "\\\n[z-a]\n*.o\n")  # two unparsable lines are skipped
+    (tmp_path / "evil").write_text("*\n")
+    (ws.root / "sub").mkdir()
+    (ws.root / "sub" / ".gitignore").symlink_to(tmp_path / "evil")
+    r = IgnoreRules(ws)
+    assert r.ignored("x.o", False)
+    assert not r.ignored("sub/file.py", False)  # the symlinked .gitignore is not read
+
+
+def test_invalidate_picks_up_changes(ws):
+    r = IgnoreRules(ws)
+    assert not r.ignored("a.txt", False)
+    write(ws.root, ".gitignore", "a.txt\n")
+    assert not r.ignored("a.txt", False)  # cached
+    r.invalidate()
+    assert r.ignored("a.txt", False)
