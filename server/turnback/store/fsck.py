@@ -16,7 +16,7 @@ from ..errors import CorruptStore
 from . import fsio, journal
 from .digest import is_digest
 from .heads import HeadStore
-from .layout import SUBDIRS, Store
+from .layout import KNOWN_NAMES, SUBDIRS, Store
 from .records import decode_record
 
 # Deeper checks added by other floors (e.g. head body contents): called as check(store, report).
@@ -60,6 +60,7 @@ def fsck(store_path: str | os.PathLike) -> FsckReport:
     _check_permissions(root, report)
     try:
         store = Store.open(root, kind=None, create=False)
+        report.records_checked += 1
     except (CorruptStore, OSError) as exc:
         report.add(root / "FORMAT", f"unreadable FORMAT: {getattr(exc, 'message', exc)}")
         store = None
@@ -69,6 +70,9 @@ def fsck(store_path: str | os.PathLike) -> FsckReport:
     for name in SUBDIRS:
         if not (root / name).is_dir():
             report.add(root / name, "missing folder", "warning")
+    for name in sorted(os.listdir(root)):
+        if name not in KNOWN_NAMES and not fsio.is_temp_name(name):
+            report.add(root / name, "unexpected entry in the store folder", "warning")
     _check_records(root, report)
     heads = _check_heads(root, report)
     _check_journals(root, report)
