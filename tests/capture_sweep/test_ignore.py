@@ -95,3 +95,54 @@ def test_invalidate_picks_up_changes(ws):
     assert not r.ignored("a.txt", False)  # cached
     r.invalidate()
     assert r.ignored("a.txt", False)
+
+
+# ---------------------------------------------------------------- differential test against git
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from turnback.workspace import Workspace  # noqa: E402
+
+_PATTERNS = ["*.log", "!keep.log", "build/", "/top.txt", "a/b", "doc/*.txt", "**/foo", "foo/**",
+             "a/**/b", "*", "!*/", "!a", "b/", "!b/c", "x*", "!x1", "deep/", "!deep/keep", "?.md",
+             "[ab].txt", "\\!bang", "#hash", "sp\\ ace", "a/", "!*.log"]
+_NAMES = ["a", "b", "c", "x1", "x2", "foo", "doc", "build", "deep", "keep", "keep.log", "z.log",
+          "top.txt", "a.txt", "c.md", "!bang", "sp ace"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(root_rules=st.lists(st.sampled_from(_PATTERNS), max_size=5),
+       sub_rules=st.lists(st.sampled_from(_PATTERNS), max_size=4),
+       sub=st.sampled_from(["a", "doc", "deep", "c"]),
+       files=st.lists(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4).map("/".join),
+                      min_size=1, max_size=12))
+def test_walk_agrees_with_git(tmp_path_factory, root_rules, sub_rules, sub, files):
+    from turnback.capture.sweep import StatCache, sweep
+    from conftest import MemoryObjects
+
+    root = tmp_path_factory.mktemp("gitdiff", numbered=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    written: set[str] = set()
+    for rel in files:
+        parts = rel.split("/")
+        if any("/".join(parts[:i]) in written for i in range(1, len(parts))):
+            continue
+        if any(w.startswith(rel + "/") for w in written) or rel in written:
+            continue
+        write(root, rel, "x")
+        written.add(rel)
+    (root / ".gitignore").write_text("\n".join(root_rules) + "\n")
+    if (root / sub).is_dir() or not (root / sub).exists():
+        write(root, f"{sub}/.gitignore", "\n".join(sub_rules) + "\n")
+    out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--others", "--exclude-standard"],
+                         check=True, capture_output=True).stdout
+    expected = {p.decode() for p in out.split(b"\0") if p}
+    w = Workspace(root, ".turnback")
+    got = set(sweep(w, MemoryObjects(), StatCache(), max_bytes=100).images)
+    assert got == expected

@@ -6,8 +6,9 @@ Sources, in git's order of precedence (first decisive answer wins):
    a nested file are relative to the folder that holds it, and a deeper file overrides a shallower one;
 2. `.git/info/exclude` (patterns relative to the root).
 
-Within one file the last matching pattern wins and `!pattern` re-includes (pathspec's GitIgnoreSpec
-implements the exact rules, including directory-only patterns and anchoring). As in git, a path inside
+Within one file the last matching pattern wins and `!pattern` re-includes (pathspec compiles each
+pattern with git's exact rules, including directory-only patterns and anchoring; see `_Rules` for how
+we apply them). As in git, a path inside
 an ignored folder cannot be re-included by a negation: `ignored` checks the ancestors first.
 
 Always skipped, whatever the rules say: any `.git` component (git never tracks one) and turnback's
@@ -33,15 +34,45 @@ _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK",
           | getattr(os, "O_CLOEXEC", 0))
 
 
-def _parse(lines) -> pathspec.GitIgnoreSpec | None:
+class _Rules:
+    """The patterns of one rule file, matched the way git matches them.
+
+    pathspec compiles each line to git's regex (anchoring, `**`, escapes, trailing spaces,
+    directory-only rules). Its own `match_file` also answers for *descendants* of a matched folder
+    ("!keep.log" matches "keep.log/x.log"), because it evaluates file lists, not walks. Git matches a
+    pattern against the path itself only; the descendant effect comes from not descending into an
+    excluded folder, which `IgnoreRules.ignored` reproduces by checking ancestors first. So we accept
+    a match only when it is about the probed path itself: the regex's `ps_d` group (the slash after a
+    matched folder) either did not take part or sits at the very end of the probe.
+    """
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, patterns):
+        self.patterns = list(reversed(patterns))  # last matching pattern wins
+
+    def verdict(self, probe: str) -> bool | None:
+        for pattern in self.patterns:
+            m = pattern.regex.match(probe)
+            if m is None:
+                continue
+            if "ps_d" in m.re.groupindex:
+                end = m.end("ps_d")
+                if end != -1 and end != len(probe):
+                    continue  # matched an ancestor folder, not this path
+            return bool(pattern.include)
+        return None
+
+
+def _parse(lines) -> _Rules | None:
     patterns = []
     for line in lines:
         try:
             patterns.extend(pathspec.GitIgnoreSpec.from_lines([line]).patterns)
         except Exception:  # noqa: BLE001 - pathspec raises several types for one bad line
             continue
-    patterns = [p for p in patterns if p.include is not None]
-    return pathspec.GitIgnoreSpec(patterns) if patterns else None
+    patterns = [p for p in patterns if p.include is not None and p.regex is not None]
+    return _Rules(patterns) if patterns else None
 
 
 def _read_rules_file(path: str) -> list[str] | None:
@@ -71,8 +102,8 @@ def _read_rules_file(path: str) -> list[str] | None:
 class IgnoreRules:
     def __init__(self, ws: Workspace):
         self.ws = ws
-        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
-        self._exclude: pathspec.GitIgnoreSpec | None = None
+        self._specs: dict[str, _Rules | None] = {}
+        self._exclude: _Rules | None = None
         self._exclude_loaded = False
         self._dir_verdicts: dict[str, bool] = {}
 
@@ -85,7 +116,7 @@ class IgnoreRules:
 
     # ------------------------------------------------------------------ loading
 
-    def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+    def _spec(self, folder: str) -> _Rules | None:
         try:
             return self._specs[folder]
         except KeyError:
@@ -96,7 +127,7 @@ class IgnoreRules:
         self._specs[folder] = spec
         return spec
 
-    def _exclude_spec(self) -> pathspec.GitIgnoreSpec | None:
+    def _exclude_spec(self) -> _Rules | None:
         if not self._exclude_loaded:
             git = str(self.ws.root / ".git")
             try:
@@ -129,14 +160,14 @@ class IgnoreRules:
             spec = self._spec(folder)
             if spec is not None:
                 sub = rel[len(folder) + 1:] if folder else rel
-                verdict = spec.check_file(sub + probe_suffix).include
+                verdict = spec.verdict(sub + probe_suffix)
                 if verdict is not None:
                     return bool(verdict)
             if not folder:
                 break
         spec = self._exclude_spec()
         if spec is not None:
-            verdict = spec.check_file(rel + probe_suffix).include
+            verdict = spec.verdict(rel + probe_suffix)
             if verdict is not None:
                 return bool(verdict)
         return False

@@ -1,0 +1,320 @@
+"""The pre-turn sweep: walk the workspace, hash only what changed since the last look.
+
+`iter_sweep` is a generator so the caller can interleave it with an event loop: it yields a
+`SweepProgress` after every `budget_files` units of work and returns (as the StopIteration value) a
+`SweepResult`. `sweep` runs it to completion. The walk uses `os.scandir`, never follows a symbolic link
+(a link, to a file or a folder, is a capture gap), prunes ignored folders before descending, and skips
+turnback's store and every `.git` folder.
+
+The stat cache
+--------------
+`StatCache` maps a workspace path to what we saw when we last hashed it: (size, mtime_ns, ctime_ns,
+inode, digest, observed_ns). A file whose lstat still shows the same size, mtime, ctime and inode is
+taken from the cache without being read. ctime cannot be set from user space, so restoring an mtime
+with `touch -d` after a same-size write still counts as a change. The cache lives in the store's
+`cache/` folder as one small self-checking CBOR file; missing, torn or corrupt, it loads empty — it
+only costs a full re-hash, it never loses anything.
+
+The "racy git" problem
+----------------------
+A stat cache is fooled by a file written twice within one timestamp tick: we hash it after the first
+write, the second write (same size) leaves mtime unchanged, and the cache would call it clean. Git
+solves this by comparing each index entry's mtime with the index file's own mtime: an entry whose mtime
+is not strictly older than the moment the index was written is "racily clean" and is re-hashed. We do
+the same, per entry rather than per file: each entry records `observed_ns`, a clock reading taken
+*before* the file was opened, and an entry counts as clean only if its mtime is strictly older than
+`observed_ns - RACY_MARGIN_NS`. Per entry, because entries are written at different times (a sweep
+interrupted half way, a single-file capture) and one cache-wide stamp would wrongly bless entries that
+were never re-examined. The margin covers what "strictly older" cannot: the kernel stamps files from a
+coarse clock that can lag `time.time_ns()` by a tick, and some file systems keep 1 s (HFS+) or 2 s
+(FAT) timestamps. Cost: a file modified in the two seconds before a sweep is hashed once more at the
+next sweep. Not covered: a network file system whose server clock runs more than the margin behind
+ours.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import cbor2
+import xxhash
+
+from ..store import fsio
+from ..workspace.fence import Workspace
+from .ignore import IgnoreRules
+from .reader import ImageStat, read_image
+
+RACY_MARGIN_NS = 2_000_000_000
+_MAGIC = b"TBSC"
+_VERSION = 1
+_HASH_UNIT = 1 << 20  # a hashed file costs one budget unit per MiB on top of its walk unit
+
+
+class CacheEntry(NamedTuple):
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    ino: int
+    digest: str
+    observed_ns: int
+
+
+class StatCache:
+    """rel -> CacheEntry. Rebuildable: deleting the file loses nothing but time."""
+
+    def __init__(self, entries: dict[str, CacheEntry] | None = None):
+        self.entries: dict[str, CacheEntry] = dict(entries or {})
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def get(self, rel: str) -> CacheEntry | None:
+        return self.entries.get(rel)
+
+    def record(self, rel: str, stat: ImageStat, digest: str, observed_ns: int) -> None:
+        """Remember that `rel`, with this stat, hashed to `digest`; `observed_ns` must be a clock
+        reading taken before the file was opened (see the racy-git note in the module docstring)."""
+        self.entries[rel] = CacheEntry(stat.size, stat.mtime_ns, stat.ctime_ns, stat.ino, digest,
+                                       observed_ns)
+
+    def drop(self, rel: str) -> None:
+        self.entries.pop(rel, None)
+
+    def fresh(self, rel: str, st: os.stat_result) -> str | None:
+        """The cached digest if `st` matches the entry and the entry is not racily clean."""
+        e = self.entries.get(rel)
+        if e is None:
+            return None
+        if (e.size, e.mtime_ns, e.ctime_ns, e.ino) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                                       st.st_ino):
+            return None
+        if e.mtime_ns >= e.observed_ns - RACY_MARGIN_NS:
+            return None  # racily clean: modified too close to when we looked; look again
+        return e.digest
+
+    # ------------------------------------------------------------------ persistence
+
+    def encode(self) -> bytes:
+        body = {rel: list(e) for rel, e in self.entries.items()}
+        head = _MAGIC + cbor2.dumps({"version": _VERSION, "entries": body})
+        return head + xxhash.xxh3_64_digest(head)
+
+    @classmethod
+    def decode(cls, data: bytes) -> "StatCache":
+        """Decode; raises ValueError on anything unexpected."""
+        if len(data) < len(_MAGIC) + 8 or data[: len(_MAGIC)] != _MAGIC:
+            raise ValueError("not a stat cache")
+        head, tail = data[:-8], data[-8:]
+        if xxhash.xxh3_64_digest(head) != tail:
+            raise ValueError("checksum mismatch")
+        fp = io.BytesIO(head[len(_MAGIC):])
+        doc = cbor2.CBORDecoder(fp).decode()
+        if fp.tell() != len(head) - len(_MAGIC):
+            raise ValueError("trailing bytes")
+        if not isinstance(doc, dict) or doc.get("version") != _VERSION:
+            raise ValueError("unknown version")
+        raw = doc.get("entries")
+        if not isinstance(raw, dict):
+            raise ValueError("no entries")
+        entries = {}
+        for rel, v in raw.items():
+            if (not isinstance(rel, str) or not isinstance(v, list) or len(v) != 6
+                    or not all(type(x) is int for x in v[:4]) or not isinstance(v[4], str)
+                    or type(v[5]) is not int):
+                raise ValueError(f"bad entry {rel!r}")
+            entries[rel] = CacheEntry(*v)
+        return cls(entries)
+
+    @classmethod
+    def load(cls, path: Path | str) -> "StatCache":
+        """Load the cache file; a missing, unreadable or corrupt file gives an empty cache."""
+        try:
+            data = fsio.read_file(path)
+            return cls.decode(data)
+        except Exception:  # noqa: BLE001 - rebuildable: any failure means "start empty"
+            return cls()
+
+    def save(self, path: Path | str) -> None:
+        """Replace the cache file atomically (private mode, no fsync: it is rebuildable)."""
+        p = Path(path)
+        fsio.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True, sync=False)
+        fsio.write_atomic(p, self.encode(), mode=0o600, sync=False)
+
+
+# ---------------------------------------------------------------------- the walk
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    walked: int
+    hashed: int
+
+
+@dataclass
+class SweepResult:
+    images: dict[str, str] = field(default_factory=dict)
+    absent: set[str] = field(default_factory=set)
+    gaps: list[tuple[str, str]] = field(default_factory=list)
+    hashed: int = 0
+    walked: int = 0
+
+
+def _printable(rel: str) -> str:
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _under(rel: str, folders: set[str]) -> bool:
+    cut = rel.rfind("/")
+    while cut > 0:
+        rel = rel[:cut]
+        if rel in folders:
+            return True
+        cut = rel.rfind("/")
+    return False
+
+
+def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
+               rules: IgnoreRules | None = None, budget_files: int = 64,
+               verify_objects: bool = True) -> Generator[SweepProgress, None, SweepResult]:
+    """Walk the workspace; hash what the cache cannot vouch for; update `cache` in place.
+
+    Budget: every directory entry examined costs one unit, a hashed file one more per MiB; after
+    `budget_files` units the generator yields. With `verify_objects`, a cached digest whose object is
+    no longer in the store (collected meanwhile) is re-hashed rather than trusted.
+
+    `images` holds every regular file that was read or vouched for; `gaps` every path that could not
+    be captured (`too-large`, `unreadable`, `symlink`); `absent` every cached path that no longer
+    exists. A path that is now ignored, or sits under a symlinked or unreadable folder, is neither
+    absent nor an image, and its cache entry is dropped. FIFOs, sockets and devices are skipped.
+    """
+    if rules is None:
+        rules = IgnoreRules(ws)
+    rules.invalidate()
+    budget_files = max(1, budget_files)
+    started = time.time_ns()  # before any file is opened: the racy-git reference point
+    res = SweepResult()
+    # Non-folder entries that exist but are not images (ignored files, links, gaps). A cached path
+    # that is neither an image nor in here, and not under a shadowed folder, is absent: that includes
+    # a file that has become a folder or a FIFO, since the file itself is gone.
+    present: set[str] = set()
+    shadowed: set[str] = set()  # folders whose contents we do not look at (ignored, links, unreadable)
+    units = 0
+    stack = [""]
+    while stack:
+        folder = stack.pop()
+        where = ws.root / folder if folder else ws.root
+        try:
+            with os.scandir(where) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            if not folder:
+                raise
+            continue  # vanished since it was listed: whatever was cached under it is absent
+        except OSError:
+            if not folder:
+                raise
+            res.gaps.append((folder, "unreadable"))
+            shadowed.add(folder)
+            continue
+        for entry in entries:
+            units += 1
+            rel = entry.name if not folder else f"{folder}/{entry.name}"
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                present.add(rel)
+                res.gaps.append((_printable(rel), "unreadable"))  # a name no URI can carry
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_link = not is_dir and entry.is_symlink()
+                is_file = not is_dir and not is_link and entry.is_file(follow_symlinks=False)
+            except OSError:
+                present.add(rel)
+                res.gaps.append((rel, "unreadable"))
+                continue
+            if is_dir:
+                if ws.in_store(rel) or rules.match(rel, True):
+                    shadowed.add(rel)
+                else:
+                    stack.append(rel)
+            elif is_link:
+                present.add(rel)
+                if not rules.match(rel, False):
+                    res.gaps.append((rel, "symlink"))
+                shadowed.add(rel)  # if it used to be a folder, its old contents are not "absent"
+            elif is_file:
+                present.add(rel)
+                if not rules.match(rel, False):
+                    units += _visit_file(ws, objects, cache, entry, rel, res, present, started,
+                                         max_bytes, verify_objects)
+            if units >= budget_files:
+                units = 0
+                yield SweepProgress(res.walked, res.hashed)
+    for rel in list(cache):
+        if rel in res.images:
+            continue
+        if rel not in present and not _under(rel, shadowed):
+            res.absent.add(rel)
+        cache.drop(rel)
+    return res
+
+
+def _visit_file(ws, objects, cache, entry, rel, res, present, started, max_bytes, verify) -> int:
+    """Look at one regular file; returns the extra budget units spent hashing."""
+    res.walked += 1
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        present.discard(rel)
+        return 0
+    except OSError:
+        res.gaps.append((rel, "unreadable"))
+        cache.drop(rel)
+        return 0
+    if st.st_size > max_bytes:
+        res.gaps.append((rel, "too-large"))
+        cache.drop(rel)
+        return 0
+    digest = cache.fresh(rel, st)
+    if digest is not None and (not verify or objects.has(digest)):
+        res.images[rel] = digest
+        return 0
+    got = read_image(ws, rel, objects, max_bytes=max_bytes, check_parents=False)
+    if got.status == "ok":
+        assert got.digest is not None and got.stat is not None
+        res.hashed += 1
+        res.images[rel] = got.digest
+        cache.record(rel, got.stat, got.digest, started)
+        return 1 + (got.size or 0) // _HASH_UNIT
+    cache.drop(rel)
+    if got.status == "absent":
+        present.discard(rel)  # deleted between the listing and the open
+    elif got.status in ("too-large", "unreadable", "symlink"):
+        res.gaps.append((rel, got.status))
+    return 1
+
+
+def sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
+          rules: IgnoreRules | None = None, budget_files: int = 64,
+          verify_objects: bool = True) -> SweepResult:
+    """Run `iter_sweep` to completion."""
+    gen = iter_sweep(ws, objects, cache, max_bytes=max_bytes, rules=rules,
+                     budget_files=budget_files, verify_objects=verify_objects)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
