@@ -1,0 +1,200 @@
+"""The durable record of the live session: its published state, the journal since, and publication.
+
+Stores with heads publish an immutable head (tiny record + body object); plain file stores replace one
+sidecar record atomically. Between publications every operation is appended to the session's journal
+before it is applied, so a crash loses nothing that was made durable. Publication order: objects made
+durable in one batch, then the head (or sidecar) record, then the journal is emptied. A crash between
+the last two leaves operations in the journal that the state already holds; replay skips them by their
+sequence number.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CorruptStore, NotOwner
+from ..model.session import SessionState
+from ..store import journal as journal_mod
+from ..store.heads import HeadRecord
+from ..store.records import read_record, write_record
+from .codec import StateCodec
+from .reducer import apply
+
+SIDECAR_KIND = "sidecar"
+
+
+@dataclass
+class OpenReport:
+    head: int | None
+    replayed: int
+    torn: object | None  # journal.TornTail when a torn tail was cut (or would be, for an observer)
+
+
+def new_session(config: dict | None = None) -> SessionState:
+    return SessionState(session_id=uuid.uuid4().hex, created=time.time(), config=dict(config or {}),
+                        fork_point=uuid.uuid4().hex)
+
+
+class Book:
+    def __init__(self, store, owner, codec: StateCodec, state: SessionState,
+                 head: HeadRecord | None, journal):
+        self.store = store
+        self.owner = owner  # Lease or PidLock we hold, or None for a read-only observer
+        self.codec = codec
+        self.state = state
+        self.head = head
+        self.journal = journal  # None for an observer
+        self.published_op = state.last_op
+        self.last_publish = time.monotonic()
+
+    # -- opening ----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, store, owner, *, config: dict | None = None) -> tuple["Book", OpenReport]:
+        codec = StateCodec(store.objects)
+        head, state = cls._read_published(store, codec)
+        if state is None:
+            state = new_session(config)
+        path = store.journal_path(state.session_id)
+        if owner is not None:
+            journal, frames, torn = journal_mod.Journal.open(path)
+        else:
+            scan = journal_mod.scan(path) if Path(path).exists() else None
+            journal, frames, torn = None, (scan.frames if scan else []), (scan.torn if scan else None)
+        before = state.last_op
+        for frame in frames:
+            apply(state, frame)
+        book = cls(store, owner, codec, state, head, journal)
+        book.published_op = before
+        return book, OpenReport(head.seq if head else None, state.last_op - before, torn)
+
+    @staticmethod
+    def _read_published(store, codec: StateCodec):
+        if store.kind == "heads":
+            head = store.heads.current()
+            return head, (codec.read(head.body) if head else None)
+        if Path(store.sidecar_path).exists():
+            sidecar = read_record(store.sidecar_path, SIDECAR_KIND)
+            return None, codec.read(sidecar["body"])
+        return None, None
+
+    def reload(self) -> None:
+        """Re-read the published state (an observer following the owner's publications)."""
+        head, state = self._read_published(self.store, self.codec)
+        if state is not None:
+            self.head, self.state = head, state
+
+    # -- recording --------------------------------------------------------------------------------
+    @property
+    def read_only(self) -> bool:
+        return self.owner is None
+
+    def require_owner(self) -> None:
+        if self.owner is None:
+            info = _owner_info(self.store)
+            raise NotOwner(_not_owner_message(info), data={"owner": info})
+        self.owner.check()
+
+    def record(self, op: dict, *, sync: bool = False) -> dict:
+        """Append one operation to the journal, then fold it into the state."""
+        self.require_owner()
+        op = dict(op, seq=self.state.last_op + 1)
+        self.journal.append(op)
+        if sync:
+            self.journal.sync()
+        apply(self.state, op)
+        return op
+
+    def sync(self) -> None:
+        if self.journal is not None:
+            self.journal.sync()
+
+    @property
+    def dirty(self) -> bool:
+        return self.state.last_op != self.published_op
+
+    def journal_frames(self) -> list[dict]:
+        """The operations since the last publication (the collector pins what they reference)."""
+        if self.journal is None:
+            return []
+        return journal_mod.scan(self.store.journal_path(self.state.session_id)).frames
+
+    # -- publication ------------------------------------------------------------------------------
+    def write_state(self, state: SessionState) -> str:
+        """Make every object of a state durable in one batch; return its body digest."""
+        with self.store.objects.batch():
+            return self.codec.write(state)
+
+    def publish(self, *, state: SessionState | None = None, txn: str | None = None) -> int | None:
+        """Publish `state` (default: the live one) as the new durable state; return the head seq."""
+        self.require_owner()
+        state = state or self.state
+        body = self.write_state(state)
+        seq = self.commit_body(state, body, txn=txn)
+        self.adopt(state)
+        return seq
+
+    def commit_body(self, state: SessionState, body: str, *, txn: str | None = None) -> int | None:
+        """The single commit point: the head record (or sidecar record) that names `body`."""
+        self.owner.check()
+        if self.store.kind == "heads":
+            running = state.running
+            last = state.turns[-1].prompt if state.turns else ""
+            self.head = self.store.heads.publish(
+                parent=self.head.seq if self.head else None, session=state.session_id,
+                created=time.time(), turn_count=state.settled_turn_count,
+                fork_point=state.fork_point, settled=running is None, epoch=self.owner.epoch,
+                body=body, last_prompt=last[:200], txn=txn)
+            return self.head.seq
+        write_record(self.store.sidecar_path, SIDECAR_KIND, {
+            "body": body, "sessionId": state.session_id, "turnCount": state.settled_turn_count,
+            "txn": txn, "created": time.time(), "epoch": getattr(self.owner, "epoch", 0),
+        })
+        return None
+
+    def adopt(self, state: SessionState) -> None:
+        """After a committed transaction: the new state is the live one; the journal starts empty."""
+        old_session = self.state.session_id
+        self.state = state
+        if state.session_id != old_session:
+            self._switch_journal()
+        self.journal.reset()
+        self.published_op = state.last_op
+        self.last_publish = time.monotonic()
+
+    def _switch_journal(self) -> None:
+        self.journal.close()
+        self.journal, _frames, _torn = journal_mod.Journal.open(
+            self.store.journal_path(self.state.session_id))
+
+    def committed_txn(self, txn: str) -> bool:
+        """Whether the published state names this transaction (used by recovery at open)."""
+        if self.store.kind == "heads":
+            return any(self.store.heads.read(s).txn == txn for s in self.store.heads.list_seqs()[-8:])
+        if Path(self.store.sidecar_path).exists():
+            return read_record(self.store.sidecar_path, SIDECAR_KIND).get("txn") == txn
+        return False
+
+    def close(self) -> None:
+        if self.owner is not None and self.dirty:
+            self.publish()
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+
+def _owner_info(store) -> dict:
+    from ..store.ownership import who_owns
+    try:
+        return who_owns(store.path, store.kind) or {}
+    except CorruptStore:
+        return {}
+
+
+def _not_owner_message(info: dict) -> str:
+    if not info:
+        return "this turnback is a read-only observer of the store"
+    return (f"another turnback (pid {info.get('pid')} on {info.get('host')}) owns this store; "
+            "this one is a read-only observer")

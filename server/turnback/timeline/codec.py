@@ -1,0 +1,155 @@
+"""The session state as content-addressed objects.
+
+A publication writes a body object `{root, refs}`: `root` names the session object and `refs` lists
+every object the state reaches, so the collector marks a head by reading its body alone. Turns are
+one object each and the known-image map is split into shards, so a settled turn or an unchanged shard
+has the same digest in every later publication and costs nothing to publish again.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import cbor2
+
+from ..errors import CorruptStore, NewerFormat
+from ..model.directives import Directive
+from ..model.gaps import Gap
+from ..model.images import is_digest
+from ..model.session import AgentTranscript, SessionState
+from ..model.turns import Turn
+
+OBJECT_FORMAT = 1
+KNOWN_SHARDS = 64
+
+
+def dumps(kind: str, payload: dict) -> bytes:
+    return cbor2.dumps({"t": kind, "v": OBJECT_FORMAT, "p": payload}, canonical=True)
+
+
+def loads(data: bytes, kind: str, where: str) -> dict:
+    try:
+        doc = cbor2.loads(data)
+    except Exception as exc:  # cbor2 raises several types for damaged input
+        raise CorruptStore(f"{where}: not a readable CBOR object ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("t") != kind:
+        raise CorruptStore(f"{where}: expected a {kind} object")
+    if doc.get("v", 0) > OBJECT_FORMAT:
+        raise NewerFormat(f"{where}: written by a newer turnback (object format {doc['v']})")
+    return doc["p"]
+
+
+def shard_of(rel: str) -> int:
+    return zlib.crc32(rel.encode()) % KNOWN_SHARDS
+
+
+class StateCodec:
+    """Writes and reads states; remembers which objects it already confirmed in this process."""
+
+    def __init__(self, objects):
+        self.objects = objects
+        self._confirmed: dict[str, int] = {}
+
+    def forget(self, digests) -> None:
+        """The collector removed these objects: they must be written again if needed."""
+        for d in digests:
+            self._confirmed.pop(d, None)
+
+    def _put(self, data: bytes) -> str:
+        digest = self.objects.hasher.digest(data)
+        if self._confirmed.get(digest) == len(data) and self.objects.stat(digest) == len(data):
+            return digest
+        digest = self.objects.put(data)
+        self._confirmed[digest] = len(data)
+        return digest
+
+    # -- write ----------------------------------------------------------------------------------
+    def write(self, state: SessionState) -> str:
+        """Write every object of the state (the caller batches durability) and return the body digest."""
+        refs: set[str] = set()
+
+        def put(kind: str, payload: dict) -> str:
+            digest = self._put(dumps(kind, payload))
+            refs.add(digest)
+            return digest
+
+        turn_digests = []
+        for turn in state.turns:
+            turn_digests.append(put("turn", turn.to_dict()))
+            refs.update(_turn_images(turn))
+        shards: list[dict] = [{} for _ in range(KNOWN_SHARDS)]
+        for rel, image in state.known.items():
+            shards[shard_of(rel)][rel] = image
+            if is_digest(image):
+                refs.add(image)
+        between = {}
+        for k, changes in state.between.items():
+            between[k] = {rel: list(pair) for rel, pair in changes.items()}
+            refs.update(i for pair in changes.values() for i in pair if is_digest(i))
+        root = {
+            "sessionId": state.session_id, "created": state.created, "config": state.config,
+            "turns": turn_digests, "between": between,
+            "known": [put("known", {"shard": i, "map": s}) for i, s in enumerate(shards)],
+            "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
+            "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
+            "agents": put("agents", {"items": [a.to_dict() for a in state.agents.values()]}),
+            "liveGaps": [g.to_dict() for g in state.live_gaps.values()],
+            "epoch": state.epoch, "forkPoint": state.fork_point, "lastOp": state.last_op,
+            "frozen": state.frozen,
+        }
+        root_digest = put("session", root)
+        return self._put(dumps("body", {"root": root_digest, "refs": sorted(refs)}))
+
+    # -- read -----------------------------------------------------------------------------------
+    def read_body(self, body_digest: str) -> dict:
+        return loads(self.objects.get(body_digest), "body", f"object {body_digest}")
+
+    def read(self, body_digest: str) -> SessionState:
+        body = self.read_body(body_digest)
+        root = self._get(body["root"], "session")
+        state = SessionState(session_id=root["sessionId"], created=root["created"],
+                             config=dict(root.get("config", {})))
+        state.turns = [Turn.from_dict(self._get(d, "turn")) for d in root["turns"]]
+        state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
+                         for k, v in root.get("between", {}).items()}
+        for shard in root["known"]:
+            state.known.update(self._get(shard, "known")["map"])
+        state.directives = {d["id"]: Directive.from_dict(d)
+                            for d in self._get(root["directives"], "directives")["items"]}
+        state.workflow = {k: list(v) for k, v in self._get(root["workflow"], "workflow").items()}
+        state.agents = {a["agentId"]: AgentTranscript.from_dict(a)
+                        for a in self._get(root["agents"], "agents")["items"]}
+        state.live_gaps = {(g["rel"], g["reason"]): Gap.from_dict(g) for g in root.get("liveGaps", [])}
+        state.epoch = root.get("epoch", 0)
+        state.fork_point = root.get("forkPoint", "")
+        state.last_op = root.get("lastOp", 0)
+        state.frozen = root.get("frozen", False)
+        return state
+
+    def _get(self, digest: str, kind: str) -> dict:
+        payload = loads(self.objects.get(digest), kind, f"object {digest}")
+        self._confirmed[digest] = self.objects.stat(digest) or 0
+        return payload
+
+
+def _turn_images(turn: Turn):
+    for entry in turn.files.values():
+        for image in (entry.before, entry.after):
+            if is_digest(image):
+                yield image
+    for step in turn.steps:
+        if step.result:
+            yield step.result
+    for digest in turn.instructions.values():
+        yield digest
+
+
+def state_refs(state: SessionState) -> set[str]:
+    """Image and result objects a state references (without writing it): used for journal pins."""
+    refs: set[str] = set()
+    for turn in state.turns:
+        refs.update(_turn_images(turn))
+    refs.update(i for i in state.known.values() if is_digest(i))
+    for changes in state.between.values():
+        refs.update(i for pair in changes.values() for i in pair if is_digest(i))
+    return refs

@@ -1,0 +1,86 @@
+"""Reading and writing workspace files for restores: fenced, verified, and through the seam."""
+
+from __future__ import annotations
+
+import os
+import stat as statmod
+
+from ..errors import CorruptStore, SymlinkRefused
+from ..model.images import ABSENT, Image
+from ..store import fsio
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, str | None]:
+    """The digest of what is on disk now, without storing it: (image, None) or (None, gap reason)."""
+    try:
+        ws.check_components(rel)
+    except SymlinkRefused as exc:
+        return None, exc.data.get("reason", "symlink") if exc.data.get("reason") != "race" else "symlink"
+    path = ws.abs_path(rel)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except FileNotFoundError:
+        return ABSENT, None
+    except OSError as exc:
+        return None, "symlink" if exc.errno == 40 else "unreadable"  # ELOOP: the target is a link
+    try:
+        st = os.fstat(fd)
+        if not statmod.S_ISREG(st.st_mode):
+            return None, "not-a-file"
+        if st.st_size > max_bytes:
+            return None, "too-large"
+        h = hasher.stream()
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            h.update(chunk)
+        return h.hexdigest(), None
+    except OSError:
+        return None, "unreadable"
+    finally:
+        os.close(fd)
+
+
+def current_mode(ws, rel: str) -> int | None:
+    try:
+        st = os.lstat(ws.abs_path(rel))
+    except FileNotFoundError:
+        return None
+    return statmod.S_IMODE(st.st_mode) if statmod.S_ISREG(st.st_mode) else None
+
+
+def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -> None:
+    """Make the disk hold `image` at rel: write it (temp + fsync + rename + folder fsync) or delete it.
+
+    The components are checked just before the write, so a link planted since planning is refused;
+    the bytes are verified against their digest while they are streamed, and a mismatch aborts
+    before the rename, so a corrupt object is never restored."""
+    ws.check_components(rel)
+    path = ws.abs_path(rel)
+    if image == ABSENT:
+        if os.path.lexists(path):
+            if os.path.isdir(path) and not os.path.islink(path):
+                raise CorruptStore(f"{rel} is a folder now; refusing to delete it", data={"path": rel})
+            fsio.unlink(path)
+            fsio.fsync_dir(path.parent)
+        return
+    if not objects.has(image):
+        raise CorruptStore(f"the image {image} of {rel} is missing from the store",
+                           data={"path": rel, "digest": image})
+    ws.ensure_parent_dirs(rel)
+    if mode is None:
+        mode = current_mode(ws, rel)
+    if mode is None:
+        mode = 0o666 & ~_umask()
+    fsio.write_atomic(path, objects.iter_chunks(image), mode=mode)
+    if statmod.S_IMODE(os.lstat(path).st_mode) != mode:
+        fsio.chmod(path, mode)  # the temp file was created under the umask
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,108 @@
+"""Redo: bring back a published head that a rewind left behind, as a new head.
+
+Preparation reads immutable bytes only (head records and objects) and takes no lease; commit goes
+through the same file transaction as rewind. Redo restores the head's conversation, sidecar state,
+instruction snapshots, agent transcripts, tool results and captured files. It keeps the current
+directive records (a rewind's pruning of them is not undone) and never re-fires a step.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass
+
+from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
+from ..model.gaps import Gap
+from ..model.images import ABSENT, UNKNOWN
+from ..model.session import SessionState
+from .disk import disk_image
+from .rewind import _file, _unique, _wire_gap, plan_hash
+
+
+@dataclass
+class RedoPlan:
+    result: dict  # {planHash, headSeq, turnCount, files, gaps, summary}
+    new_state: SessionState
+    changes: list[tuple[str, str]]
+
+
+def groups(store, current: SessionState | None, current_head) -> list[dict]:
+    """Settled heads grouped by (settled turn count, fork point); the newest head of each group,
+    leaving out the group of the current state. Newest first."""
+    if store.kind != "heads":
+        return []
+    best: dict[tuple, object] = {}
+    for seq in store.heads.list_seqs():
+        head = store.heads.read(seq)
+        if not head.settled:
+            continue  # a head published inside a running turn is an incomplete turn
+        key = (head.turn_count, head.fork_point)
+        if key not in best or best[key].seq < head.seq:
+            best[key] = head
+    here = (current.settled_turn_count, current.fork_point) if current else None
+    out = [{"headSeq": h.seq, "turnCount": h.turn_count, "forkPoint": h.fork_point,
+            "created": h.created, "lastPrompt": h.last_prompt}
+           for key, h in best.items() if key != here]
+    return sorted(out, key=lambda g: -g["headSeq"])
+
+
+def prepare(store, codec, state: SessionState, current_head, ws, head_seq, *, max_bytes: int) -> RedoPlan:
+    if store.kind != "heads":
+        raise NoHeads("this store keeps one sidecar record (PID lock) and has no published heads; "
+                      "Redo needs a store with heads")
+    if not isinstance(head_seq, int) or isinstance(head_seq, bool):
+        raise InvalidParams("headSeq must be an integer", data={"field": "headSeq"})
+    if head_seq not in store.heads.list_seqs():
+        raise NotFound(f"there is no head {head_seq}", data={"headSeq": head_seq})
+    if state.running is not None:
+        raise TurnRunning(f"turn {state.running.n} is still running; settle or cancel it first",
+                          data={"turn": state.running.n})
+    head = store.heads.read(head_seq)
+    if not head.settled:
+        raise InvalidParams(f"head {head_seq} was published inside a running turn; it cannot be "
+                            "brought back", data={"headSeq": head_seq})
+    target_state = codec.read(head.body)
+    gaps: list[Gap] = []
+    files, changes = [], []
+    for rel in sorted(set(state.known) | set(target_state.known)):
+        to = target_state.known.get(rel)
+        if to is None:
+            continue  # the head never saw this path: it was created later; leave it alone
+        now, problem = disk_image(ws, rel, store.objects.hasher, max_bytes=max_bytes)
+        if problem is not None:
+            gaps.append(Gap(rel, problem))
+            files.append(_file(ws, rel, "unchanged", None, to, False))
+            continue
+        known = state.known.get(rel)
+        external = known is not None and known != UNKNOWN and now != known
+        if to == UNKNOWN:
+            gaps.append(Gap(rel, "unknown-before-image"))
+            files.append(_file(ws, rel, "unchanged", now, to, external))
+        elif to == now:
+            files.append(_file(ws, rel, "unchanged", now, to, external))
+        else:
+            changes.append((rel, to))
+            files.append(_file(ws, rel, "delete" if to == ABSENT else "restore", now, to, external))
+    gaps.extend(g for t in target_state.turns for g in t.gaps)
+    gaps = _unique(gaps)
+    result = {"headSeq": head_seq, "turnCount": head.turn_count,
+              "currentHead": current_head.seq if current_head else None,
+              "files": files, "gaps": [_wire_gap(ws, g) for g in gaps]}
+    result["planHash"] = plan_hash(store.objects.hasher, result)
+    restored = len([f for f in files if f["action"] != "unchanged"])
+    result["summary"] = (f"Brings back head {head_seq}: {head.turn_count} turn(s), last prompt "
+                         f"\u201c{head.last_prompt[:60]}\u201d; writes or deletes {restored} file(s). "
+                         "Directive records stay as they are now; no step is run again.")
+    new_state = copy.deepcopy(target_state)
+    unreachable = {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
+    for rel, image in state.known.items():
+        if rel not in target_state.known or rel in unreachable:
+            new_state.known[rel] = image  # paths the head never saw, or could not write: as they are
+    new_state.session_id = state.session_id
+    new_state.directives = copy.deepcopy(state.directives)
+    new_state.epoch = state.epoch + 1
+    new_state.fork_point = uuid.uuid4().hex
+    new_state.last_op = state.last_op
+    new_state.frozen = False
+    return RedoPlan(result, new_state, changes)

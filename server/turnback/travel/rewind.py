@@ -1,0 +1,242 @@
+"""The one derivation from a boundary to a candidate state.
+
+Confirmation (prepare) and commit both call `derive`; commit compares the plan hash, so what the user
+approved is exactly what happens. The candidate fixes: the surviving turn count and transcript cutoff,
+the activity pruned with the discarded turns, the file plan (and which files were changed behind our
+back), every known gap, the effect partition, directive consequences, workflow ownership to clear, and
+a readable summary. The new session state is derived alongside it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import uuid
+from dataclasses import dataclass
+
+import cbor2
+
+from ..directives import rules as directive_rules
+from ..effects.partition import partition
+from ..errors import InvalidParams, TurnRunning, UnknownTurn
+from ..model.gaps import Gap
+from ..model.images import ABSENT, UNKNOWN, is_digest
+from ..model.session import WORKFLOW_LISTS, SessionState
+from ..timeline.checkpoints import checkpoint
+from .disk import disk_image
+
+FILE_STEPS = ("file-write", "file-delete", "file-move")
+
+
+@dataclass
+class Derived:
+    candidate: dict  # the contract's Candidate
+    new_state: SessionState
+    changes: list[tuple[str, str]]  # (rel, target image) for every file the commit writes or deletes
+
+
+def keep_count(state: SessionState, boundary: dict) -> int:
+    """How many turns survive a boundary (validated against the session)."""
+    if not isinstance(boundary, dict):
+        raise InvalidParams("boundary must be an object")
+    kind = boundary.get("kind")
+    n = boundary.get("turn")
+    if kind not in ("afterResponse", "beforePrompt", "beforeDirectiveAttempt"):
+        raise InvalidParams("boundary.kind must be afterResponse, beforePrompt or "
+                            "beforeDirectiveAttempt", data={"field": "boundary.kind"})
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise InvalidParams("boundary.turn must be an integer", data={"field": "boundary.turn"})
+    turn = state.turn(n)
+    if turn is None:
+        raise UnknownTurn(f"there is no turn {n}; the session has {state.turn_count}",
+                          data={"turn": n})
+    if state.running is not None:
+        raise TurnRunning(f"turn {state.running.n} is still running; settle or cancel it before "
+                          "rewinding", data={"turn": state.running.n})
+    if kind == "afterResponse":
+        return n
+    if kind == "beforeDirectiveAttempt":
+        did = boundary.get("directiveId")
+        if turn.directive_id is None or turn.directive_id != did:
+            raise InvalidParams(f"turn {n} is not an attempt at directive {did!r}",
+                                data={"turn": n, "directiveId": did})
+    return n - 1
+
+
+def derive(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int) -> Derived:
+    keep = keep_count(state, boundary)
+    discarded = state.turns[keep:]
+    target = checkpoint(state, keep + 1)  # C(keep+1): the files as they were when turn keep ended
+    gaps: list[Gap] = []
+    files, changes = [], []
+    unreachable: set[str] = set()
+    for rel in sorted(target):
+        to = target[rel]
+        known = state.known.get(rel)
+        now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
+        if problem is not None:
+            unreachable.add(rel)
+            gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))
+            files.append(_file(ws, rel, "unchanged", None, to, False))
+            continue
+        external = known is not None and known != UNKNOWN and now != known
+        if to in (UNKNOWN, None):
+            first = _first_turn(state, keep + 1, rel)
+            gaps.append(Gap(rel, "unknown-before-image", first,
+                            "turnback never saw this file before it changed"))
+            files.append(_file(ws, rel, "unchanged", now, to, external))
+            continue
+        if to == now:
+            action = "unchanged"
+        else:
+            action = "delete" if to == ABSENT else "restore"
+            changes.append((rel, to))
+        files.append(_file(ws, rel, action, now, to, external))
+
+    for turn in discarded:
+        gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
+    gaps.extend(g for g in state.live_gaps.values() if g.turn is None or g.turn <= keep)
+    if os.path.isdir(ws.root / ".git"):
+        gaps.append(Gap("", "git-head-and-index", None,
+                        "a rewind does not restore Git HEAD or the index"))
+    gaps = _unique(gaps)
+
+    steps = [s for t in discarded for s in t.steps]
+    restorable_paths = {rel for rel, to in target.items() if to not in (UNKNOWN, None)} - \
+        {g.rel for g in gaps if g.reason in ("symlink", "unreadable", "too-large", "not-a-file")}
+    effects = partition(
+        steps, log=[s for t in state.turns[:keep] for s in t.steps],
+        restorable=lambda s: bool(s.rels) and all(r in restorable_paths for r in s.rels),
+        runs_inverse=lambda s: False)  # the only host inverse turnback runs is the file restore
+
+    texts = {}
+    for d in state.directives.values():
+        if d.rel not in texts:
+            texts[d.rel] = _text_after(ws, objects, d.rel, target)
+    directives, consequences = directive_rules.prune_for_rewind(
+        state.directives, discard_from_turn=keep + 1, texts=texts)
+    workflow = {name: len(state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
+
+    settled_target = {rel: to for rel, to in target.items() if rel not in unreachable}
+    new_state = _new_state(state, keep, settled_target, directives)
+    candidate = {
+        "keep": {"turnCount": keep,
+                 "last": ({"turn": keep, "prompt": state.turns[keep - 1].prompt} if keep else None)},
+        "discard": {"turnCount": len(discarded),
+                    "first": ({"turn": keep + 1, "prompt": discarded[0].prompt} if discarded else None)},
+        "boundary": boundary,
+        "files": files,
+        "gaps": [_wire_gap(ws, g) for g in gaps],
+        "effects": effects,
+        "directives": consequences,
+        "workflowCleared": workflow,
+    }
+    candidate["planHash"] = plan_hash(objects.hasher, candidate)
+    candidate["summary"] = summary(candidate)
+    return Derived(candidate, new_state, changes)
+
+
+def plan_hash(hasher, candidate: dict) -> str:
+    basis = {k: v for k, v in candidate.items() if k not in ("planHash", "summary")}
+    return hasher.digest(cbor2.dumps(basis, canonical=True))
+
+
+def _new_state(state: SessionState, keep: int, target: dict, directives) -> SessionState:
+    new = copy.deepcopy(state)
+    new.turns = new.turns[:keep]
+    new.between = {k: v for k, v in new.between.items() if k <= keep}
+    for rel, to in target.items():
+        if to not in (UNKNOWN, None):
+            new.known[rel] = to
+    new.directives = directives
+    new.workflow = {name: [] for name in WORKFLOW_LISTS}
+    new.agents = {k: a for k, a in new.agents.items() if a.turn <= keep}
+    new.live_gaps = {k: g for k, g in new.live_gaps.items() if g.turn is None or g.turn <= keep}
+    new.epoch += 1
+    new.fork_point = uuid.uuid4().hex
+    return new
+
+
+def _first_turn(state: SessionState, n: int, rel: str) -> int | None:
+    for t in state.turns[n - 1:]:
+        if rel in t.files:
+            return t.n
+    return None
+
+
+def _text_after(ws, objects, rel: str, target: dict) -> str | None:
+    image = target.get(rel)
+    try:
+        if image == ABSENT:
+            return None
+        if is_digest(image):
+            return objects.get(image).decode("utf-8", "replace")
+        path = ws.abs_path(rel)
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_bytes().decode("utf-8", "replace")
+    except Exception:
+        return None
+
+
+def _file(ws, rel, action, now, to, external) -> dict:
+    return {"uri": ws.to_uri(rel), "path": rel, "action": action,
+            "from": now, "to": to, "externalChange": bool(external)}
+
+
+def _wire_gap(ws, g: Gap) -> dict:
+    out = {"uri": ws.to_uri(g.rel) if g.rel and not g.rel.startswith(("file:", "/")) else (g.rel or None),
+           "turn": g.turn, "reason": g.reason}
+    if g.detail:
+        out["detail"] = g.detail
+    return out
+
+
+def _unique(gaps: list[Gap]) -> list[Gap]:
+    seen, out = set(), []
+    for g in gaps:
+        key = (g.rel, g.reason, g.turn)
+        if key not in seen:
+            seen.add(key)
+            out.append(g)
+    return out
+
+
+def summary(c: dict) -> str:
+    keep, discard = c["keep"], c["discard"]
+    parts = []
+    if keep["turnCount"]:
+        parts.append(f"Keeps turns 1–{keep['turnCount']}, ending with turn {keep['last']['turn']} "
+                     f"(\u201c{_short(keep['last']['prompt'])}\u201d).")
+    else:
+        parts.append("Keeps no turns: the session becomes empty.")
+    if discard["turnCount"]:
+        parts.append(f"Discards {discard['turnCount']} turn(s) from turn {discard['first']['turn']} "
+                     f"(\u201c{_short(discard['first']['prompt'])}\u201d) on, with their answers.")
+    restore = [f for f in c["files"] if f["action"] == "restore"]
+    delete = [f for f in c["files"] if f["action"] == "delete"]
+    external = [f for f in c["files"] if f["externalChange"] and f["action"] != "unchanged"]
+    parts.append(f"Restores {len(restore)} file(s) and deletes {len(delete)}.")
+    if external:
+        parts.append("Overwrites changes made outside turnback to: "
+                     + ", ".join(f["path"] for f in external) + ".")
+    if c["gaps"]:
+        parts.append("Cannot undo: " + "; ".join(
+            f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")
+    crossed = c["effects"]["crossedUncompensated"] + c["effects"]["wouldCrossOnRewind"]
+    if crossed:
+        parts.append(f"{len(crossed)} step(s) already left this machine and stay done: "
+                     + ", ".join(crossed) + ".")
+    cleared = {k: v for k, v in c["workflowCleared"].items() if v}
+    if cleared:
+        parts.append("Clears live " + ", ".join(f"{v} {k}" for k, v in cleared.items()) + ".")
+    return " ".join(parts)
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _tail(uri: str) -> str:
+    return uri.rsplit("/", 1)[-1]

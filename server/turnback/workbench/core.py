@@ -1,0 +1,275 @@
+"""The workbench: the one facade that the server and the command line both call.
+
+It opens a workspace's store, takes ownership (or becomes a read-only observer), recovers any
+interrupted transaction before accepting work, and hands each operation to its feature. Long work is a
+generator of small steps (a *job*): the command line runs it to the end at once, the server advances it
+a slice at a time between requests.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Generator
+
+from ..capture.ignore import IgnoreRules
+from ..capture.recorder import Recorder
+from ..errors import NotOwner
+from ..model.gaps import Gap
+from ..store.layout import Store
+from ..timeline.book import Book
+from ..workspace.fence import Workspace
+
+Job = Generator[object, None, object]
+
+
+@dataclass
+class Options:
+    store_kind: str = "heads"
+    store_path: str | None = None
+    max_file_bytes: int = 16 * 1024 * 1024
+    sweep: bool = True
+    grace_heads: int = 8
+    grace_seconds: float = 600.0
+    lease_ttl: float = 30.0
+    publish_interval: float = 15.0  # debounced publication inside long turns (heads stores)
+
+    @classmethod
+    def from_init(cls, init: dict | None) -> "Options":
+        """Options from the contract's `initializationOptions` shape."""
+        from .params import field as f, obj
+
+        init = obj(init, "initializationOptions")
+        store = obj(init.get("store"), "store")
+        capture = obj(init.get("capture"), "capture")
+        collect = obj(init.get("collect"), "collect")
+        return cls(
+            store_kind=f(store, "kind", str, default="heads", choices=("heads", "pid")),
+            store_path=f(store, "path", str, default=None, allow_none=True),
+            max_file_bytes=f(capture, "maxFileBytes", int, default=16 * 1024 * 1024),
+            sweep=f(capture, "sweep", bool, default=True),
+            grace_heads=f(collect, "graceHeads", int, default=8),
+            grace_seconds=float(f(collect, "graceSeconds", (int, float), default=600.0)),
+        )
+
+
+@dataclass
+class Events:
+    """Observers of what clients must hear about: status, epoch, directives."""
+
+    listeners: list[Callable[[str, dict], None]] = field(default_factory=list)
+
+    def subscribe(self, fn: Callable[[str, dict], None]) -> None:
+        self.listeners.append(fn)
+
+    def emit(self, name: str, payload: dict) -> None:
+        for fn in list(self.listeners):
+            fn(name, payload)
+
+
+class Workbench:
+    def __init__(self, root: Path, options: Options, store: Store, ws: Workspace, book: Book,
+                 recorder: Recorder, rules: IgnoreRules | None):
+        self.root = root
+        self.options = options
+        self.store = store
+        self.ws = ws
+        self.book = book
+        self.recorder = recorder
+        self.rules = rules
+        self.events = Events()
+        self.collecting = False
+        self.open_report: dict = {}
+        self._last_status: dict | None = None
+        from .collection import CollectionFeature
+        from .directives import DirectivesFeature
+        from .travel import RecoveryFeature, RedoFeature, RewindFeature
+        from .turns import TurnsFeature
+
+        self.turns = TurnsFeature(self)
+        self.rewind = RewindFeature(self)
+        self.redo = RedoFeature(self)
+        self.recovery = RecoveryFeature(self)
+        self.directives = DirectivesFeature(self)
+        self.collection = CollectionFeature(self)
+
+    # -- opening and closing ----------------------------------------------------------------------
+    @classmethod
+    def open(cls, workspace: str | Path, options: Options | None = None, *,
+             take_ownership: bool = True) -> "Workbench":
+        options = options or Options()
+        root = Path(workspace).resolve()
+        store_path = Path(options.store_path).resolve() if options.store_path else root / ".turnback"
+        store = Store.open(store_path, kind=options.store_kind)
+        owner = None
+        if take_ownership:
+            try:
+                owner = store.ownership(ttl=options.lease_ttl) if store.kind == "heads" \
+                    else store.ownership()
+            except NotOwner:
+                owner = None
+        try:
+            book, report = Book.open(store, owner, config={"storeKind": store.kind})
+            ws = Workspace(root, store_path)
+            rules = IgnoreRules(ws) if options.sweep else None
+            recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules)
+            wb = cls(root, options, store, ws, book, recorder, rules)
+            wb.open_report = {"head": report.head, "replayed": report.replayed,
+                              "tornJournal": bool(report.torn)}
+            if owner is not None:
+                wb.open_report["recovered"] = wb.recovery.recover_interrupted()
+        except BaseException:
+            if owner is not None:
+                owner.release()
+            raise
+        return wb
+
+    def close(self) -> None:
+        """Publish what is pending, save caches, and give up ownership."""
+        owner = self.book.owner
+        try:
+            if owner is not None:
+                self.book.close()
+        finally:
+            if owner is not None:
+                owner.release()
+
+    # -- ownership ------------------------------------------------------------------------------
+    @property
+    def is_owner(self) -> bool:
+        return self.book.owner is not None
+
+    def renew(self) -> None:
+        """Called on a timer by the server; never per operation."""
+        if self.book.owner is not None:
+            self.book.owner.renew()
+
+    def try_take_over(self) -> bool:
+        """An observer whose owner has gone away becomes the owner (and replays its work)."""
+        if self.is_owner:
+            return True
+        try:
+            owner = self.store.ownership(ttl=self.options.lease_ttl) \
+                if self.store.kind == "heads" else self.store.ownership()
+        except NotOwner:
+            return False
+        book, report = Book.open(self.store, owner, config={"storeKind": self.store.kind})
+        self.book = book
+        self.recorder.book = book
+        self.recovery.recover_interrupted()
+        self.emit_status()
+        return True
+
+    def owner_info(self) -> dict:
+        if self.book.owner is not None:
+            return self.book.owner.owner_info()
+        from ..store.ownership import who_owns
+
+        return who_owns(self.store.path, self.store.kind) or {}
+
+    # -- reporting ------------------------------------------------------------------------------
+    @property
+    def state(self):
+        return self.book.state
+
+    def wire_gap(self, gap: Gap) -> dict:
+        out = {"uri": self.ws.to_uri(gap.rel) if gap.rel and not gap.rel.startswith(("file:", "/"))
+               else (gap.rel or None), "turn": gap.turn, "reason": gap.reason}
+        if gap.detail:
+            out["detail"] = gap.detail
+        return out
+
+    def live_gaps(self) -> list[dict]:
+        return [self.wire_gap(g) for g in sorted(self.state.live_gaps.values(),
+                                                 key=lambda g: (g.rel, g.reason))]
+
+    def info(self) -> dict:
+        owner = self.owner_info()
+        return {
+            "sessionId": self.state.session_id,
+            "storeKind": self.store.kind,
+            "ownership": "owner" if self.is_owner else "observer",
+            "owner": {"pid": owner.get("pid"), "host": owner.get("host")},
+            "turnCount": self.state.turn_count,
+            "headSeq": self.book.head.seq if self.book.head else None,
+            "liveGaps": len(self.state.live_gaps),
+            "recovery": len(self.recovery.records()),
+            "frozen": self.state.frozen,
+            "workspace": str(self.root),
+        }
+
+    def status(self) -> dict:
+        gaps = self.live_gaps()
+        return {"liveGaps": len(gaps), "gaps": gaps,
+                "ownership": "owner" if self.is_owner else "observer",
+                "collecting": self.collecting,
+                "headSeq": self.book.head.seq if self.book.head else None,
+                "recovery": len(self.recovery.records())}
+
+    def emit_status(self, *, force: bool = False) -> None:
+        status = self.status()
+        if force or status != self._last_status:
+            self._last_status = status
+            self.events.emit("status", status)
+
+    # -- jobs -----------------------------------------------------------------------------------
+    @staticmethod
+    def run(job: Job):
+        """Run a job to the end at once (the command line's way)."""
+        try:
+            while True:
+                next(job)
+        except StopIteration as done:
+            return done.value
+
+    def maybe_publish(self) -> int | None:
+        """Debounced publication inside long turns, so a crash or suspend loses little."""
+        book = self.book
+        if (book.owner is not None and book.dirty and self.store.kind == "heads"
+                and time.monotonic() - book.last_publish >= self.options.publish_interval):
+            seq = book.publish()
+            self.collection.schedule("publication")
+            self.emit_status()
+            return seq
+        return None
+
+    # -- sweeps ---------------------------------------------------------------------------------
+    def sweep_job(self) -> Job:
+        """The pre-turn (and settle) sweep: a job that yields every few files."""
+        if not self.options.sweep or not self.is_owner:
+            return 0
+        from ..capture.sweep import StatCache, iter_sweep
+
+        cache_path = self.store.cache_dir / "stat.cbor"
+        if getattr(self, "_stat_cache", None) is None:
+            self._stat_cache = StatCache.load(cache_path)
+        self.rules.invalidate()
+        # One durability pass for every image the sweep stores, not one fsync per file. Mutating work
+        # is serialised, so nothing else writes objects while the batch is open.
+        with self.store.objects.batch():
+            result = yield from iter_sweep(self.ws, self.store.objects, self._stat_cache,
+                                           max_bytes=self.options.max_file_bytes, rules=self.rules)
+        changed = self.recorder.apply_sweep(result)
+        self._stat_cache.save(cache_path)
+        self.emit_status()
+        return changed
+
+    # -- after rewind and redo ------------------------------------------------------------------
+    def after_transaction(self, outcome, source: str, *, touched=()) -> dict:
+        """What every committed or rolled-back transaction reports; the epoch is sent only here, and
+        only for a commit."""
+        result = {"status": outcome.status}
+        if outcome.status == "committed":
+            result["epoch"] = self.state.epoch
+            result["headSeq"] = outcome.head_seq
+            self.events.emit("epoch", {"source": source, "sessionId": self.state.session_id,
+                                       "turnCount": self.state.turn_count, "epoch": self.state.epoch})
+            self.collection.schedule(source)
+            self.directives.notify(set(touched) | {d.rel for d in self.state.directives.values()})
+        else:
+            result["reason"] = outcome.reason
+        if outcome.recovery:
+            result["recovery"] = [self.recovery.wire(r) for r in outcome.recovery]
+        self.emit_status()
+        return result

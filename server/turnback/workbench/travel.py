@@ -1,0 +1,140 @@
+"""Rewind, Redo and the recovery records they may leave: thin wiring of `travel/` into the workbench."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import InvalidParams, NotFound
+from ..store import fsio
+from ..store.records import read_record
+from ..travel import redo as redo_plan
+from ..travel import transaction
+from ..travel.rewind import derive
+from . import params as P
+
+
+class RewindFeature:
+    def __init__(self, wb):
+        self.wb = wb
+
+    def _derive(self, boundary):
+        wb = self.wb
+        return derive(wb.state, wb.ws, wb.store.objects, boundary, max_bytes=wb.options.max_file_bytes)
+
+    def prepare(self, params) -> dict:
+        p = P.obj(params)
+        return self._derive(P.field(p, "boundary", dict)).candidate
+
+    def commit(self, params) -> dict:
+        p = P.obj(params)
+        boundary = P.field(p, "boundary", dict)
+        plan = P.field(p, "planHash", str)
+        wb = self.wb
+        wb.book.require_owner()
+        derived = self._derive(boundary)
+        if derived.candidate["planHash"] != plan:
+            return {"status": "stale", "candidate": derived.candidate}
+        outcome = transaction.run(wb.book, wb.ws, operation="rewind", changes=derived.changes,
+                                  new_state=derived.new_state, max_bytes=wb.options.max_file_bytes)
+        return self.wb.after_transaction(outcome, "rewind",
+                                         touched={d.rel for d in derived.new_state.directives.values()})
+
+
+class RedoFeature:
+    def __init__(self, wb):
+        self.wb = wb
+
+    def list(self, params=None) -> dict:
+        P.obj(params)
+        wb = self.wb
+        if wb.store.kind != "heads":
+            return {"available": False, "groups": [],
+                    "reason": "this store keeps one sidecar record under a PID lock; it publishes "
+                              "no heads, so there is nothing to redo"}
+        groups = redo_plan.groups(wb.store, wb.state, wb.book.head)
+        out = {"available": bool(groups), "groups": groups}
+        if not groups:
+            out["reason"] = "no earlier state has been left behind by a rewind"
+        return out
+
+    def _plan(self, head_seq):
+        wb = self.wb
+        return redo_plan.prepare(wb.store, wb.book.codec, wb.state, wb.book.head, wb.ws, head_seq,
+                                 max_bytes=wb.options.max_file_bytes)
+
+    def prepare(self, params) -> dict:
+        p = P.obj(params)
+        return self._plan(P.field(p, "headSeq", int)).result
+
+    def commit(self, params) -> dict:
+        p = P.obj(params)
+        head_seq = P.field(p, "headSeq", int)
+        plan_hash = P.field(p, "planHash", str)
+        wb = self.wb
+        wb.book.require_owner()
+        plan = self._plan(head_seq)
+        if plan.result["planHash"] != plan_hash:
+            return {"status": "stale", "plan": plan.result}
+        outcome = transaction.run(wb.book, wb.ws, operation="redo", changes=plan.changes,
+                                  new_state=plan.new_state, max_bytes=wb.options.max_file_bytes)
+        return self.wb.after_transaction(outcome, "redo")
+
+
+class RecoveryFeature:
+    def __init__(self, wb):
+        self.wb = wb
+
+    def _dir(self) -> Path:
+        return Path(self.wb.store.recovery_dir)
+
+    def records(self) -> list[dict]:
+        folder = self._dir()
+        if not folder.is_dir():
+            return []
+        out = []
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".cbor") and not fsio.is_temp_name(name):
+                out.append(read_record(folder / name, transaction.RECOVERY_KIND))
+        return out
+
+    def wire(self, record: dict) -> dict:
+        to_uri = self.wb.ws.to_uri
+        return {"id": record["id"], "operation": record["operation"], "created": record["created"],
+                "paths": [to_uri(r) for r in record["paths"]], "reason": record["reason"],
+                "backups": [{"uri": to_uri(b["rel"]), "digest": b["digest"]} for b in record["backups"]]}
+
+    def list(self, params=None) -> dict:
+        P.obj(params)
+        return {"recovery": [self.wire(r) for r in self.records()]}
+
+    def resolve(self, params) -> dict:
+        p = P.obj(params)
+        rid = P.field(p, "id", str)
+        action = P.field(p, "action", str, choices=("retry", "dismiss"))
+        wb = self.wb
+        wb.book.require_owner()
+        record = next((r for r in self.records() if r["id"] == rid), None)
+        if record is None:
+            raise NotFound(f"no recovery record {rid!r}", data={"id": rid})
+        path = self._dir() / f"{rid}.cbor"
+        status = "dismissed"
+        if action == "retry":
+            files = [{"rel": b["rel"], "backup": b["digest"]} for b in record["backups"]]
+            failed = transaction.restore_backups(wb.ws, wb.store.objects, files)
+            if failed:
+                status = "failed"
+                transaction.write_recovery(wb.store, rid, record["operation"], failed,
+                                           failed[0].get("error", record["reason"]))
+            else:
+                status = "resolved"
+        if status != "failed":
+            fsio.unlink(path, missing_ok=True)
+        wb.emit_status()
+        return {"status": status, "recovery": self.list()["recovery"]}
+
+    def recover_interrupted(self) -> list[dict]:
+        report = transaction.recover(self.wb.book, self.wb.ws)
+        if report:
+            self.wb.collection.schedule("recovery")
+        return report

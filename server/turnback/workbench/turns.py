@@ -1,0 +1,212 @@
+"""Turn lifecycle and capture: begin, capture, step, respond, settle, agent transcripts, workflow, log."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import InvalidParams, NotFound, OutsideWorkspace, SessionFrozen, TurnRunning, UnknownTurn
+from ..model.gaps import Gap
+from ..model.images import ABSENT
+from ..model.session import WORKFLOW_LISTS
+from ..model.steps import SCOPES
+from . import params as P
+
+
+class TurnsFeature:
+    def __init__(self, wb):
+        self.wb = wb
+
+    @property
+    def book(self):
+        return self.wb.book
+
+    @property
+    def state(self):
+        return self.wb.book.state
+
+    # -- begin ----------------------------------------------------------------------------------
+    def begin_job(self, params):
+        p = P.obj(params)
+        kind = P.field(p, "kind", str, default="chat", choices=("chat", "directive"))
+        prompt = P.field(p, "prompt", str, default="")
+        directive_id = P.field(p, "directiveId", str, default=None, allow_none=True)
+        instructions = P.obj(p.get("instructions"), "instructions")
+        if any(not isinstance(v, str) for v in instructions.values()):
+            raise InvalidParams("instructions must map names to texts")
+        if kind == "directive" and directive_id is None:
+            raise InvalidParams("a directive turn needs a directiveId")
+        if directive_id is not None and directive_id not in self.state.directives:
+            raise NotFound(f"no directive {directive_id!r} in this session",
+                           data={"directiveId": directive_id})
+        self._require_idle()
+        yield from self.wb.sweep_job()
+        snapshot = {name: self.wb.store.objects.put(text.encode()) for name, text in instructions.items()}
+        n = self.state.turn_count + 1
+        self.book.record({"op": "begin", "n": n, "kind": kind, "prompt": prompt,
+                          "directiveId": directive_id, "instructions": snapshot, "ts": time.time()})
+        if directive_id is not None:
+            self.wb.directives.start_attempt(directive_id, n)
+        self.book.sync()
+        self.wb.emit_status()
+        return {"turn": n}
+
+    def _require_idle(self) -> None:
+        self.book.require_owner()
+        if self.state.frozen:
+            raise SessionFrozen("this session is frozen; start a new session to continue")
+        running = self.state.running
+        if running is not None:
+            raise TurnRunning(f"turn {running.n} is still running; settle or cancel it first",
+                              data={"turn": running.n})
+
+    # -- capture --------------------------------------------------------------------------------
+    def capture(self, params) -> dict:
+        p = P.obj(params)
+        uris = P.str_list(p, "uris")
+        phase = P.field(p, "phase", str, default="after", choices=("before", "after"))
+        self.book.require_owner()
+        captured, gaps = [], []
+        for uri in uris:
+            try:
+                rel = self.wb.ws.to_rel(uri)
+            except OutsideWorkspace:
+                gap = Gap(uri, "outside-workspace", self._running_n())
+                gaps.append(self.wb.wire_gap(gap))
+                captured.append({"uri": uri, "digest": None, "checkpoint": None})
+                continue
+            result, new_gaps = self.wb.recorder.capture(rel, phase=phase)
+            gaps.extend(self.wb.wire_gap(g) for g in new_gaps)
+            captured.append({"uri": self.wb.ws.to_uri(rel),
+                             "digest": result.image if result.image not in (None, ABSENT) else None,
+                             "absent": result.image == ABSENT, "checkpoint": result.checkpoint})
+        self.wb.maybe_publish()
+        self.wb.emit_status()
+        return {"captured": captured, "gaps": gaps}
+
+    def capture_rels(self, rels, *, phase: str = "after") -> None:
+        """Editor events (save, open, watched change) already turned into workspace paths."""
+        if not self.wb.is_owner:
+            return
+        for rel in rels:
+            self.wb.recorder.capture(rel, phase=phase)
+        self.wb.maybe_publish()
+        self.wb.emit_status()
+
+    def _running_n(self) -> int | None:
+        running = self.state.running
+        return running.n if running else None
+
+    # -- steps, text, agents, workflow ------------------------------------------------------------
+    def _running_turn(self, p: dict):
+        n = P.field(p, "turn", int)
+        turn = self.state.turn(n)
+        if turn is None:
+            raise UnknownTurn(f"there is no turn {n}; the session has {self.state.turn_count}",
+                              data={"turn": n})
+        if turn.state != "running":
+            raise InvalidParams(f"turn {n} is {turn.state}, not running", data={"turn": n})
+        return turn
+
+    def step(self, params) -> dict:
+        p = P.obj(params)
+        self.book.require_owner()
+        turn = self._running_turn(p)
+        kind = P.field(p, "kind", str)
+        scope = P.field(p, "scope", str, default="unknown", choices=SCOPES)
+        rels = [self.wb.ws.to_rel(u) for u in P.str_list(p, "uris", default=[])]
+        inverse = p.get("inverse")
+        if inverse is not None:
+            inverse = P.obj(inverse, "inverse")
+            inverse = {"kind": P.field(inverse, "kind", str),
+                       "scope": P.field(inverse, "scope", str, default="unknown", choices=SCOPES)}
+        compensates = P.field(p, "compensates", str, default=None, allow_none=True)
+        if compensates is not None and not any(s.id == compensates for t in self.state.turns
+                                               for s in t.steps):
+            raise NotFound(f"no step {compensates!r} to compensate", data={"stepId": compensates})
+        result = P.field(p, "result", str, default=None, allow_none=True)
+        step_id = f"s{turn.n}.{len(turn.steps) + 1}"
+        step = {"id": step_id, "turn": turn.n, "kind": kind, "scope": scope,
+                "summary": P.field(p, "summary", str, default=""), "rels": rels, "inverse": inverse,
+                "held": P.field(p, "held", bool, default=False), "compensates": compensates,
+                "result": self.wb.store.objects.put(result.encode()) if result is not None else None,
+                "created": time.time()}
+        self.book.record({"op": "step", "step": step})
+        if "scope" not in p or p.get("scope") is None:
+            gap = Gap("", "step-scope-unknown", turn.n, f"step {step_id} ({kind}) did not say its scope")
+            self.book.record({"op": "gaps", "turn": turn.n, "add": [gap.to_dict()]})
+        self.book.sync()
+        self.wb.maybe_publish()
+        self.wb.emit_status()
+        return {"stepId": step_id}
+
+    def respond(self, params) -> dict:
+        p = P.obj(params)
+        self.book.require_owner()
+        turn = self._running_turn(p)
+        text = P.field(p, "text", str)
+        final = P.field(p, "final", bool, default=False)
+        self.book.record({"op": "respond", "turn": turn.n, "text": text, "final": final}, sync=final)
+        self.wb.maybe_publish()
+        return {}
+
+    def agent_transcript(self, params) -> dict:
+        p = P.obj(params)
+        self.book.require_owner()
+        agent_id = P.field(p, "agentId", str)
+        n = P.field(p, "turn", int)
+        if self.state.turn(n) is None:
+            raise UnknownTurn(f"there is no turn {n}", data={"turn": n})
+        final = P.field(p, "final", bool, default=False)
+        self.book.record({"op": "agent", "agentId": agent_id, "turn": n,
+                          "text": P.field(p, "text", str), "final": final}, sync=final)
+        self.wb.maybe_publish()
+        return {}
+
+    def workflow_set(self, params) -> dict:
+        p = P.obj(params)
+        self.book.require_owner()
+        lists = {name: P.field(p, name, list) for name in WORKFLOW_LISTS if p.get(name) is not None}
+        self.book.record({"op": "workflow", "lists": lists}, sync=True)
+        return {}
+
+    def workflow_get(self, params=None) -> dict:
+        P.obj(params)
+        return {name: list(self.state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
+
+    # -- settle ---------------------------------------------------------------------------------
+    def settle_job(self, params):
+        p = P.obj(params)
+        self.book.require_owner()
+        turn = self._running_turn(p)
+        status = P.field(p, "status", str, default="settled", choices=("settled", "cancelled"))
+        # A settle sweep attributes what a shell command changed behind our back to this turn.
+        yield from self.wb.sweep_job()
+        self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
+        if turn.directive_id:
+            self.wb.directives.refresh(turn.directive_id)
+        seq = self.book.publish()
+        self.wb.collection.schedule("settlement")
+        self.wb.emit_status()
+        return {"headSeq": seq}
+
+    # -- log ------------------------------------------------------------------------------------
+    def log(self, params=None) -> dict:
+        P.obj(params)
+        to_uri = self.wb.ws.to_uri
+        turns = []
+        for t in self.state.turns:
+            entry = {
+                "turn": t.n, "kind": t.kind, "prompt": t.prompt, "response": t.response,
+                "state": t.state, "started": t.started, "ended": t.ended,
+                "files": [{"uri": to_uri(e.rel), "path": e.rel, "checkpoint": e.checkpoint,
+                           "created": e.created, "before": e.before, "after": e.after,
+                           "captures": e.captures} for e in t.files.values()],
+                "steps": len(t.steps),
+                "stepList": [{"id": s.id, "kind": s.kind, "scope": s.scope, "summary": s.summary}
+                             for s in t.steps],
+                "gaps": [self.wb.wire_gap(g) for g in t.gaps],
+            }
+            if t.directive_id:
+                entry["directiveId"] = t.directive_id
+            turns.append(entry)
+        return {"turns": turns, "sessionId": self.state.session_id}
