@@ -139,3 +139,25 @@ def test_closed_journal_refuses(tmp_path):
     j.close()
     with pytest.raises(ValueError):
         j.append({})
+
+
+def test_half_written_frame_is_cut_back(tmp_path, monkeypatch):
+    p = tmp_path / "s.wal"
+    j, _, _ = Journal.open(p)
+    j.append({"a": 1})
+    real_write = os.write
+
+    def half_then_fail(fd, data):
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_fail)
+    with pytest.raises(OSError):
+        j.append({"big": b"x" * 100})
+    monkeypatch.setattr(os, "write", real_write)
+    j.append({"b": 2})
+    j.sync()
+    j.close()
+    j, frames, torn = Journal.open(p)
+    j.close()
+    assert frames == [{"a": 1}, {"b": 2}] and torn is None
