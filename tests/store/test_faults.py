@@ -13,7 +13,7 @@ from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
 from turnback.store.layout import Store
 from turnback.store.objects import CHUNK
-from tests.store.conftest import run_py
+from .conftest import run_py
 
 OLD, NEW = b"old content " * 10, b"new content " * 10
 

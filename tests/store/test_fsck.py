@@ -5,7 +5,7 @@ from turnback.store.fsck import EXTRA_CHECKS, fsck
 from turnback.store.journal import Journal
 from turnback.store.ownership import Lease
 from turnback.store.records import write_record
-from tests.store.conftest import tree
+from .conftest import tree
 
 
 def populate(store):

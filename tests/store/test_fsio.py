@@ -5,7 +5,7 @@ import stat
 import pytest
 
 from turnback.store import fsio
-from tests.store.conftest import run_py
+from .conftest import run_py
 
 
 def mode(p):

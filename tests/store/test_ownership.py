@@ -9,8 +9,8 @@ import pytest
 
 from turnback.errors import InvalidParams, NotOwner
 from turnback.store.ownership import Lease, PidLock, open_ownership, process_alive, who_owns
-from tests.store import _workers
-from tests.store.conftest import REPO
+from . import _workers
+from .conftest import REPO
 
 
 def test_lease_acquire_refuse_release(store):

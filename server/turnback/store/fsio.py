@@ -5,7 +5,7 @@ folder), and tests can fail or kill the process at the Nth mutating operation to
 any instant leaves either the old state or the new one.
 
 Each mutating system call counts as one operation: create, write, fsync, fsync_dir, rename, link,
-unlink, mkdir, rmdir, truncate, chmod, syncfs. A fault plan raises `FaultInjected` (or exits the process
+symlink, unlink, mkdir, rmdir, truncate, chmod, utime, syncfs. A fault plan raises `FaultInjected` (or exits the process
 with CRASH_EXIT) *before* the operation numbered `fail_at` (or `crash_at`) runs; numbering starts at 1
 when the plan is installed. Without a plan the cost is one global lookup per operation.
 
