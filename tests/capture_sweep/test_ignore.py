@@ -146,3 +146,17 @@ def test_walk_agrees_with_git(tmp_path_factory, root_rules, sub_rules, sub, file
     w = Workspace(root, ".turnback")
     got = set(sweep(w, MemoryObjects(), StatCache(), max_bytes=100).images)
     assert got == expected
+
+
+def test_directory_only_negation_and_ancestor_matches(ws):
+    """Found by the differential test: "!*/" re-includes every folder; "!keep.log" is about the
+    folder keep.log itself, not about files below it."""
+    write(ws.root, ".gitignore", "*.log\n!*/\n")
+    r = IgnoreRules(ws)
+    assert not r.ignored("keep.log", True)
+    assert not r.ignored("keep.log/a", False)
+    assert r.ignored("keep.log/b.log", False)
+    write(ws.root, ".gitignore", "*.log\n!keep.log\n")
+    r.invalidate()
+    assert not r.ignored("keep.log", True)
+    assert r.ignored("keep.log/x.log", True)

@@ -23,6 +23,7 @@ have changed (the sweep does so at its start).
 from __future__ import annotations
 
 import os
+import re
 import stat as _stat
 
 import pathspec
@@ -38,29 +39,32 @@ class _Rules:
     """The patterns of one rule file, matched the way git matches them.
 
     pathspec compiles each line to git's regex (anchoring, `**`, escapes, trailing spaces,
-    directory-only rules). Its own `match_file` also answers for *descendants* of a matched folder
-    ("!keep.log" matches "keep.log/x.log"), because it evaluates file lists, not walks. Git matches a
-    pattern against the path itself only; the descendant effect comes from not descending into an
-    excluded folder, which `IgnoreRules.ignored` reproduces by checking ancestors first. So we accept
-    a match only when it is about the probed path itself: the regex's `ps_d` group (the slash after a
-    matched folder) either did not take part or sits at the very end of the probe.
+    directory-only rules) and matches with `search`. Its own `match_file` also answers for
+    *descendants* of a matched folder ("!keep.log" matches "keep.log/x.log"), because it evaluates file
+    lists, not walks. Git matches a pattern against the path itself only; the descendant effect comes
+    from not descending into an excluded folder, which `IgnoreRules.ignored` reproduces by checking
+    ancestors first. So a pattern counts only when it matches the probed path itself: its regex ends
+    in a `ps_d` group (the slash after a matched folder) or `$`, and we require that ending to be the end
+    of the probe by appending `\\Z`. Patterns without a `ps_d` group ("*" is ".", "foo/**" is "^foo/")
+    already mean "this path and everything under it" in git too, and are used as they are.
+    (A differential test against `git ls-files --others --exclude-standard` backs this.)
     """
 
-    __slots__ = ("patterns",)
+    __slots__ = ("rules",)
 
     def __init__(self, patterns):
-        self.patterns = list(reversed(patterns))  # last matching pattern wins
+        rules = []
+        for p in reversed(patterns):  # last matching pattern wins
+            regex = p.regex
+            if "ps_d" in regex.groupindex:
+                regex = re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
+            rules.append((regex, bool(p.include)))
+        self.rules = rules
 
     def verdict(self, probe: str) -> bool | None:
-        for pattern in self.patterns:
-            m = pattern.regex.match(probe)
-            if m is None:
-                continue
-            if "ps_d" in m.re.groupindex:
-                end = m.end("ps_d")
-                if end != -1 and end != len(probe):
-                    continue  # matched an ancestor folder, not this path
-            return bool(pattern.include)
+        for regex, include in self.rules:
+            if regex.search(probe) is not None:
+                return include
         return None
 
 
