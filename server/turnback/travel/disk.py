@@ -10,6 +10,7 @@ from ..model.images import ABSENT, Image
 from ..store import fsio
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not hang the planner
 
 
 def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, str | None]:
@@ -20,7 +21,7 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
         return None, exc.data.get("reason", "symlink") if exc.data.get("reason") != "race" else "symlink"
     path = ws.abs_path(rel)
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except FileNotFoundError:
         return ABSENT, None
     except OSError as exc:
