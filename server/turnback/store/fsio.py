@@ -270,7 +270,7 @@ def write_atomic(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o
             os.close(fd)
         rename(tmp, path)
     except BaseException:
-        _discard(tmp)
+        discard(tmp)
         raise
     if sync:
         fsync_dir(Path(path).parent)
@@ -304,7 +304,7 @@ def create_exclusive(path: StrPath, data: bytes, *, mode: int = 0o600) -> bool:
                 raise
             return _create_exclusive_direct(p, data, mode)
     finally:
-        _discard(tmp)
+        discard(tmp)
     fsync_dir(p.parent)
     return True
 
@@ -321,13 +321,13 @@ def _create_exclusive_direct(p: Path, data: bytes, mode: int) -> bool:
         finally:
             os.close(fd)
     except BaseException:
-        _discard(p)
+        discard(p)
         raise
     fsync_dir(p.parent)
     return True
 
 
-def _discard(path: StrPath) -> None:
+def discard(path: StrPath) -> None:
     """Best-effort cleanup after a failure; must never mask the original error."""
     try:
         unlink(path, missing_ok=True)

@@ -70,7 +70,7 @@ class ObjectStore:
                 finally:
                     os.close(fd)
             except BaseException:
-                fsio._discard(tmp)
+                fsio.discard(tmp)
                 raise
             self._batch.pending[digest] = (tmp, len(data))
         return digest
@@ -152,7 +152,7 @@ class ObjectStore:
             return digest, size
         finally:
             if not placed:
-                fsio._discard(tmp)
+                fsio.discard(tmp)
 
     def _chunks_of(self, path: Path) -> Iterator[bytes]:
         fd = fsio.open_read(path)
@@ -224,7 +224,7 @@ class ObjectStore:
         except BaseException:
             self._batch = None
             for tmp, _ in b.pending.values():
-                fsio._discard(tmp)
+                fsio.discard(tmp)
             raise
         self._batch = None
         self._commit(b)
@@ -243,7 +243,7 @@ class ObjectStore:
                 fsio.fsync_dir(folder)
         except BaseException:
             for tmp, _ in b.pending.values():
-                fsio._discard(tmp)  # renamed ones are already gone; the rest must not linger
+                fsio.discard(tmp)  # renamed ones are already gone; the rest must not linger
             raise
 
     # ------------------------------------------------------------ reading
