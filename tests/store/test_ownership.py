@@ -152,3 +152,40 @@ def test_open_ownership_kinds(tmp_path):
         h.ownership()
     with pytest.raises(InvalidParams):
         open_ownership(tmp_path / "h", "bogus")
+
+
+def test_lease_of_a_dead_holder_on_this_host_is_taken_over_before_expiry(tmp_path):
+    import subprocess
+    import sys
+
+    from turnback.store.ownership import Lease
+
+    code = ("import sys, os; from turnback.store.ownership import Lease; "
+            "l = Lease.acquire(sys.argv[1], ttl=3600); print(l.epoch); os._exit(0)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True,
+                         capture_output=True, text=True)
+    dead_epoch = int(out.stdout)
+    lease = Lease.acquire(tmp_path, ttl=30)  # the holder exited without releasing; no wait
+    assert lease.epoch == dead_epoch + 1
+
+
+def test_lease_of_a_live_holder_is_not_taken_over(tmp_path):
+    import subprocess
+    import sys
+
+    import pytest
+
+    from turnback.errors import NotOwner
+    from turnback.store.ownership import Lease
+
+    code = ("import sys, time; from turnback.store.ownership import Lease; "
+            "l = Lease.acquire(sys.argv[1], ttl=3600); print('held', flush=True); time.sleep(30)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(NotOwner):
+            Lease.acquire(tmp_path, ttl=30)
+    finally:
+        proc.kill()
+        proc.wait()

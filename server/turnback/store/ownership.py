@@ -95,7 +95,7 @@ class Lease:
                 epoch_floor = 0
             now = time.time()
             if rec and not rec.get("released") and rec.get("expires", 0) > now \
-                    and rec.get("id") != owner_id:
+                    and rec.get("id") != owner_id and not _holder_gone(rec):
                 raise NotOwner(
                     f"the store is leased by process {rec.get('pid')} on {rec.get('host')} "
                     f"until {time.ctime(rec['expires'])}",
@@ -108,6 +108,7 @@ class Lease:
     def _write(self, *, released: bool = False) -> None:
         write_record(self.path, "lease", {
             "id": self.owner_id, "host": self.host, "pid": self.pid, "epoch": self.epoch,
+            "started": _own_start_time(),
             "expires": 0.0 if released else self.expires, "ttl": self.ttl, "released": released})
 
     def _refuse(self, rec: dict | None, why: str) -> NotOwner:
@@ -158,6 +159,21 @@ class Lease:
     def owner_info(self) -> dict:
         return {"id": self.owner_id, "pid": self.pid, "host": self.host, "epoch": self.epoch,
                 "expires": self.expires, "kind": "lease"}
+
+
+def _own_start_time() -> float:
+    return psutil.Process(os.getpid()).create_time()
+
+
+def _holder_gone(rec: dict) -> bool:
+    """A lease whose holder ran on this host and provably no longer runs (pid and start time) holds
+    nothing: waiting out its expiry would only lock the user out after a crash. The takeover still
+    bumps the epoch, so nothing the dead holder left half-written can be published later."""
+    started = rec.get("started")
+    if rec.get("host") != _host() or not isinstance(started, (int, float)):
+        return False
+    pid = rec.get("pid")
+    return isinstance(pid, int) and not process_alive(pid, started)
 
 
 def _epoch_floor(store_dir: Path) -> int:
