@@ -1,0 +1,136 @@
+"""Shared test support: drive a real session through the workbench the way an agent and editor do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from turnback.workbench import Options, Workbench
+
+STAMPS = ("started", "ended", "created")
+
+
+class Agent:
+    """A thin driver: each method is one thing an agent or an editor does."""
+
+    def __init__(self, root: Path, **options):
+        self.root = Path(root)
+        self.options = Options(**options)
+        self.wb = Workbench.open(self.root, self.options)
+
+    def reopen(self) -> "Agent":
+        self.wb.close()
+        self.wb = Workbench.open(self.root, self.options)
+        return self
+
+    def uri(self, rel: str) -> str:
+        return (self.root / rel).as_uri()
+
+    def begin(self, prompt: str = "do it", **kw) -> int:
+        return self.wb.run(self.wb.turns.begin_job({"prompt": prompt, **kw}))["turn"]
+
+    def write(self, rel: str, data, *, capture: bool = True, phase_before: bool = True) -> None:
+        """The agent writes a file (with before/after capture hooks, as a well-behaved agent does)."""
+        if capture and phase_before:
+            self.wb.turns.capture({"uris": [self.uri(rel)], "phase": "before"})
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+        if capture:
+            self.wb.turns.capture({"uris": [self.uri(rel)], "phase": "after"})
+
+    def delete(self, rel: str, *, capture: bool = True) -> None:
+        if capture:
+            self.wb.turns.capture({"uris": [self.uri(rel)], "phase": "before"})
+        (self.root / rel).unlink()
+        if capture:
+            self.wb.turns.capture({"uris": [self.uri(rel)], "phase": "after"})
+
+    def step(self, **kw) -> str:
+        turn = self.wb.state.running.n
+        return self.wb.turns.step({"turn": turn, **kw})["stepId"]
+
+    def settle(self, status: str = "settled"):
+        turn = self.wb.state.running.n
+        return self.wb.run(self.wb.turns.settle_job({"turn": turn, "status": status}))
+
+    def turn(self, prompt: str, files: dict | None = None, **kw) -> int:
+        n = self.begin(prompt, **kw)
+        for rel, data in (files or {}).items():
+            if data is None:
+                self.delete(rel)
+            else:
+                self.write(rel, data)
+        self.settle()
+        return n
+
+    def log(self) -> dict:
+        return self.wb.turns.log()
+
+    def files(self) -> dict[str, bytes]:
+        """Every file of the workspace outside the store, as bytes."""
+        out = {}
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d not in (".turnback", ".git")]
+            for name in filenames:
+                p = Path(dirpath) / name
+                out[p.relative_to(self.root).as_posix()] = p.read_bytes()
+        return out
+
+    def close(self) -> None:
+        self.wb.close()
+
+
+@pytest.fixture
+def agent(tmp_path):
+    made = []
+
+    def make(**options) -> Agent:
+        root = tmp_path / f"ws{len(made)}"
+        root.mkdir()
+        a = Agent(root, **options)
+        made.append(a)
+        return a
+
+    yield make
+    for a in made:
+        try:
+            a.close()
+        except Exception:
+            pass
+
+
+def normalised_log(log: dict) -> dict:
+    """A session log without wall-clock stamps, for comparing a reopened session with an expected one."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in STAMPS}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+    return strip(log)
+
+
+def run_child(code: str, *args, crash_at: int | None = None, fail_at: int | None = None,
+              timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run Python code in a fresh process, optionally killed (or failed) at the Nth fs operation."""
+    env = dict(os.environ)
+    env.pop("TURNBACK_CRASH_AT", None)
+    env.pop("TURNBACK_FAIL_AT", None)
+    if crash_at is not None:
+        env["TURNBACK_CRASH_AT"] = str(crash_at)
+    if fail_at is not None:
+        env["TURNBACK_FAIL_AT"] = str(fail_at)
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def child_json(code: str, *args, **kw):
+    proc = run_child(code, *args, **kw)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
