@@ -39,7 +39,13 @@ class Recorder:
         self.ws = ws
         self.max_bytes = max_bytes
         self.rules = rules  # IgnoreRules when sweeps are on; None means no sweep covers anything
-        self.covered = False  # True once a full sweep has seen the workspace in this process
+        self._covered = False  # True once a full sweep has seen the workspace in this process
+
+    @property
+    def covered(self) -> bool:
+        """A full sweep has seen the workspace: in this process, or (recorded in the session) in an
+        earlier one. Each command-line command is its own process, so coverage must outlive it."""
+        return self._covered or bool(self.state.config.get("swept"))
 
     @property
     def state(self):
@@ -130,15 +136,15 @@ class Recorder:
             else:
                 self._image(rel, turn_n, known if known is not None else self._fallback_before(rel),
                             image)
-        if seen:
-            self.book.record({"op": "seen", "images": seen})
+        if seen or not state.config.get("swept"):
+            self.book.record({"op": "seen", "images": seen, "covered": True})
         new = {(rel, reason) for rel, reason in result.gaps}
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS}
         add = [Gap(rel, reason, turn_n).to_dict() for rel, reason in sorted(new - old)]
         clear = [list(key) for key in sorted(old - new)]
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
-        self.covered = True
+        self._covered = True
         self.book.sync()
         return changed
 

@@ -56,6 +56,8 @@ def _image(state: SessionState, op: dict) -> None:
 def _seen(state: SessionState, op: dict) -> None:
     """Images learned without a change (a first sweep, an opened file): they only update what we know."""
     state.known.update(op["images"])
+    if op.get("covered"):
+        state.config["swept"] = True  # a full sweep has covered the workspace (kept across processes)
 
 
 def _gaps(state: SessionState, op: dict) -> None:
