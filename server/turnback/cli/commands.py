@@ -1,0 +1,409 @@
+"""One function per command. Each opens the workbench, calls it, renders, closes it in a finally."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import InvalidParams, NoTurnRunning, NotFound, TurnbackError, UnknownTurn
+from .main import EXIT_ERROR, EXIT_OK, Unavailable
+from .render import Renderer, fsck_json, step_index
+
+
+def dispatch(ctx) -> int:
+    cmd = ctx.args.command
+    if cmd == "turn":
+        return TURN[ctx.args.turn_command](ctx)
+    return COMMANDS[cmd](ctx)
+
+
+def _renderer(wb) -> Renderer:
+    return Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
+
+
+def _uri(ctx, wb, path: str) -> str:
+    """A PATH from the command line (relative to the current directory) as a file URI; a path
+    outside the workspace is refused with a clear message."""
+    absolute = os.path.abspath(path)
+    wb.ws.to_rel(absolute)  # raises OutsideWorkspace naming the path and the workspace
+    return Path(absolute).as_uri()
+
+
+def _running(wb, given: int | None) -> int:
+    if given is not None:
+        return given
+    running = wb.state.running
+    if running is None:
+        raise NoTurnRunning("no turn is running; give --turn N or begin one with `turnback turn begin`")
+    return running.n
+
+
+# -- serve and bench: other parts of turnback, imported only when asked for -----------------------
+def cmd_serve(ctx) -> int:
+    try:
+        from ..lsp.server import serve
+    except ImportError as exc:
+        if (exc.name or "").startswith("turnback.lsp"):
+            raise Unavailable("the language server (turnback.lsp.server) is not part of this build yet")
+        raise Unavailable(f"the language server cannot start: {exc}")
+    result = serve()
+    return int(result or 0)
+
+
+def cmd_bench(ctx) -> int:
+    try:
+        from .. import bench
+    except ImportError as exc:
+        raise Unavailable(f"the benchmarks cannot load: {exc}")
+    entry = getattr(bench, "main", None)
+    if entry is None:
+        raise Unavailable("the benchmarks (turnback.bench.main) are not part of this build yet")
+    argv = list(ctx.args.rest or [])
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if ctx.json and "--json" not in argv:
+        argv.append("--json")
+    return int(entry(argv) or 0)
+
+
+def cmd_demo(ctx) -> int:
+    from .demo import run_demo
+
+    return run_demo(ctx)
+
+
+# -- turns --------------------------------------------------------------------------------------
+def cmd_turn_begin(ctx) -> int:
+    a = ctx.args
+    kind = a.kind or ("directive" if a.directive else "chat")
+    params = {"kind": kind, "prompt": a.prompt}
+    if a.directive:
+        params["directiveId"] = a.directive
+    wb = ctx.open()
+    try:
+        ctx.require_owner(wb)
+        result = wb.run(wb.turns.begin_job(params))
+    finally:
+        wb.close()
+    ctx.emit(result) if ctx.json else ctx.print(str(result["turn"]))
+    return EXIT_OK
+
+
+def cmd_turn_capture(ctx) -> int:
+    wb = ctx.open()
+    try:
+        ctx.require_owner(wb)
+        uris = [_uri(ctx, wb, p) for p in ctx.args.paths]
+        result = wb.turns.capture({"uris": uris, "phase": ctx.args.phase})
+        r = _renderer(wb)
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit(result)
+        return EXIT_OK
+    for c in result["captured"]:
+        image = "(absent)" if c.get("absent") else (c.get("digest") or "no image")[:8]
+        name = c.get("checkpoint")
+        ctx.print(f"{r.path(c)}  {image}  " + (f"checkpoint {name}" if name else "(no change recorded)"))
+    for g in result["gaps"]:
+        ctx.print(f"gap: {r.gap(g)}")
+    return EXIT_OK
+
+
+def cmd_turn_step(ctx) -> int:
+    a = ctx.args
+    if a.inverse_scope is not None and a.inverse_kind is None:
+        raise InvalidParams("--inverse-scope needs --inverse-kind")
+    wb = ctx.open()
+    try:
+        ctx.require_owner(wb)
+        params = {"turn": _running(wb, a.turn), "kind": a.kind}
+        if a.scope is not None:
+            params["scope"] = a.scope
+        if a.summary is not None:
+            params["summary"] = a.summary
+        if a.paths:
+            params["uris"] = [_uri(ctx, wb, p) for p in a.paths]
+        if a.inverse_kind is not None:
+            params["inverse"] = {"kind": a.inverse_kind, "scope": a.inverse_scope or "unknown"}
+        if a.held:
+            params["held"] = True
+        if a.compensates:
+            params["compensates"] = a.compensates
+        if a.result is not None:
+            params["result"] = a.result
+        result = wb.turns.step(params)
+    finally:
+        wb.close()
+    ctx.emit(result) if ctx.json else ctx.print(result["stepId"])
+    return EXIT_OK
+
+
+def cmd_turn_respond(ctx) -> int:
+    wb = ctx.open()
+    try:
+        ctx.require_owner(wb)
+        result = wb.turns.respond({"turn": _running(wb, ctx.args.turn), "text": ctx.args.text,
+                                   "final": ctx.args.final})
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit(result)
+    return EXIT_OK
+
+
+def cmd_turn_settle(ctx) -> int:
+    wb = ctx.open()
+    try:
+        ctx.require_owner(wb)
+        n = _running(wb, ctx.args.turn)
+        status = "cancelled" if ctx.args.cancelled else "settled"
+        result = wb.run(wb.turns.settle_job({"turn": n, "status": status}))
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit(result)
+    else:
+        head = result.get("headSeq")
+        ctx.print(f"turn {n} {status}" + (f"; published head {head}" if head is not None else ""))
+    return EXIT_OK
+
+
+# -- reporting ----------------------------------------------------------------------------------
+def cmd_log(ctx) -> int:
+    wb = ctx.open(own=False, must_exist=True)
+    try:
+        log = wb.turns.log({})
+        info = wb.info()
+        r = _renderer(wb)
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit(log)
+        return EXIT_OK
+    ctx.print(*r.log(log, info))
+    if info.get("liveGaps"):
+        ctx.print(f"live gaps: {info['liveGaps']} (see `turnback info`)")
+    return EXIT_OK
+
+
+def cmd_info(ctx) -> int:
+    wb = ctx.open(own=False, must_exist=True)
+    try:
+        info = wb.info()
+        live = wb.live_gaps()
+        r = _renderer(wb)
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit(info)
+        return EXIT_OK
+    ctx.print(*r.info(info))
+    for g in live:
+        ctx.print(f"  gap: {r.gap(g)}")
+    return EXIT_OK
+
+
+# -- rewind and redo ----------------------------------------------------------------------------
+def boundary_of(wb, a) -> dict:
+    if a.after_response is not None:
+        return {"kind": "afterResponse", "turn": a.after_response}
+    if a.before_prompt is not None:
+        if a.turn is not None:
+            raise InvalidParams("--turn goes with --before-directive only")
+        return {"kind": "beforePrompt", "turn": a.before_prompt}
+    did = a.before_directive
+    turn = a.turn
+    if turn is None:
+        attempts = [t.n for t in wb.state.turns if t.directive_id == did]
+        if not attempts:
+            if did not in wb.state.directives:
+                raise NotFound(f"no directive {did!r} in this session", data={"directiveId": did})
+            raise UnknownTurn(f"directive {did} has no attempt turn to rewind before",
+                              data={"directiveId": did})
+        turn = attempts[-1]
+    return {"kind": "beforeDirectiveAttempt", "directiveId": did, "turn": turn}
+
+
+def _decide(ctx, yes: bool, question: str) -> bool:
+    if yes:
+        return True
+    if ctx.json or not ctx.interactive():
+        return False
+    return ctx.confirm(question)
+
+
+def cmd_rewind(ctx) -> int:
+    wb = ctx.open(must_exist=True)
+    try:
+        boundary = boundary_of(wb, ctx.args)
+        candidate = wb.rewind.prepare({"boundary": boundary})
+        r = _renderer(wb)
+        steps = step_index(wb.turns.log({}))
+        if not ctx.json:
+            ctx.print(*r.candidate(candidate, steps))
+        if not _decide(ctx, ctx.args.yes, "Rewind?"):
+            if ctx.json:
+                ctx.emit({"candidate": candidate, "commit": None})
+            else:
+                ctx.print("Nothing changed. Run again with --yes to rewind.")
+            return EXIT_OK
+        ctx.require_owner(wb)
+        result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"]})
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit({"candidate": candidate, "commit": result})
+    else:
+        ctx.print(*r.commit(result, "rewind"))
+    return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
+
+
+def cmd_redo(ctx) -> int:
+    wb = ctx.open(must_exist=True)
+    try:
+        listing = wb.redo.list({})
+        r = _renderer(wb)
+        if ctx.args.head is None:
+            if ctx.json:
+                ctx.emit(listing)
+            else:
+                ctx.print(*r.redo_list(listing))
+            return EXIT_OK if listing.get("groups") or wb.store.kind == "heads" else EXIT_ERROR
+        if wb.store.kind != "heads":
+            raise TurnbackError(listing.get("reason", "this store cannot redo"), code="no-heads")
+        plan = wb.redo.prepare({"headSeq": ctx.args.head})
+        if not ctx.json:
+            ctx.print(*r.redo_plan(plan))
+        if not _decide(ctx, ctx.args.yes, "Redo?"):
+            if ctx.json:
+                ctx.emit({"plan": plan, "commit": None})
+            else:
+                ctx.print("Nothing changed. Run again with --yes to redo.")
+            return EXIT_OK
+        ctx.require_owner(wb)
+        result = wb.redo.commit({"headSeq": ctx.args.head, "planHash": plan["planHash"]})
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit({"plan": plan, "commit": result})
+    else:
+        ctx.print(*r.commit(result, "redo"))
+    return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
+
+
+# -- store upkeep -------------------------------------------------------------------------------
+def run_collection(wb, progress=None) -> dict:
+    """One full collection. With `progress`, drive the collector's job and report its yields."""
+    coll = wb.collection
+    if progress is not None and callable(getattr(coll, "job", None)):
+        job = coll.job()
+        count = 0
+        try:
+            while True:
+                progress(next(job), count)
+                count += 1
+        except StopIteration as done:
+            result = done.value
+        if isinstance(result, dict):
+            return result
+    if not callable(getattr(coll, "run", None)):
+        raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
+    return coll.run({})
+
+
+class ProgressBar:
+    """A one-line bar on stderr, fed by whatever the collector's job yields."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.drawn = False
+
+    def __call__(self, item, count: int) -> None:
+        spin = "|/-\\"[count % 4]
+        if isinstance(item, dict) and isinstance(item.get("done"), int) and item.get("total"):
+            done, total = item["done"], max(item["total"], 1)
+            fill = min(30, 30 * done // total)
+            text = f"{item.get('phase', 'collecting'):<10} [{'#' * fill}{' ' * (30 - fill)}] {done}/{total}"
+        elif isinstance(item, dict) and item.get("phase"):
+            text = f"{item['phase']:<10} {spin} slice {count + 1}"
+        elif isinstance(item, str):
+            text = f"{item:<10} {spin} slice {count + 1}"
+        else:
+            text = f"collecting {spin} slice {count + 1}"
+        self.stream.write("\r" + text[:78].ljust(78))
+        self.stream.flush()
+        self.drawn = True
+
+    def finish(self) -> None:
+        if self.drawn:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
+
+
+def cmd_gc(ctx) -> int:
+    wb = ctx.open(must_exist=True)
+    bar = ProgressBar(ctx.stderr) if not ctx.json and _isatty(ctx.stderr) else None
+    try:
+        ctx.require_owner(wb)
+        try:
+            stats = run_collection(wb, bar)
+        finally:
+            if bar:
+                bar.finish()
+    finally:
+        wb.close()
+    ctx.emit(stats) if ctx.json else ctx.print(*Renderer.stats(stats))
+    return EXIT_OK
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def cmd_fsck(ctx) -> int:
+    # Opens nothing but fsck: no ownership, no workbench, no writes.
+    from ..store.fsck import fsck
+
+    report = fsck(ctx.store_path)
+    ctx.emit(fsck_json(report)) if ctx.json else ctx.print(*Renderer.fsck(report))
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
+def cmd_recovery(ctx) -> int:
+    a = ctx.args
+    if a.resolve is None and (a.retry or a.dismiss):
+        raise InvalidParams("--retry and --dismiss go with --resolve ID")
+    if a.resolve is not None and not (a.retry or a.dismiss):
+        raise InvalidParams("--resolve ID needs --retry or --dismiss")
+    wb = ctx.open(own=a.resolve is not None, must_exist=True)
+    try:
+        r = _renderer(wb)
+        if a.resolve is None:
+            result = wb.recovery.list({})
+        else:
+            ctx.require_owner(wb)
+            result = wb.recovery.resolve({"id": a.resolve, "action": "retry" if a.retry else "dismiss"})
+    finally:
+        wb.close()
+    if ctx.json:
+        ctx.emit(result)
+        return EXIT_OK
+    if "status" in result:
+        ctx.print(f"recovery {a.resolve}: {result['status']}")
+    if not result["recovery"]:
+        ctx.print("no recovery records: every rewind and redo put everything back")
+    for rec in result["recovery"]:
+        ctx.print(*r.recovery_record(rec))
+    return EXIT_OK if result.get("status") != "failed" else EXIT_ERROR
+
+
+COMMANDS = {
+    "serve": cmd_serve, "demo": cmd_demo, "log": cmd_log, "info": cmd_info, "rewind": cmd_rewind,
+    "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
+}
+TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
+        "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -1,0 +1,103 @@
+"""What every command needs: where the workspace and store are, how to open them, how to print."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..errors import InvalidParams, NotFound, NotOwner, TurnbackError
+
+
+class Context:
+    def __init__(self, args, stdout=None, stderr=None, stdin=None):
+        self.args = args
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self.stdin = stdin or sys.stdin
+        self.json = bool(getattr(args, "json", False))
+
+    # -- places -----------------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        given = self.args.workspace or os.getcwd()
+        root = Path(given).absolute()
+        if not root.is_dir():
+            raise InvalidParams(f"the workspace {str(root)!r} is not a folder",
+                                data={"workspace": str(root)})
+        return root
+
+    @property
+    def store_path(self) -> Path:
+        if self.args.store:
+            return Path(self.args.store).absolute()
+        return self.root / ".turnback"
+
+    def existing_kind(self) -> str | None:
+        """The kind of the store already there (read without writing anything), or None."""
+        path = self.store_path
+        if not os.path.lexists(path / "FORMAT"):
+            return None
+        from ..store.layout import Store
+
+        return Store.open(path, kind=None, create=False).kind
+
+    # -- opening ----------------------------------------------------------------------------------
+    def open(self, *, own: bool = True, must_exist: bool = False):
+        """Open the workspace's live session. With `own`, take ownership if no one else holds it (a
+        running `turnback serve` does: then this is a read-only observer, and mutations refuse).
+        With `must_exist`, a workspace without a store is an error instead of a new store."""
+        from ..workbench import Options, Workbench
+
+        root, store = self.root, self.store_path
+        kind = self.existing_kind()
+        if kind is None:
+            if must_exist:
+                raise NotFound(f"no turnback store at {store}: nothing has been recorded in this "
+                               "workspace yet (start with `turnback turn begin` or an editor)",
+                               data={"path": str(store)})
+            kind = self.args.store_kind or "heads"
+        return Workbench.open(root, Options(store_kind=kind, store_path=str(store)),
+                              take_ownership=own)
+
+    @staticmethod
+    def require_owner(wb) -> None:
+        """Refuse a mutation up front, naming the process that owns the store."""
+        if wb.is_owner:
+            return
+        owner = wb.owner_info() or {}
+        raise NotOwner(
+            f"another turnback (pid {owner.get('pid')} on {owner.get('host')}) owns the store "
+            f"{wb.store.path}; nothing was changed. Use that session (for example the editor that "
+            "runs `turnback serve`), or stop it and try again.",
+            data={"owner": {"pid": owner.get("pid"), "host": owner.get("host")}})
+
+    # -- printing ---------------------------------------------------------------------------------
+    def print(self, *lines: str) -> None:
+        for line in lines:
+            print(line, file=self.stdout)
+
+    def emit(self, document) -> None:
+        print(json.dumps(document, indent=2, ensure_ascii=False, default=str), file=self.stdout)
+
+    def note(self, text: str) -> None:
+        print(text, file=self.stderr)
+
+    def fail(self, exc: TurnbackError) -> None:
+        print(f"error [{exc.code}]: {exc.message}", file=self.stderr)
+
+    def interactive(self) -> bool:
+        try:
+            return self.stdin.isatty() and self.stdout.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def confirm(self, question: str) -> bool:
+        """An interactive yes (only ever asked on a terminal)."""
+        try:
+            print(f"{question} Type yes to confirm: ", end="", file=self.stdout, flush=True)
+            answer = self.stdin.readline()
+        except (EOFError, OSError):
+            return False
+        return answer.strip().lower() in ("yes", "y")

@@ -1,0 +1,144 @@
+"""The `turnback` command line: argparse in front of the workbench. It has no logic of its own.
+
+Exit statuses: 0 done (or, for fsck, the store is sound); 1 an error (`error [code]: message` on
+stderr), a refused or stale operation, or an unsound store; 2 bad usage or a part that is not built;
+3 another process (a running `turnback serve`) owns the store, so a mutation was refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import NotOwner, TurnbackError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_OWNER = 0, 1, 2, 3
+
+
+class Unavailable(TurnbackError):
+    """A part of turnback this build does not have yet (exit status 2)."""
+
+    code = "unavailable"
+
+
+def _globals(suppress: bool) -> argparse.ArgumentParser:
+    """The options every command accepts, before or after its name."""
+    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("global options")
+    g.add_argument("--workspace", metavar="DIR", default=d(None),
+                   help="the workspace folder (default: the current directory)")
+    g.add_argument("--json", action="store_true", default=d(False),
+                   help="print one JSON document to stdout instead of text")
+    g.add_argument("--store-kind", choices=("heads", "pid"), default=d(None),
+                   help="kind of store to create if there is none yet (default heads)")
+    g.add_argument("--store", metavar="PATH", default=d(None),
+                   help="the store folder (default: <workspace>/.turnback)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _globals(suppress=True)
+    parser = argparse.ArgumentParser(
+        prog="turnback", parents=[_globals(suppress=False)],
+        description="A trustworthy Rewind and Redo for AI coding-agent sessions.",
+        epilog="Start with `turnback demo`. Relative PATHs are taken from the current directory.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def add(name, help_, parent=sub, **kw):
+        return parent.add_parser(name, help=help_, description=help_, parents=[common], **kw)
+
+    add("serve", "run the sidecar (language server) on stdio")
+
+    p = add("demo", "run a scripted session end to end in a temporary workspace and check it")
+    p.add_argument("--keep", metavar="DIR", help="run in DIR (new or empty) and leave it there")
+
+    turn = add("turn", "drive a session from scripts and agent hooks")
+    tsub = turn.add_subparsers(dest="turn_command", metavar="SUBCOMMAND")
+    tsub.required = True
+    p = add("begin", "begin a turn; prints its number", parent=tsub)
+    p.add_argument("--prompt", required=True, metavar="TEXT")
+    p.add_argument("--directive", metavar="ID", help="the directive this turn attempts")
+    p.add_argument("--kind", choices=("chat", "directive"),
+                   help="default: directive with --directive, else chat")
+    p = add("capture", "capture files (an agent hook: --phase before just before a tool writes)",
+            parent=tsub)
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--phase", choices=("before", "after"), default="after")
+    p = add("step", "record one step (tool call) of a running turn; prints its id", parent=tsub)
+    p.add_argument("--turn", type=int, metavar="N", help="default: the running turn")
+    p.add_argument("--kind", required=True, metavar="K", help="file-write, file-delete, shell, network-send, …")
+    p.add_argument("--scope", choices=("host", "crossing", "unknown", "none"),
+                   help="where the effect went; leave it out and the turn gets a step-scope-unknown gap")
+    p.add_argument("--summary", metavar="T")
+    p.add_argument("--path", dest="paths", nargs="+", action="extend", default=[], metavar="P")
+    p.add_argument("--inverse-kind", metavar="K")
+    p.add_argument("--inverse-scope", choices=("host", "crossing", "unknown", "none"))
+    p.add_argument("--held", action="store_true", help="an outbound send still held in a queue")
+    p.add_argument("--compensates", metavar="ID", help="the step id this step compensates")
+    p.add_argument("--result", metavar="TEXT", help="the tool result to keep")
+    p = add("respond", "append assistant text to a running turn", parent=tsub)
+    p.add_argument("--turn", type=int, metavar="N", help="default: the running turn")
+    p.add_argument("--final", action="store_true")
+    p.add_argument("text", metavar="TEXT")
+    p = add("settle", "settle (or cancel) a turn; default: the running one", parent=tsub)
+    p.add_argument("--turn", type=int, metavar="N")
+    p.add_argument("--cancelled", action="store_true")
+
+    add("log", "the turns, their files (checkpoints, before/after digests) and gaps")
+
+    p = add("rewind", "show what a rewind would do; commit it with --yes or an interactive yes")
+    b = p.add_mutually_exclusive_group(required=True)
+    b.add_argument("--after-response", type=int, metavar="N", help="keep turn N and its answer")
+    b.add_argument("--before-prompt", type=int, metavar="N", help="discard turn N and all later ones")
+    b.add_argument("--before-directive", metavar="ID",
+                   help="discard an attempt at a directive (its latest, or --turn N) and all later turns")
+    p.add_argument("--turn", type=int, metavar="N", help="with --before-directive: which attempt")
+    p.add_argument("--yes", action="store_true", help="commit without asking")
+
+    p = add("redo", "list Redo groups, or bring one back with --head")
+    p.add_argument("--head", type=int, metavar="SEQ")
+    p.add_argument("--yes", action="store_true", help="commit without asking")
+
+    add("gc", "one full collection of unreferenced heads and objects")
+    add("fsck", "verify every record and object of the store; exit 0 only when sound")
+    add("info", "the session, its owner, turn count, gaps and recovery records")
+
+    p = add("recovery", "list what a failed rewind or redo could not put back, or resolve it")
+    p.add_argument("--resolve", metavar="ID")
+    a = p.add_mutually_exclusive_group()
+    a.add_argument("--retry", action="store_true", help="put the backups back again")
+    a.add_argument("--dismiss", action="store_true", help="record that you took care of it")
+
+    p = add("bench", "the benchmark scenarios (one JSON line per figure with --json)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="SCENARIO")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # SystemExit(2) on bad usage, as argparse does
+    from . import commands
+    from .context import Context
+
+    ctx = Context(args)
+    try:
+        return int(commands.dispatch(ctx) or 0)
+    except NotOwner as exc:
+        ctx.fail(exc)
+        return EXIT_NOT_OWNER
+    except Unavailable as exc:
+        ctx.fail(exc)
+        return EXIT_USAGE
+    except TurnbackError as exc:
+        ctx.fail(exc)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

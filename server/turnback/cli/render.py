@@ -1,0 +1,259 @@
+"""Human-readable rendering of what the workbench returns: a log, a candidate, a redo plan, a report.
+
+Pure functions from the contract's result dicts to lines of text; nothing here reads the disk or the
+store. `--json` bypasses this module entirely and prints the result dicts as they are.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from urllib.parse import unquote, urlsplit
+
+# What each effect bucket means, in the order the confirmation shows them (see effects/partition.py).
+EFFECT_TEXT = {
+    "restored": "undone: the rewind puts back what they changed on this machine",
+    "droppedBeforeCrossing": "held back and never sent: dropped from the queue, nothing left this machine",
+    "crossedUncompensated": "already left this machine (or may have) and stay done: nothing undoes them",
+    "crossedCompensated": "left this machine, but a logged step compensates them (listed, not re-run)",
+    "wouldCrossOnRewind": "their undo would itself leave this machine, so the rewind does not run it",
+    "unrestored": "changed this machine in a way the rewind cannot put back",
+    "provablyEmpty": "changed nothing: nothing to undo",
+}
+
+GAP_TEXT = {
+    "unknown-before-image": "turnback never saw this file before it changed, so it cannot put it back",
+    "too-large": "the file is over the capture size limit; its images were not kept",
+    "unreadable": "the file could not be read when it was captured",
+    "outside-workspace": "the path is outside the workspace; turnback does not touch it",
+    "symlink": "a symbolic link; turnback never follows or restores links",
+    "step-scope-unknown": "a step did not say where its effect went; assume it cannot be undone",
+    "git-head-and-index": "git's HEAD and index are not part of a rewind",
+    "not-a-file": "not a regular file",
+    "not-in-head": "the image is missing from the saved state",
+}
+
+ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep"}
+
+
+def short(digest) -> str:
+    """A digest as a person reads it: eight characters, or what it means when it is not one."""
+    if digest is None:
+        return "unknown"
+    if digest == "absent":
+        return "(absent)"
+    return str(digest)[:8]
+
+
+def clip(text: str | None, n: int = 70) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def when(ts) -> str:
+    if not isinstance(ts, (int, float)):
+        return "?"
+    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Renderer:
+    """Turns URIs back into workspace paths for display."""
+
+    def __init__(self, root_uri: str | None = None):
+        self.root_path = unquote(urlsplit(root_uri).path).rstrip("/") + "/" if root_uri else None
+
+    def path(self, item) -> str:
+        if isinstance(item, dict):
+            if item.get("path"):
+                return item["path"]
+            item = item.get("uri")
+        if not item:
+            return "(session)"
+        text = str(item)
+        if text.startswith("file:"):
+            text = unquote(urlsplit(text).path)
+        if self.root_path and text.startswith(self.root_path):
+            return text[len(self.root_path):]
+        return text
+
+    def gap(self, g: dict) -> str:
+        where = self.path(g) if g.get("uri") else "(session)"
+        turn = f"turn {g['turn']}" if g.get("turn") is not None else "live"
+        line = f"{where}: {g.get('reason')} ({turn})"
+        detail = g.get("detail") or GAP_TEXT.get(g.get("reason"), "")
+        return line + (f" - {detail}" if detail else "")
+
+    # -- log --------------------------------------------------------------------------------------
+    def log(self, log: dict, info: dict | None = None) -> list[str]:
+        turns = log.get("turns", [])
+        out = []
+        if info:
+            out.append(f"session {info.get('sessionId')} · {info.get('storeKind')} store · "
+                       f"{info.get('turnCount')} turn(s) · head {info.get('headSeq')}")
+        if not turns:
+            out.append("no turns recorded yet")
+        for t in turns:
+            extra = f" · directive {t['directiveId']}" if t.get("directiveId") else ""
+            out.append(f"turn {t['turn']} · {t['kind']} · {t['state']}{extra}")
+            out.append(f"  prompt:   {clip(t.get('prompt'))}")
+            if t.get("response"):
+                out.append(f"  answer:   {clip(t.get('response'))}")
+            files = t.get("files", [])
+            if files:
+                out.append("  files:")
+                width = max(len(self.path(f)) for f in files)
+                for f in files:
+                    out.append(f"    {self.path(f):<{width}}  {short(f.get('before'))} -> "
+                               f"{short(f.get('after'))}  checkpoint {f.get('checkpoint')}")
+            steps = t.get("stepList")
+            if steps:
+                out.append("  steps:")
+                for s in steps:
+                    summ = f"  {clip(s.get('summary'), 50)}" if s.get("summary") else ""
+                    out.append(f"    {s['id']:<6} {s['kind']:<13} scope {s['scope']}{summ}")
+            elif t.get("steps"):
+                out.append(f"  steps:    {t['steps']}")
+            for g in t.get("gaps", []):
+                out.append(f"  gap:      {self.gap(g)}")
+        return out
+
+    # -- rewind -----------------------------------------------------------------------------------
+    def candidate(self, c: dict, steps: dict[str, dict] | None = None) -> list[str]:
+        steps = steps or {}
+        keep, discard = c["keep"], c["discard"]
+        out = ["Keeps:"]
+        if keep.get("turnCount"):
+            last = keep["last"]
+            out.append(f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
+                       f"\u201c{clip(last.get('prompt'), 60)}\u201d")
+        else:
+            out.append("  nothing: the session becomes empty")
+        out.append("Discards:")
+        if discard.get("turnCount"):
+            first = discard["first"]
+            out.append(f"  {discard['turnCount']} turn(s), from turn {first['turn']}: "
+                       f"\u201c{clip(first.get('prompt'), 60)}\u201d, with their answers")
+        else:
+            out.append("  no turns")
+        out.extend(self.files(c.get("files", [])))
+        gaps = c.get("gaps", [])
+        out.append(f"What this rewind cannot undo ({len(gaps)} gap(s)):" if gaps
+                   else "Gaps: none, every captured file can be put back")
+        for g in gaps:
+            out.append(f"  {self.gap(g)}")
+        effects = c.get("effects", {})
+        shown = [(b, ids) for b, ids in effects.items() if ids]
+        if shown:
+            out.append("Steps of the discarded turns:")
+            for bucket, ids in shown:
+                out.append(f"  {bucket}: {EFFECT_TEXT.get(bucket, '')}")
+                for sid in ids:
+                    s = steps.get(sid)
+                    desc = f" {s['kind']} (scope {s['scope']})" + (f": {clip(s.get('summary'), 50)}"
+                                                                  if s.get("summary") else "") if s else ""
+                    out.append(f"    {sid}{desc}")
+        for d in c.get("directives", []):
+            out.append(f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} attempt(s) discarded, "
+                       f"state afterwards {d.get('stateAfter')}")
+        cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
+        if cleared:
+            out.append("Workflow cleared: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
+        if c.get("summary"):
+            out.append("In short: " + c["summary"])
+        return out
+
+    def files(self, files: list[dict]) -> list[str]:
+        changing = [f for f in files if f.get("action") != "unchanged"]
+        out = [f"Files ({len(changing)} to change):" if files else "Files: none to change"]
+        if not files:
+            return out
+        width = max(len(self.path(f)) for f in files)
+        for f in files:
+            action = ACTION_TEXT.get(f.get("action"), f.get("action"))
+            line = f"  {action:<8} {self.path(f):<{width}}  {short(f.get('from'))} -> {short(f.get('to'))}"
+            if f.get("externalChange"):
+                line += "  ! changed outside turnback since the last capture; this edit is overwritten"
+            out.append(line)
+        return out
+
+    def commit(self, result: dict, what: str) -> list[str]:
+        status = result.get("status")
+        if status == "committed":
+            out = [f"{what} committed (epoch {result.get('epoch')}, head {result.get('headSeq')})"]
+        elif status == "stale":
+            out = [f"{what} not done: something changed since it was prepared (stale); prepare it again"]
+        else:
+            out = [f"{what} {status}: {result.get('reason', '')}".rstrip()]
+        for r in result.get("recovery", []) or []:
+            out.extend(self.recovery_record(r))
+        return out
+
+    # -- redo -------------------------------------------------------------------------------------
+    def redo_list(self, result: dict) -> list[str]:
+        groups = result.get("groups", [])
+        if not groups:
+            return [f"nothing to redo: {result.get('reason', 'no groups')}"]
+        out = ["Redo groups (states a rewind left behind; `turnback redo --head SEQ` brings one back):"]
+        for g in groups:
+            out.append(f"  head {g['headSeq']:<4} {g['turnCount']} turn(s), last prompt "
+                       f"\u201c{clip(g.get('lastPrompt'), 50)}\u201d, saved {when(g.get('created'))}")
+        return out
+
+    def redo_plan(self, plan: dict) -> list[str]:
+        out = [f"Brings back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
+        out.extend(self.files(plan.get("files", [])))
+        for g in plan.get("gaps", []):
+            out.append(f"  gap: {self.gap(g)}")
+        if plan.get("summary"):
+            out.append("In short: " + plan["summary"])
+        return out
+
+    # -- the rest ---------------------------------------------------------------------------------
+    def recovery_record(self, r: dict) -> list[str]:
+        out = [f"recovery {r['id']} ({r.get('operation')}, {when(r.get('created'))}): {r.get('reason')}"]
+        for p in r.get("paths", []):
+            out.append(f"  not put back: {self.path(p)}")
+        for b in r.get("backups", []):
+            out.append(f"  backup of {self.path(b)}: {short(b.get('digest'))}")
+        return out
+
+    def info(self, info: dict) -> list[str]:
+        owner = info.get("owner") or {}
+        who = f"pid {owner.get('pid')} on {owner.get('host')}" if owner.get("pid") else "nobody"
+        return [
+            f"workspace:  {info.get('workspace')}",
+            f"session:    {info.get('sessionId')}",
+            f"store:      {info.get('storeKind')}",
+            f"this view:  {info.get('ownership')} (store owned by {who})",
+            f"turns:      {info.get('turnCount')}",
+            f"head:       {info.get('headSeq')}",
+            f"live gaps:  {info.get('liveGaps')}",
+            f"recovery:   {info.get('recovery')} record(s)",
+        ] + (["frozen:     yes"] if info.get("frozen") else [])
+
+    @staticmethod
+    def stats(stats: dict) -> list[str]:
+        return [f"collection: {stats.get('headsRetired', 0)} head(s) retired, "
+                f"{stats.get('objectsDeleted', 0)} object(s) deleted, "
+                f"{stats.get('bytesFreed', 0)} bytes freed, {stats.get('bytesKept', 0)} bytes kept "
+                f"({stats.get('slices', 0)} slice(s), longest {stats.get('maxSliceMs', 0)} ms)"]
+
+    @staticmethod
+    def fsck(report) -> list[str]:
+        out = []
+        for p in report.problems:
+            out.append(f"{p.severity}: {p.path}: {p.what}")
+        verdict = "sound" if report.ok else f"NOT sound ({len(report.errors)} problem(s))"
+        out.append(f"fsck {report.path}: {report.records_checked} record(s) and "
+                   f"{report.objects_checked} object(s) checked; {verdict}")
+        return out
+
+
+def fsck_json(report) -> dict:
+    return {"path": report.path, "ok": report.ok, "recordsChecked": report.records_checked,
+            "objectsChecked": report.objects_checked,
+            "problems": [{"path": p.path, "what": p.what, "severity": p.severity} for p in report.problems]}
+
+
+def step_index(log: dict) -> dict[str, dict]:
+    """Step id -> {kind, scope, summary}, from a session log, to describe effect buckets."""
+    return {s["id"]: s for t in log.get("turns", []) for s in t.get("stepList", [])}
