@@ -1,0 +1,53 @@
+"""capture-latency: saves of files from 1 KiB to 16 MiB inside a running turn; p50 and p99 of the
+`turnback/turn/capture` call per size (read, hash, store the image, journal the operation durably; an
+occasional debounced publication lands inside a capture, as it would for a user)."""
+
+from __future__ import annotations
+
+import time
+
+from . import gen
+from .common import begin, session, settle, uris, write
+from .runner import percentile
+
+SIZES = ((1 << 10, "1KiB"), (16 << 10, "16KiB"), (256 << 10, "256KiB"), (1 << 20, "1MiB"),
+         (4 << 20, "4MiB"), (16 << 20, "16MiB"))
+
+
+def _reps(ctx, size: int) -> int:
+    if size <= 256 << 10:
+        return ctx.pick(5, 40, 200)
+    if size <= 1 << 20:
+        return ctx.pick(3, 20, 100)
+    if size <= 4 << 20:
+        return ctx.pick(2, 10, 40)
+    return ctx.pick(2, 5, 20)
+
+
+def run(ctx) -> None:
+    root = ctx.dir("ws")
+    rels = {label: f"data/blob_{label}.bin" for _size, label in SIZES}
+    for size, label in SIZES:
+        write(root, rels[label], gen.big(label, size, 0) if size >= 1 << 20 else gen.content(label, size))
+    ok = True
+    with session(root) as wb:
+        turn = begin(wb, "save files of every size")
+        objects = wb.store.objects
+        for size, label in SIZES:
+            times = []
+            for i in range(1, _reps(ctx, size) + 1):
+                data = gen.big(label, size, i) if size >= 1 << 20 else gen.content(label, size, i)
+                write(root, rels[label], data)
+                t0 = time.perf_counter()
+                res = wb.turns.capture({"uris": uris(wb, [rels[label]])})
+                times.append(time.perf_counter() - t0)
+                digest = res["captured"][0]["digest"]
+                ok &= digest is not None and objects.get(digest) == data
+            ctx.fig(f"p50-{label}", percentile(times, 50) * 1000, "ms")
+            ctx.fig(f"p99-{label}", percentile(times, 99) * 1000, "ms", note=f"{len(times)} saves")
+        settle(wb, turn)
+        ctx.check("every capture stored exactly the bytes that were saved", ok)
+        log = wb.turns.log()["turns"][0]
+        ctx.check("one checkpoint per path despite repeated saves",
+                  len(log["files"]) == len(SIZES) and all(f["checkpoint"].endswith("@v1")
+                                                          for f in log["files"]))
