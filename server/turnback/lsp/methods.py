@@ -1,0 +1,72 @@
+"""The contract's requests, as a table: method name, how it runs, and the workbench call behind it.
+
+Kinds:
+* `read`    answered at once, never waits for the mutation lock (at most one slice of a job)
+* `mutate`  one workbench call under the server's mutation lock
+* `job`     a workbench job (generator) under the mutation lock, advanced a slice at a time
+* `collect` a collection, advanced a slice at a time holding the mutation lock per slice only
+
+Every `turnback/a/b` method is also the `workspace/executeCommand` command `turnback.a.b` whose
+`arguments` are `[params]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..workbench.params import obj
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    kind: str
+    call: Callable[[Any, Any], Any] | None  # (workbench, params) -> result or job
+    title: str = ""
+
+    @property
+    def command(self) -> str:
+        return command_name(self.name)
+
+
+def command_name(method: str) -> str:
+    return method.replace("/", ".")
+
+
+def _info(wb, params):
+    obj(params)
+    return wb.info()
+
+
+def _status(wb, params):
+    obj(params)
+    return wb.status()
+
+
+METHODS: list[Method] = [
+    Method("turnback/session/info", "read", _info),
+    Method("turnback/session/status", "read", _status),
+    Method("turnback/session/log", "read", lambda wb, p: wb.turns.log(p)),
+    Method("turnback/turn/begin", "job", lambda wb, p: wb.turns.begin_job(p), "turnback: sweeping the workspace"),
+    Method("turnback/turn/capture", "mutate", lambda wb, p: wb.turns.capture(p)),
+    Method("turnback/turn/step", "mutate", lambda wb, p: wb.turns.step(p)),
+    Method("turnback/agent/transcript", "mutate", lambda wb, p: wb.turns.agent_transcript(p)),
+    Method("turnback/workflow/set", "mutate", lambda wb, p: wb.turns.workflow_set(p)),
+    Method("turnback/workflow/get", "read", lambda wb, p: wb.turns.workflow_get(p)),
+    Method("turnback/turn/respond", "mutate", lambda wb, p: wb.turns.respond(p)),
+    Method("turnback/turn/settle", "job", lambda wb, p: wb.turns.settle_job(p), "turnback: settling the turn"),
+    Method("turnback/rewind/prepare", "read", lambda wb, p: wb.rewind.prepare(p)),
+    Method("turnback/rewind/commit", "mutate", lambda wb, p: wb.rewind.commit(p)),
+    Method("turnback/redo/list", "read", lambda wb, p: wb.redo.list(p)),
+    Method("turnback/redo/prepare", "read", lambda wb, p: wb.redo.prepare(p)),
+    Method("turnback/redo/commit", "mutate", lambda wb, p: wb.redo.commit(p)),
+    Method("turnback/directive/upsert", "mutate", lambda wb, p: wb.directives.upsert(p)),
+    Method("turnback/directive/record", "mutate", lambda wb, p: wb.directives.record(p)),
+    Method("turnback/directive/list", "read", lambda wb, p: wb.directives.list(p)),
+    Method("turnback/collect/run", "collect", None, "turnback: collecting unreferenced data"),
+    Method("turnback/recovery/list", "read", lambda wb, p: wb.recovery.list(p)),
+    Method("turnback/recovery/resolve", "mutate", lambda wb, p: wb.recovery.resolve(p)),
+]
+
+COMMANDS: list[str] = [m.command for m in METHODS]

@@ -1,0 +1,418 @@
+"""`turnback serve`: the sidecar on stdio. The only module that registers pygls handlers.
+
+Handlers are thin: they find the workbench, take the mutation lock when the call mutates, and hand
+the contract's params dict to the workbench (the table is in `methods.py`). Long work (the sweeps of
+turn begin and settle, collection) runs as workbench jobs advanced a slice at a time (`slices.py`),
+so reads are answered between slices. Background tasks: lease renewal, observer take-over polling,
+and the collection loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import sys
+import time
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..errors import InvalidParams, NotOwner, TurnbackError
+from ..store import fsio
+from ..workbench import Options, Workbench
+from .errors import NotInitialized, to_rpc
+from .methods import COMMANDS, METHODS, Method
+from .protocol import TurnbackProtocol, converter_factory
+from .slices import SliceStats, run_job
+
+log = logging.getLogger("turnback.lsp")
+
+OBSERVER_POLL_SECONDS = 1.0
+COLLECT_IDLE_SECONDS = 1.0
+PROGRESS_EVERY_SECONDS = 0.2
+NOTIFICATIONS = {"status": "turnback/status", "epoch": "turnback/epoch",
+                 "directives": "turnback/directives"}
+
+
+class TurnbackServer(LanguageServer):
+    """The pygls server plus the few things the handlers share: the workbench, the lock, the tasks."""
+
+    def __init__(self) -> None:
+        super().__init__("turnback", __version__, protocol_cls=TurnbackProtocol,
+                         converter_factory=converter_factory,
+                         text_document_sync_kind=types.TextDocumentSyncKind.None_)
+        self.wb: Workbench | None = None
+        self.closed = False
+        self.lock = asyncio.Lock()          # serialises every mutation of the session and store
+        self.collect_lock = asyncio.Lock()  # one collection at a time (background or requested)
+        self.collect_wake = asyncio.Event()
+        self.tasks: list[asyncio.Task] = []
+        self._tokens = itertools.count(1)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def workbench(self) -> Workbench:
+        if self.wb is None or self.closed:
+            raise NotInitialized("the server has not been initialized with a workspace yet (or it "
+                                 "has shut down); send initialize first")
+        return self.wb
+
+    def report_server_error(self, error, source):
+        # Out-of-band errors (an undecodable message, a failing notification handler) are logged;
+        # requests already answer with their own error.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def forward(self, name: str, payload: dict) -> None:
+        method = NOTIFICATIONS.get(name)
+        if method is None or self.closed:
+            return
+        try:
+            self.protocol.notify(method, payload)
+        except Exception:  # a broken pipe must not break the workbench operation that emitted
+            log.exception("could not send %s", method)
+
+    def kick_collection(self) -> None:
+        self.collect_wake.set()
+
+    def client_supports(self, dotted: str) -> bool:
+        try:
+            return bool(get_capability(self.client_capabilities, dotted, False))
+        except Exception:
+            return False
+
+    # -- progress -------------------------------------------------------------------------------
+    def progress_begin(self, token, title: str) -> None:
+        if token is not None:
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0))
+
+    def progress_report(self, token, message: str) -> None:
+        if token is not None:
+            self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+
+    def progress_end(self, token, message: str) -> None:
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            self.work_done_progress.tokens.pop(token, None)
+
+    async def server_token(self):
+        """A token for server-initiated progress, only when the client supports it."""
+        if not self.client_supports("window.work_done_progress"):
+            return None
+        token = f"turnback-{os.getpid()}-{next(self._tokens)}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=2.0)
+        except Exception as exc:
+            log.info("client refused progress token %s: %s", token, exc)
+            return None
+        return token
+
+    # -- running contract methods ---------------------------------------------------------------
+    async def call(self, spec: Method, params: Any):
+        try:
+            wb = self.workbench()
+            if spec.kind == "read":
+                return spec.call(wb, params)
+            if spec.kind == "mutate":
+                async with self.lock:
+                    result = spec.call(wb, params)
+                self.kick_collection()
+                return result
+            if spec.kind == "job":
+                token = _token(params)
+                async with self.lock:
+                    job = spec.call(wb, params)
+                    self.progress_begin(token, spec.title)
+                    try:
+                        result = await run_job(job, on_step=self._reporter(token))
+                    finally:
+                        self.progress_end(token, "done")
+                self.kick_collection()
+                return result
+            if spec.kind == "collect":
+                if not isinstance(params, (dict, type(None))):
+                    raise InvalidParams(f"params must be an object, not {type(params).__name__}")
+                return await self.collect(_token(params))
+            raise AssertionError(f"unknown method kind {spec.kind}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise to_rpc(exc, spec.name) from None
+
+    def _reporter(self, token):
+        if token is None:
+            return None
+        last = [0.0]
+
+        def on_step(value):
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_EVERY_SECONDS:
+                return
+            last[0] = now
+            walked, hashed = getattr(value, "walked", None), getattr(value, "hashed", None)
+            if walked is not None:
+                self.progress_report(token, f"{walked} files looked at, {hashed} read")
+        return on_step
+
+    # -- collection -----------------------------------------------------------------------------
+    async def collect(self, token=None, *, background: bool = False) -> dict:
+        wb = self.workbench()
+        if not wb.is_owner:
+            owner = wb.owner_info()
+            raise NotOwner(f"this server is a read-only observer; process {owner.get('pid')} on "
+                           f"{owner.get('host')} owns the store and collects it",
+                           data={"owner": {"pid": owner.get("pid"), "host": owner.get("host")}})
+        feature = wb.collection
+        async with self.collect_lock:
+            if not hasattr(feature, "job"):
+                if hasattr(feature, "run") and not background:
+                    async with self.lock:
+                        return feature.run({})
+                log.info("collection is not available in this build; nothing collected")
+                return {"headsRetired": 0, "objectsDeleted": 0, "bytesFreed": 0, "bytesKept": 0,
+                        "slices": 0, "maxSliceMs": 0.0, "available": False}
+            stats = SliceStats()
+            started = time.monotonic()
+            self.progress_begin(token, "turnback: collecting unreferenced data")
+            wb.collecting = True
+            wb.emit_status()
+            try:
+                async with self.lock:
+                    job = feature.job()
+                result = await run_job(job, lock=self.lock, stats=stats,
+                                       on_step=self._collect_reporter(token, stats))
+            finally:
+                wb.collecting = False
+                if not self.closed:
+                    wb.emit_status()
+                self.progress_end(token, "collection finished")
+            result = dict(result or {})
+            result.setdefault("slices", stats.slices)
+            result.setdefault("maxSliceMs", round(stats.max_slice_ms, 3))
+            log.info("collection finished in %.1f ms: %s", (time.monotonic() - started) * 1000, result)
+            return result
+
+    def _collect_reporter(self, token, stats: SliceStats):
+        if token is None:
+            return None
+        last = [0.0]
+
+        def on_step(value):
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY_SECONDS:
+                last[0] = now
+                self.progress_report(token, f"{stats.slices} slices" +
+                                     (f": {value}" if isinstance(value, str) else ""))
+        return on_step
+
+    async def collection_loop(self) -> None:
+        while not self.closed:
+            try:
+                await asyncio.wait_for(self.collect_wake.wait(), timeout=COLLECT_IDLE_SECONDS)
+            except asyncio.TimeoutError:
+                pass
+            self.collect_wake.clear()
+            wb = self.wb
+            if (wb is None or self.closed or not wb.is_owner or not hasattr(wb.collection, "job")
+                    or not getattr(wb.collection, "pending", False)):
+                continue
+            try:
+                token = await self.server_token()
+                await self.collect(token, background=True)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background collection failed; it will be retried")
+            await asyncio.sleep(COLLECT_IDLE_SECONDS)  # coalesce triggers; never spin
+
+    async def lease_loop(self) -> None:
+        wb = self.wb
+        period = max(0.5, wb.options.lease_ttl / 3.0)
+        while not self.closed:
+            await asyncio.sleep(period)
+            if self.closed or not wb.is_owner:
+                continue
+            try:
+                wb.renew()
+            except Exception as exc:
+                log.error("could not renew ownership of the store: %s", exc)
+                wb.emit_status()
+
+    async def observer_loop(self) -> None:
+        wb = self.wb
+        while not self.closed:
+            await asyncio.sleep(OBSERVER_POLL_SECONDS)
+            if self.closed or wb.is_owner:
+                continue
+            async with self.lock:
+                try:
+                    if wb.try_take_over():
+                        log.info("the owner went away; this server now owns the store")
+                        self.kick_collection()
+                except Exception:
+                    log.exception("could not take over the store")
+
+    # -- captures from editor events ------------------------------------------------------------
+    async def capture_uris(self, uris, phase: str) -> None:
+        wb = self.wb
+        if wb is None or self.closed:
+            return
+        rels = []
+        for uri in uris:
+            try:
+                rels.append(wb.ws.to_rel(uri))
+            except TurnbackError as exc:
+                log.debug("not capturing %s: %s", uri, exc.message)
+        if not rels:
+            return
+        async with self.lock:
+            try:
+                wb.turns.capture_rels(rels, phase=phase)
+            except Exception:
+                log.exception("capture of %s failed", rels)
+        self.kick_collection()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def close_workbench(self) -> None:
+        if self.wb is None or self.closed:
+            return
+        self.closed = True
+        for task in self.tasks:
+            task.cancel()
+        try:
+            self.wb.close()
+        except Exception:
+            log.exception("closing the workbench failed")
+
+
+def _token(params):
+    if isinstance(params, dict):
+        token = params.get("workDoneToken")
+        if isinstance(token, (str, int)) and not isinstance(token, bool):
+            return token
+    return None
+
+
+def _root_of(params: types.InitializeParams) -> str:
+    uri = params.root_uri
+    if not uri and params.workspace_folders:
+        uri = params.workspace_folders[0].uri
+    if uri:
+        path = to_fs_path(uri)
+        if not path or not uri.lower().startswith("file:"):
+            raise InvalidParams(f"the workspace {uri!r} is not a file URI on this machine")
+        return path
+    if params.root_path:
+        return params.root_path
+    raise InvalidParams("initialize needs a workspace: send rootUri or workspaceFolders")
+
+
+def create_server() -> TurnbackServer:
+    server = TurnbackServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(params: types.InitializeParams):
+        if server.wb is not None:
+            raise to_rpc(TurnbackError("the server is already initialized", code="invalid-request"))
+        try:
+            root = _root_of(params)
+            options = Options.from_init(params.initialization_options)
+            if not os.path.isdir(root):
+                raise InvalidParams(f"the workspace folder {root} does not exist")
+            server.wb = Workbench.open(root, options)
+        except Exception as exc:
+            raise to_rpc(exc, "initialize") from None
+        server.wb.events.subscribe(server.forward)
+        log.info("workspace %s opened as %s", root, server.wb.info()["ownership"])
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(params: types.InitializedParams):
+        wb = server.wb
+        if wb is None:
+            return
+        loop = asyncio.get_running_loop()
+        server.tasks += [loop.create_task(server.collection_loop()),
+                         loop.create_task(server.lease_loop()),
+                         loop.create_task(server.observer_loop())]
+        wb.emit_status(force=True)
+        server.kick_collection()
+        if server.client_supports("workspace.did_change_watched_files.dynamic_registration"):
+            server.tasks.append(loop.create_task(register_watcher(server)))
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(params):
+        async with server.lock:
+            server.close_workbench()
+
+    @server.feature(types.EXIT)
+    def exit_(params):
+        server.close_workbench()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(params: types.DidOpenTextDocumentParams):
+        await server.capture_uris([params.text_document.uri], "before")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
+    async def did_save(params: types.DidSaveTextDocumentParams):
+        await server.capture_uris([params.text_document.uri], "after")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: types.DidCloseTextDocumentParams):
+        pass
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched(params: types.DidChangeWatchedFilesParams):
+        await server.capture_uris([c.uri for c in params.changes], "after")
+
+    for spec in METHODS:
+        _register(server, spec)
+    return server
+
+
+def _register(server: TurnbackServer, spec: Method) -> None:
+    async def request(params):
+        return await server.call(spec, params)
+
+    async def command(*args):
+        if len(args) > 1:
+            raise to_rpc(InvalidParams(f"{spec.command} takes one argument (the params object), "
+                                       f"not {len(args)}"), spec.command)
+        return await server.call(spec, args[0] if args else {})
+
+    server.feature(spec.name)(request)
+    server.command(spec.command)(command)
+
+
+async def register_watcher(server: TurnbackServer) -> None:
+    wb = server.wb
+    root_uri = wb.root.as_uri()
+    if server.client_supports("workspace.did_change_watched_files.relative_pattern_support"):
+        pattern: Any = types.RelativePattern(base_uri=root_uri, pattern="**/*")
+    else:
+        pattern = "**/*"
+    registration = types.Registration(
+        id="turnback-workspace-watcher", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern=pattern)]))
+    try:
+        await asyncio.wait_for(server.client_register_capability_async(
+            types.RegistrationParams(registrations=[registration])), timeout=10.0)
+        log.info("registered a file watcher for %s", root_uri)
+    except Exception as exc:
+        log.warning("the client did not register the file watcher: %s", exc)
+
+
+def serve() -> None:
+    """Run the sidecar on stdin/stdout until the client says exit (or closes the pipe)."""
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("TURNBACK_LOG", "WARNING").upper(),
+                        format="turnback %(levelname)s %(name)s: %(message)s")
+    fsio.install_from_env()  # TURNBACK_CRASH_AT / TURNBACK_FAIL_AT, for crash tests
+    server = create_server()
+    try:
+        server.start_io()
+    finally:
+        server.close_workbench()

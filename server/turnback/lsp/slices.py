@@ -1,0 +1,58 @@
+"""Running a workbench job (a generator of small steps) a slice at a time on the event loop.
+
+A slice advances the generator until about `budget` seconds have passed, then yields to the loop
+with `await asyncio.sleep(0)`, so requests that arrived meanwhile are answered between slices.
+`lock`, when given, is held per slice only (the background collector's way); a caller that must
+keep others out for the whole job holds its own lock around `run_job` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Generator
+
+SLICE_BUDGET = 0.010  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
+
+
+@dataclass
+class SliceStats:
+    slices: int = 0
+    steps: int = 0
+    max_slice_ms: float = 0.0
+
+
+async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGET,
+                  lock: asyncio.Lock | None = None,
+                  on_step: Callable[[Any], None] | None = None,
+                  stats: SliceStats | None = None) -> Any:
+    """Drive `job` to its end and return its value. `on_step` sees every yielded value (progress)."""
+    stats = stats if stats is not None else SliceStats()
+    if not hasattr(job, "send"):
+        # A feature may return a plain value instead of a generator (nothing to do).
+        return job
+    try:
+        while True:
+            if lock is not None:
+                await lock.acquire()
+            try:
+                start = time.monotonic()
+                while True:
+                    value = next(job)
+                    stats.steps += 1
+                    if on_step is not None:
+                        on_step(value)
+                    if time.monotonic() - start >= budget:
+                        break
+            finally:
+                elapsed = (time.monotonic() - start) * 1000.0
+                stats.slices += 1
+                stats.max_slice_ms = max(stats.max_slice_ms, elapsed)
+                if lock is not None:
+                    lock.release()
+            await asyncio.sleep(0)
+    except StopIteration as done:
+        return done.value
+    finally:
+        job.close()

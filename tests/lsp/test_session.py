@@ -1,0 +1,136 @@
+"""A whole session over stdio, once with VS Code's and once with Emacs's client capabilities."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from .conftest import Tb
+
+
+async def turn(tb: Tb, prompt: str, edits: dict[str, str | None], *, respond: str = "done") -> int:
+    """Begin a turn, make the edits as an agent would (before/after captures), settle it."""
+    n = (await tb.req("turnback/turn/begin", {"kind": "chat", "prompt": prompt}))["turn"]
+    for rel, text in edits.items():
+        path = tb.root / rel
+        await tb.req("turnback/turn/capture", {"uris": [tb.uri(rel)], "phase": "before"})
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        await tb.req("turnback/turn/capture", {"uris": [tb.uri(rel)]})
+        await tb.req("turnback/turn/step", {"turn": n, "kind": "file-write", "scope": "host",
+                                             "uris": [tb.uri(rel)], "summary": f"edit {rel}"})
+    await tb.req("turnback/turn/respond", {"turn": n, "text": respond, "final": True})
+    await tb.req("turnback/turn/settle", {"turn": n, "status": "settled"})
+    return n
+
+
+async def test_initialize_capabilities(ws, servers, flavour):
+    tb = await servers(ws, flavour)
+    caps = tb.init_result.capabilities
+    sync = caps.text_document_sync
+    assert sync.open_close is True
+    assert sync.save.include_text is True
+    commands = caps.execute_command_provider.commands
+    assert "turnback.session.info" in commands and "turnback.rewind.commit" in commands
+    assert len([c for c in commands if c.startswith("turnback.")]) >= 21
+    # both clients offer dynamic registration of file watchers: the server registers one
+    await tb.until(lambda: tb.registrations, what="a watcher registration")
+    reg = tb.registrations[0]
+    assert reg.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    info = await tb.req("turnback/session/info", {})
+    assert info["ownership"] == "owner" and info["turnCount"] == 0
+    assert info["storeKind"] == "heads"
+    assert tb.status[0]["ownership"] == "owner"
+
+
+async def test_full_lifecycle_rewind_and_redo(ws, servers, flavour):
+    tb = await servers(ws, flavour)
+    # didOpen learns the before-image; didSave between turns updates the last known image
+    tb.notify(types.TEXT_DOCUMENT_DID_OPEN, types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=tb.uri("a.txt"), language_id="plaintext",
+                                             version=1, text="one\n")))
+    await turn(tb, "first", {"a.txt": "two\n"})
+    await turn(tb, "second", {"a.txt": "three\n", "b.txt": "new\n"})
+    log = await tb.req("turnback/session/log", {})
+    assert [t["prompt"] for t in log["turns"]] == ["first", "second"]
+    assert all(t["state"] == "settled" for t in log["turns"])
+    assert {f["uri"] for f in log["turns"][1]["files"]} == {tb.uri("a.txt"), tb.uri("b.txt")}
+
+    boundary = {"kind": "beforePrompt", "turn": 2}
+    cand = await tb.req("turnback/rewind/prepare", {"boundary": boundary})
+    assert cand["keep"]["turnCount"] == 1 and cand["discard"]["turnCount"] == 1
+    actions = {f["uri"]: f["action"] for f in cand["files"]}
+    assert actions[tb.uri("b.txt")] == "delete" and actions[tb.uri("a.txt")] == "restore"
+    assert tb.epochs == []
+    result = await tb.req("turnback/rewind/commit", {"boundary": boundary, "planHash": cand["planHash"]})
+    assert result["status"] == "committed"
+    await tb.until(lambda: tb.epochs, what="turnback/epoch")
+    assert (ws / "a.txt").read_text() == "two\n" and not (ws / "b.txt").exists()
+    await asyncio.sleep(0.3)
+    assert len(tb.epochs) == 1
+    assert tb.epochs[0]["source"] == "rewind" and tb.epochs[0]["turnCount"] == 1
+    assert tb.epochs[0]["epoch"] == result["epoch"]
+
+    groups = await tb.req("turnback/redo/list", {})
+    assert groups["available"] is True
+    group = groups["groups"][0]
+    assert group["turnCount"] == 2
+    plan = await tb.req("turnback/redo/prepare", {"headSeq": group["headSeq"]})
+    redo = await tb.req("turnback/redo/commit", {"headSeq": group["headSeq"],
+                                                 "planHash": plan["planHash"]})
+    assert redo["status"] == "committed"
+    await tb.until(lambda: len(tb.epochs) == 2, what="the redo epoch")
+    assert tb.epochs[1]["source"] == "redo" and tb.epochs[1]["turnCount"] == 2
+    assert (ws / "a.txt").read_text() == "three\n" and (ws / "b.txt").read_text() == "new\n"
+    info = await tb.req("turnback/session/info", {})
+    assert info["turnCount"] == 2
+
+
+async def test_did_save_and_watched_files_capture(ws, servers, flavour):
+    tb = await servers(ws, flavour)
+    n = (await tb.req("turnback/turn/begin", {"prompt": "edit by hand"}))["turn"]
+    (ws / "a.txt").write_text("saved\n")
+    tb.notify(types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=tb.uri("a.txt")), text="saved\n"))
+    (ws / "c.txt").write_text("created\n")
+    tb.notify(types.WORKSPACE_DID_CHANGE_WATCHED_FILES, types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=tb.uri("c.txt"), type=types.FileChangeType.Created),
+        # outside the workspace and inside the store: ignored silently
+        types.FileEvent(uri="file:///etc/passwd", type=types.FileChangeType.Changed),
+        types.FileEvent(uri=tb.uri(".turnback/FORMAT"), type=types.FileChangeType.Changed)]))
+
+    async def files():
+        log = await tb.req("turnback/session/log", {})
+        return {f["uri"]: f for f in log["turns"][n - 1]["files"]}
+
+    for _ in range(100):
+        got = await files()
+        if tb.uri("a.txt") in got and tb.uri("c.txt") in got:
+            break
+        await asyncio.sleep(0.05)
+    assert set(got) == {tb.uri("a.txt"), tb.uri("c.txt")}
+    assert got[tb.uri("a.txt")]["before"] != got[tb.uri("a.txt")]["after"]
+    await tb.req("turnback/turn/settle", {"turn": n})
+    cand = await tb.req("turnback/rewind/prepare", {"boundary": {"kind": "beforePrompt", "turn": 1}})
+    assert {f["uri"]: f["action"] for f in cand["files"]} == {tb.uri("a.txt"): "restore",
+                                                            tb.uri("c.txt"): "delete"}
+
+
+async def test_execute_command_equivalents(ws, servers, flavour):
+    tb = await servers(ws, flavour)
+    info = await tb.req(types.WORKSPACE_EXECUTE_COMMAND,
+                        types.ExecuteCommandParams(command="turnback.session.info", arguments=[{}]))
+    assert info["ownership"] == "owner"
+    begun = await tb.req(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command="turnback.turn.begin", arguments=[{"prompt": "by command"}]))
+    assert begun == {"turn": 1}
+    log = await tb.req(types.WORKSPACE_EXECUTE_COMMAND,
+                       types.ExecuteCommandParams(command="turnback.session.log"))
+    assert log["turns"][0]["prompt"] == "by command"
+    exc = await tb.error(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command="turnback.turn.settle", arguments=[{"turn": "one"}]))
+    assert exc.data["code"] == "invalid-params"
