@@ -1,0 +1,500 @@
+"""The collector: one collection as a job that yields after every slice.
+
+Order (docs/collection.md gives the argument for each step):
+
+1. scan     every head's small facts, from the cache; more than `child_threshold` uncached heads are
+            observed by the batch child process, the rest in process, a few per slice;
+2. decide   which heads are kept (`retention.decide`);
+3. retire   every obsolete head, each after an ownership check and a head-stability check;
+4. roots    journal pins, intent and recovery records, the live state's references;
+5. mark     the body of every kept head (and of intents, or the sidecar): one body per slice;
+6. sweep    list the object folders, then delete unmarked, unpinned objects older than the scan's
+            start in batches of `delete_batch`, each batch only after ownership, heads, the sidecar,
+            pins and records were looked at again. Anything new is an added observation: a new head
+            is kept and its body marked, new pins are added, and the batch is filtered again; work
+            already done is not redone.
+
+A collection never deletes while an object batch is open in this process (a sweep or capture job
+between its slices may hold digests it has not recorded yet), and never deletes at all when it could
+not read a root it needed (a head record, a retained body, a journal, an intent or recovery record):
+what an unreadable root references is unknown, so nothing may be called unreferenced.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+import cbor2
+
+from ..errors import TurnbackError
+from ..store.digest import is_digest
+from ..store import fsio
+from ..timeline.codec import state_refs
+from . import roots
+from .cache import HeadCache
+from .retention import Decision, decide
+from .scan import HeadFacts, facts_of, list_heads, observe
+
+MAX_STEPS = 8  # steps per slice: a step is one small file read, one retirement, one body, one batch
+SLICE_SECONDS = 0.010
+DELETE_BATCH = 256
+CHILD_THRESHOLD = 16
+OBJECT_SLACK = 2.0  # seconds: object files this close to the scan's start count as new (coarse clocks)
+CACHED_PER_STEP = 256  # cached heads looked up per step
+
+
+class Collector:
+    def __init__(self, wb, cache: HeadCache | None = None, *, grace_heads: int | None = None,
+                 grace_seconds: float | None = None, now: float | None = None,
+                 object_slack: float = OBJECT_SLACK, child_threshold: int = CHILD_THRESHOLD,
+                 use_child: bool = True, max_steps: int = MAX_STEPS,
+                 delete_batch: int = DELETE_BATCH):
+        self.wb = wb
+        self.store = wb.store
+        self.cache = cache if cache is not None else HeadCache.load(wb.store)
+        self.grace_heads = wb.options.grace_heads if grace_heads is None else grace_heads
+        self.grace_seconds = wb.options.grace_seconds if grace_seconds is None else grace_seconds
+        self.now = now
+        self.object_slack = object_slack
+        self.child_threshold = child_threshold
+        self.use_child = use_child
+        self.max_steps = max(2, max_steps)
+        self.delete_batch = max(1, delete_batch)
+        self.phase = "scan"
+        # observations of this run: they only ever grow
+        self.known: dict[int, HeadFacts] = {}  # every head observed and not retired
+        self.broken: dict[int, str] = {}  # unreadable head records
+        self.kept: set[int] = set()
+        self.retired: set[int] = set()
+        self.to_mark: deque[tuple[str, str]] = deque()  # (body digest, origin)
+        self.marked_bodies: set[str] = set()
+        self.marked: set[str] = set()
+        self.pins: set[str] = set()
+        self.blocked: list[str] = []  # why nothing may be deleted
+        self._pins_key = None
+        self._records_seen: set[tuple[str, str]] = set()
+        self._sidecar_bodies: set[str] = set()
+        self._plan_head: int | None = None
+        self.progress = {"done": 0, "total": 0}
+        self.stats = {"headsRetired": 0, "objectsDeleted": 0, "bytesFreed": 0, "bytesKept": 0,
+                      "slices": 0, "maxSliceMs": 0.0, "maxSliceSteps": 0, "headsKept": 0,
+                      "objectsKept": 0, "bodiesMarked": 0, "coldHeads": 0, "child": False,
+                      "observations": 0, "waits": 0, "cacheBytes": 0, "skipped": []}
+
+    # ------------------------------------------------------------------ slices
+    def _open_slice(self) -> None:
+        self._slice_start = time.monotonic()
+        self._slice_steps = 0
+
+    def _close_slice(self) -> None:
+        ms = (time.monotonic() - self._slice_start) * 1000.0
+        s = self.stats
+        s["slices"] += 1
+        s["maxSliceMs"] = max(s["maxSliceMs"], round(ms, 3))
+        s["maxSliceSteps"] = max(s["maxSliceSteps"], self._slice_steps)
+
+    def _tick(self, n: int = 1) -> bool:
+        """Count work; True when the slice is spent (then the caller pauses)."""
+        self._slice_steps += n
+        return (self._slice_steps >= self.max_steps
+                or time.monotonic() - self._slice_start >= SLICE_SECONDS)
+
+    def _pause(self):
+        self._close_slice()
+        yield {"phase": self.phase, **self.progress}
+        self._open_slice()
+
+    def _fresh_slice(self, need: int):
+        """Pause first if `need` more steps would overrun this slice."""
+        if self._slice_steps and self._slice_steps + need > self.max_steps:
+            yield from self._pause()
+
+    # ------------------------------------------------------------------ the job
+    def job(self):
+        self._open_slice()
+        self.t0 = time.time()
+        if self.now is None:
+            self.now = self.t0
+        self.wb.book.require_owner()
+        if self.store.kind == "heads":
+            yield from self._scan()
+            if not self.known and not self.broken:
+                self._block("nothing is published yet: a store with heads collects after its first head")
+            yield from self._retire()
+        else:
+            self._observe_sidecar()
+        self.phase = "roots"
+        yield from self._fresh_slice(1)
+        self._refresh_roots()
+        if self._tick():
+            yield from self._pause()
+        yield from self._mark()
+        if not self.blocked:
+            yield from self._sweep()
+        self.stats["skipped"] = list(self.blocked)
+        if self.store.kind == "heads":
+            yield from self._fresh_slice(2)
+            self.cache.keep_only(list_heads(self.store.heads.dir))
+            self.stats["headsKept"] = len(self.known)
+            if self.cache.save():
+                self._tick()
+        self.stats["cacheBytes"] = self.cache.memory_bytes()
+        self._close_slice()
+        return dict(self.stats)
+
+    # ------------------------------------------------------------------ 1. scan
+    def _scan(self):
+        self.phase = "scan"
+        listed = list_heads(self.store.heads.dir)
+        self._tick()
+        self.progress = {"done": 0, "total": len(listed)}
+        uncached: list[tuple[int, int]] = []
+        for i, (seq, ino) in enumerate(sorted(listed.items())):
+            facts = self.cache.get(seq, ino)
+            if facts is not None:
+                self.known[seq] = facts
+            else:
+                uncached.append((seq, ino))
+            if i % CACHED_PER_STEP == CACHED_PER_STEP - 1 and self._tick():
+                yield from self._pause()
+        self.stats["coldHeads"] = len(uncached)
+        self.progress["done"] = len(listed) - len(uncached)
+        observations = None
+        if self.use_child and len(uncached) > self.child_threshold:
+            observations = yield from self._child_scan([s for s, _ in uncached])
+        if observations is None:
+            observations = []
+            for seq, ino in uncached:
+                observations.append(observe(self.store.path, seq, ino))
+                self.progress["done"] += 1
+                if self._tick():
+                    yield from self._pause()
+        for obs in observations:
+            self._absorb(obs, plan=True)
+        yield from self._fresh_slice(1)
+        if self.cache.save() and self._tick():
+            yield from self._pause()
+
+    def _absorb(self, obs: list, *, plan: bool) -> HeadFacts | None:
+        facts = facts_of(obs)
+        seq = obs[0]
+        if facts is None:
+            if obs[3] != "gone":
+                self.broken[seq] = obs[3]
+                self._block(f"head {seq} could not be read ({obs[3]}); what it references is unknown")
+            return None
+        self.cache.put(facts)
+        self.known[seq] = facts
+        if not plan:  # observed after the plan was made: kept, and its body marked
+            self.kept.add(seq)
+            self._queue(facts.body, f"head {seq}")
+            self.stats["observations"] += 1
+        return facts
+
+    def _child_scan(self, seqs: list[int]):
+        """Observe `seqs` in the batch child; None if the child could not do it (then the caller
+        scans in process)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
+        pkg_parent = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "turnback.collect.child", str(self.store.path)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, close_fds=True)
+        except OSError:
+            return None
+        self.stats["child"] = True
+        box: dict = {}
+
+        def talk() -> None:
+            try:
+                box["out"] = proc.communicate(cbor2.dumps(seqs))
+            except Exception as exc:  # reported as a failed child below
+                box["error"] = exc
+
+        worker = threading.Thread(target=talk, name="turnback-collect-child", daemon=True)
+        worker.start()
+        while True:
+            worker.join(0.002)  # at most 2 ms of a slice spent waiting
+            if not worker.is_alive():
+                break
+            yield from self._pause()
+        out = box.get("out")
+        if out is None or proc.returncode != 0:
+            return None
+        try:
+            doc = cbor2.loads(out[0])
+            obs = doc["obs"]
+            if doc.get("v") != 1 or not isinstance(obs, list) \
+                    or sorted(o[0] for o in obs) != sorted(seqs):
+                return None
+            for o in obs:
+                facts_of(o)  # validates the shape
+        except Exception:
+            return None
+        self.progress["done"] += len(obs)
+        return obs
+
+    # ------------------------------------------------------------------ 2. decide, 3. retire
+    def _decide(self) -> Decision:
+        head = self.wb.book.head
+        return decide(self.known, now=self.now, grace_heads=self.grace_heads,
+                      grace_seconds=self.grace_seconds, protect=[head.seq] if head else [])
+
+    def _observe_new_heads(self) -> int:
+        """Add every head published since the plan (kept; its body queued for marking)."""
+        before = self.stats["observations"]
+        for seq, ino in sorted(list_heads(self.store.heads.dir).items()):
+            if seq in self.known or seq in self.broken or seq in self.retired:
+                continue
+            self._absorb(observe(self.store.path, seq, ino), plan=False)
+        return self.stats["observations"] - before
+
+    def _head_seq(self) -> int | None:
+        head = self.wb.book.head
+        return head.seq if head is not None else None
+
+    def _retire(self):
+        self.phase = "retire"
+        decision = self._decide()
+        self.kept = set(decision.keep)
+        self._plan_head = self._head_seq()
+        self.progress = {"done": 0, "total": len(decision.retire)}
+        for seq in decision.retire:
+            yield from self._fresh_slice(2)
+            self.wb.book.require_owner()  # ownership before every mutation
+            if self._head_seq() != self._plan_head:  # head stability: observe, never retire what is new
+                self._observe_new_heads()
+                self._plan_head = self._head_seq()
+                self.kept |= set(self._decide().keep)
+                self._tick()
+                yield from self._fresh_slice(1)
+                self.wb.book.require_owner()
+            if seq in self.kept or seq == self._head_seq():
+                continue
+            self.store.heads.retire(seq)
+            self.retired.add(seq)
+            self.known.pop(seq, None)
+            self.cache.drop(seq)
+            self.stats["headsRetired"] += 1
+            self.progress["done"] += 1
+            if self._tick():
+                yield from self._pause()
+        # Newest first: the current head's body is marked in the first marking slice.
+        for seq in sorted(self.kept, reverse=True):
+            if seq in self.known:
+                self._queue(self.known[seq].body, f"head {seq}")
+
+    # ------------------------------------------------------------------ 4. roots
+    def _observe_sidecar(self) -> None:
+        try:
+            body = roots.sidecar_body(self.store)
+        except TurnbackError as exc:
+            self._block(f"the sidecar record could not be read: {exc.message}")
+            return
+        if body is None:
+            if not self._sidecar_bodies:
+                self._block("no sidecar commit yet: a plain file store collects only after one")
+            return
+        if body not in self._sidecar_bodies:
+            if self._sidecar_bodies:
+                self.stats["observations"] += 1
+            self._sidecar_bodies.add(body)
+            self.marked.add(body)
+            self._queue(body, "sidecar")
+
+    def _refresh_roots(self) -> None:
+        """Pins and records, looked at again; whatever is new is added (pins never shrink in a run)."""
+        state = self.wb.book.state
+        try:
+            key = (id(state), state.last_op, roots.journal_signature(self.store))
+            if key != self._pins_key:
+                added = roots.journal_pins(self.store) | state_refs(state)
+                if self._pins_key is not None and not added <= self.pins:
+                    self.stats["observations"] += 1
+                self.pins |= added
+                self._pins_key = key
+        except TurnbackError as exc:
+            self._block(f"a journal could not be read: {exc.message}")
+        try:
+            txn_names, recovery_names = roots.record_names(self.store)
+        except OSError as exc:
+            self._block(f"the transaction records could not be listed: {exc}")
+            return
+        names = {("txn", n) for n in txn_names} | {("recovery", n) for n in recovery_names}
+        if names <= self._records_seen:
+            return
+        try:
+            for path, rec in roots.intents(self.store):
+                if ("txn", path.name) in self._records_seen:
+                    continue
+                roots.digests_in(rec, self.pins)
+                if is_digest(rec.get("body")):
+                    self._queue(rec["body"], "intent")
+                self._records_seen.add(("txn", path.name))
+            for path, rec in roots.recoveries(self.store):
+                roots.digests_in(rec, self.pins)
+                self._records_seen.add(("recovery", path.name))
+        except FileNotFoundError:
+            pass  # finished meanwhile: looked at again before the next deletion
+        except TurnbackError as exc:
+            self._block(f"a transaction or recovery record could not be read: {exc.message}")
+
+    def _queue(self, body: str, origin: str) -> None:
+        if body not in self.marked_bodies:
+            self.to_mark.append((body, origin))
+
+    def _block(self, why: str) -> None:
+        if why not in self.blocked:
+            self.blocked.append(why)
+
+    # ------------------------------------------------------------------ 5. mark
+    def _mark(self):
+        self.phase = "mark"
+        while self.to_mark:
+            body, origin = self.to_mark.popleft()
+            if body in self.marked_bodies:
+                continue
+            yield from self._fresh_slice(1)
+            self.progress = {"done": len(self.marked_bodies), "total": len(self.marked_bodies)
+                             + len(self.to_mark) + 1}
+            try:
+                doc = self.wb.book.codec.read_body(body)
+                refs = doc.get("refs") if isinstance(doc, dict) else None
+                if not isinstance(refs, list) or not all(is_digest(r) for r in refs):
+                    raise ValueError("its refs are not a list of digests")
+            except FileNotFoundError:
+                if origin == "intent":  # an intent whose new state was never written: nothing to keep
+                    self.marked_bodies.add(body)
+                    continue
+                self._block(f"the body {body} of {origin} is missing; what it references is unknown")
+                self.marked_bodies.add(body)
+                continue
+            except Exception as exc:
+                why = getattr(exc, "message", None) or str(exc)
+                self._block(f"the body {body} of {origin} could not be read ({why})")
+                self.marked_bodies.add(body)
+                continue
+            self.marked_bodies.add(body)
+            self.marked.add(body)
+            self.marked.update(refs)
+            self.stats["bodiesMarked"] += 1
+            self._tick()
+            yield from self._pause()  # one body per slice
+
+    # ------------------------------------------------------------------ 6. sweep
+    def _keeps(self, digest: str) -> bool:
+        return digest in self.marked or digest in self.pins
+
+    def _sweep(self):
+        self.phase = "sweep"
+        root = self.store.objects.root
+        yield from self._fresh_slice(1)
+        try:
+            fans = sorted(n for n in os.listdir(root) if len(n) == 2 and (root / n).is_dir())
+        except FileNotFoundError:
+            fans = []
+        self._tick()
+        cutoff = self.t0 - self.object_slack
+        self.progress = {"done": 0, "total": len(fans)}
+        doomed: list[tuple[str, int]] = []
+        for fan in fans:
+            try:
+                with os.scandir(root / fan) as it:
+                    entries = list(it)
+            except FileNotFoundError:
+                continue
+            for e in entries:
+                digest = fan + e.name
+                if fsio.is_temp_name(e.name) or not is_digest(digest):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if self._keeps(digest) or st.st_mtime >= cutoff:
+                    self.stats["objectsKept"] += 1
+                    self.stats["bytesKept"] += st.st_size
+                else:
+                    doomed.append((digest, st.st_size))
+            self.progress["done"] += 1
+            while len(doomed) >= self.delete_batch and not self.blocked:
+                yield from self._delete(doomed[:self.delete_batch])
+                doomed = doomed[self.delete_batch:]
+            if self.blocked:
+                break
+            if self._tick():
+                yield from self._pause()
+        while doomed and not self.blocked:
+            yield from self._delete(doomed[:self.delete_batch])
+            doomed = doomed[self.delete_batch:]
+        for _digest, size in doomed:  # left because a root became unreadable
+            self.stats["objectsKept"] += 1
+            self.stats["bytesKept"] += size
+
+    def _delete(self, batch: list[tuple[str, int]]):
+        """Delete one batch, each part of it only after looking at everything that could have changed
+        since the plan. A part ends when the slice's time is spent (a slow disk may make unlinks
+        slow); the rest waits for the next slice and is looked at again first."""
+        while batch:
+            batch = yield from self._delete_part(batch)
+
+    def _delete_part(self, batch: list[tuple[str, int]]):
+        objects = self.store.objects
+        yield from self._fresh_slice(3)
+        while True:
+            # An open object batch means a sweep or capture job is between its slices, holding
+            # digests it has not recorded yet (a reused old object among them): wait for it.
+            while getattr(objects, "_batch", None) is not None:
+                self.stats["waits"] += 1
+                phase, self.phase = self.phase, "waiting"
+                yield from self._pause()
+                self.phase = phase
+            self.wb.book.require_owner()  # ownership before every mutation
+            if self.store.kind == "heads":
+                self._observe_new_heads()  # head stability: a new head adds observations
+            else:
+                self._observe_sidecar()
+            self._refresh_roots()
+            self._tick()
+            if self.blocked:
+                for _digest, size in batch:
+                    self.stats["objectsKept"] += 1
+                    self.stats["bytesKept"] += size
+                return []
+            if not self.to_mark:
+                break
+            # The plan is invalid until the new observations are marked; then look again.
+            phase = self.phase
+            yield from self._mark()
+            self.phase = phase
+            yield from self._fresh_slice(3)
+        deleted = []
+        done = 0
+        for digest, size in batch:
+            done += 1
+            if self._keeps(digest):  # rescued by an observation added since the listing
+                self.stats["objectsKept"] += 1
+                self.stats["bytesKept"] += size
+            else:
+                objects.remove(digest)
+                deleted.append(digest)
+                self.stats["objectsDeleted"] += 1
+                self.stats["bytesFreed"] += size
+            if time.monotonic() - self._slice_start >= SLICE_SECONDS:
+                break
+        self.wb.book.codec.forget(deleted)
+        self._tick()
+        yield from self._pause()
+        return batch[done:]
+
+
+def collect_job(wb, cache: HeadCache | None = None, **options):
+    """A collection job for `wb` (see `Collector` for the options); returns the stats."""
+    return Collector(wb, cache, **options).job()
