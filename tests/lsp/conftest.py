@@ -91,6 +91,14 @@ class Tb:
             await asyncio.sleep(0.02)
         raise AssertionError(f"timed out waiting for {what}")
 
+    async def initialize(self, init_options: dict | None = None):
+        params = init_params(self, init_options)
+        self.init_result = await asyncio.wait_for(self.client.initialize_session(params), 30)
+        _record({"kind": "request", "method": "initialize", "params": _plain(params),
+                 "result": _plain(self.init_result)})
+        await self.until(lambda: self.status, what="the first turnback/status")
+        return self.init_result
+
     async def stop(self) -> None:
         proc = self.process
         if proc is not None and proc.returncode is None:
@@ -138,18 +146,18 @@ async def start_server(root: Path, flavour: str = "emacs", *, init_options: dict
     full_env = {**os.environ, "TURNBACK_LOG": "INFO", **(env or {})}
     await client.start_io(*SERVER, env=full_env, cwd=str(root))
     if initialize:
-        caps = client_capabilities(CLIENTS[flavour])
-        params = types.InitializeParams(
-            capabilities=caps, initialization_options=init_options,
-            root_uri=root.as_uri() if flavour == "emacs" else None,
-            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)]
-            if flavour == "vscode" else None,
-            client_info=types.ClientInfo(name=flavour))
-        tb.init_result = await asyncio.wait_for(client.initialize_session(params), 30)
-        _record({"kind": "request", "method": "initialize", "params": _plain(params),
-                 "result": _plain(tb.init_result)})
-        await tb.until(lambda: tb.status, what="the first turnback/status")
+        await tb.initialize(init_options)
     return tb
+
+
+def init_params(tb: "Tb", init_options: dict | None = None) -> types.InitializeParams:
+    root, flavour = tb.root, tb.flavour
+    return types.InitializeParams(
+        capabilities=client_capabilities(CLIENTS[flavour]), initialization_options=init_options,
+        root_uri=root.as_uri() if flavour == "emacs" else None,
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)]
+        if flavour == "vscode" else None,
+        client_info=types.ClientInfo(name=flavour))
 
 
 @pytest.fixture(params=sorted(CLIENTS))

@@ -12,6 +12,7 @@ import logging
 
 from lsprotocol import converters
 from lsprotocol.types import ResponseError
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage,
                             LanguageServerProtocol)
 
@@ -45,8 +46,13 @@ class _Answered:
 
 class TurnbackProtocol(LanguageServerProtocol):
     def structure_message(self, data):
-        if isinstance(data, dict) and "jsonrpc" in data and "method" in data and "params" not in data:
-            data = {**data, "params": None}
+        if isinstance(data, dict) and "jsonrpc" in data:
+            if "id" in data and (isinstance(data["id"], bool) or not isinstance(data["id"], (int, str))):
+                # No answer can name this request; JSON-RPC ids are strings or numbers.
+                log.warning("ignoring a message whose id is not a string or number: %r", data["id"])
+                return _Answered()
+            if "method" in data and "params" not in data:
+                data = {**data, "params": None}
         try:
             return super().structure_message(data)
         except Exception:
@@ -69,6 +75,17 @@ class TurnbackProtocol(LanguageServerProtocol):
             log.warning("ignoring a message that is not JSON-RPC: %r", message)
             return
         super().handle_message(message)
+
+    def _send_handler_result(self, future, *, msg_id):
+        # An expected failure (a JSON-RPC error the handler chose) is answered quietly: no traceback
+        # on stderr for every ill-typed request a buggy client sends.
+        exc = None if future.cancelled() else future.exception()
+        if isinstance(exc, JsonRpcException):
+            self._request_futures.pop(msg_id, None)
+            log.info("request %r failed: %s", msg_id, exc.message)
+            self._send_response(msg_id, error=exc.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def _send_response(self, msg_id, result=None, error=None):
         if error is not None:
