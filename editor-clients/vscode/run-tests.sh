@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The VS Code client's suite, as CI runs it: install the locked dependencies, build with tsc (no
+# errors allowed), then the plain-Node tests against the REAL `turnback serve`.
+#
+# The server command comes from TURNBACK_SERVER (a command line), else `turnback serve` from PATH,
+# else the repository's .venv when it has one.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ -z "${TURNBACK_SERVER:-}" ] && ! command -v turnback >/dev/null 2>&1; then
+  if [ -x ../../.venv/bin/turnback ]; then
+    export TURNBACK_SERVER="$(cd ../.. && pwd)/.venv/bin/turnback serve"
+  else
+    echo "run-tests.sh: no turnback on PATH and TURNBACK_SERVER is not set" >&2
+    echo "  (pip install -e . in the repository, or export TURNBACK_SERVER='/path/to/turnback serve')" >&2
+    exit 2
+  fi
+fi
+echo "server: ${TURNBACK_SERVER:-$(command -v turnback) serve}"
+
+if [ -f package-lock.json ]; then
+  npm ci --no-audit --no-fund
+else
+  npm install --no-audit --no-fund
+fi
+npm run build
+npm test

@@ -1,0 +1,394 @@
+// The turnback contract (see PROTOCOL.md / docs/protocol.md): method names, parameter and result
+// shapes, and a small typed API over any JSON-RPC connection. No `vscode` import here: this module
+// runs in plain Node against the real server in the tests.
+
+// ---------------------------------------------------------------------------------------------
+// Shapes
+
+export type Uri = string;
+
+export interface Gap {
+    uri: Uri | null;
+    turn?: number | null;
+    reason: string;
+    detail?: string;
+    path?: string;
+}
+
+export type Boundary =
+    | { kind: "afterResponse"; turn: number }
+    | { kind: "beforePrompt"; turn: number }
+    | { kind: "beforeDirectiveAttempt"; directiveId: string; turn: number };
+
+export interface FilePlan {
+    uri: Uri;
+    path?: string;
+    action: "restore" | "delete" | "unchanged" | string;
+    from?: string | null;
+    to?: string | null;
+    externalChange?: boolean;
+}
+
+export interface TurnRef {
+    turn: number;
+    prompt: string;
+}
+
+export interface Effects {
+    restored: string[];
+    droppedBeforeCrossing: string[];
+    crossedUncompensated: string[];
+    crossedCompensated: string[];
+    wouldCrossOnRewind: string[];
+    unrestored: string[];
+    provablyEmpty: string[];
+    [bucket: string]: string[];
+}
+
+export interface CandidateDirective {
+    id: string;
+    attemptsDiscarded: number;
+    stateAfter: string;
+}
+
+export interface WorkflowCleared {
+    tasks: number;
+    goals: number;
+    agents: number;
+    handoffs: number;
+}
+
+export interface Candidate {
+    planHash: string;
+    boundary?: Boundary;
+    keep: { turnCount: number; last?: TurnRef | null };
+    discard: { turnCount: number; first?: TurnRef | null };
+    files: FilePlan[];
+    gaps: Gap[];
+    effects: Effects;
+    directives: CandidateDirective[];
+    workflowCleared?: WorkflowCleared;
+    summary: string;
+}
+
+export interface Recovery {
+    id: string;
+    operation: "rewind" | "redo" | "fork" | string;
+    created: number;
+    paths: Uri[];
+    reason: string;
+    backups: { uri: Uri; digest: string }[];
+}
+
+export interface SessionInfo {
+    sessionId: string;
+    storeKind: "heads" | "pid" | string;
+    ownership: "owner" | "observer";
+    owner: { pid: number | null; host: string | null };
+    turnCount: number;
+    headSeq: number | null;
+    liveGaps: number;
+    recovery: number;
+    [extra: string]: unknown;
+}
+
+export interface TurnFile {
+    uri: Uri;
+    path?: string;
+    checkpoint: string;
+    before: string | null;
+    after: string | null;
+}
+
+export interface LogTurn {
+    turn: number;
+    kind: "chat" | "directive" | string;
+    prompt: string;
+    response: string;
+    state: string;
+    directiveId?: string | null;
+    files: TurnFile[];
+    steps: number;
+    gaps: Gap[];
+}
+
+export interface SessionLog {
+    turns: LogTurn[];
+}
+
+export interface CommitResult {
+    status: "committed" | "stale" | "rolled-back";
+    candidate?: Candidate;
+    epoch?: number;
+    headSeq?: number | null;
+    reason?: string;
+    recovery?: Recovery[];
+}
+
+export interface RedoGroup {
+    headSeq: number;
+    turnCount: number;
+    forkPoint: string;
+    created: number;
+    lastPrompt: string;
+}
+
+export interface RedoList {
+    available: boolean;
+    reason?: string;
+    groups: RedoGroup[];
+}
+
+export interface RedoPlan {
+    planHash: string;
+    headSeq?: number;
+    turnCount: number;
+    files: FilePlan[];
+    gaps: Gap[];
+    summary?: string;
+}
+
+export interface RedoCommitResult {
+    status: "committed" | "stale" | "rolled-back";
+    headSeq?: number | null;
+    epoch?: number;
+    reason?: string;
+    plan?: RedoPlan;
+    recovery?: Recovery[];
+}
+
+export interface Attempt {
+    turn: number;
+    answer?: string | null;
+    feedback?: string | null;
+    patch?: string | null;
+}
+
+export type DirectiveState = "draft" | "ready" | "running" | "answered" | "applied" | "detached";
+
+export interface Directive {
+    id: string;
+    uri: Uri;
+    anchor: { line: number; character: number; attached: boolean };
+    request: string;
+    state: DirectiveState | string;
+    attempts: Attempt[];
+    subdirectives: { id: string; consumed: boolean }[];
+    parentId?: string | null;
+}
+
+export interface Status {
+    liveGaps: number;
+    gaps: Gap[];
+    ownership: "owner" | "observer";
+    collecting: boolean;
+    headSeq: number | null;
+    recovery: number;
+}
+
+export interface EpochParams {
+    source: "rewind" | "redo";
+    sessionId: string;
+    turnCount: number;
+    epoch: number;
+}
+
+export interface DirectivesParams {
+    uri: Uri;
+    directives: Directive[];
+}
+
+export interface InitializationOptions {
+    store?: { kind?: "heads" | "pid"; path?: string | null };
+    capture?: { maxFileBytes?: number; sweep?: boolean };
+    collect?: { graceHeads?: number };
+}
+
+export interface TurnBeginParams {
+    kind?: "chat" | "directive";
+    prompt: string;
+    directiveId?: string;
+    instructions?: Record<string, string>;
+}
+
+export interface CaptureResult {
+    captured: { uri: Uri; digest: string | null; checkpoint: string; absent?: boolean }[];
+    gaps: Gap[];
+}
+
+export interface StepParams {
+    turn: number;
+    kind: string;
+    scope?: string;
+    summary?: string;
+    uris?: Uri[];
+    inverse?: { kind: string; scope: string };
+    held?: boolean;
+    compensates?: string;
+    result?: string;
+}
+
+export interface DirectiveUpsertParams {
+    id?: string;
+    uri: Uri;
+    anchor: { line: number; character: number };
+    request: string;
+    parentId?: string;
+}
+
+export interface DirectiveRecordParams {
+    directiveId: string;
+    turn: number;
+    answer?: string;
+    feedback?: string;
+    patch?: string;
+    consumed?: string[];
+}
+
+export interface CollectResult {
+    headsRetired: number;
+    objectsDeleted: number;
+    bytesFreed: number;
+    bytesKept: number;
+    slices: number;
+    maxSliceMs: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+export const Requests = {
+    sessionInfo: "turnback/session/info",
+    /** Not in the contract's table, but served: the current `turnback/status` payload on demand. */
+    sessionStatus: "turnback/session/status",
+    turnBegin: "turnback/turn/begin",
+    turnCapture: "turnback/turn/capture",
+    turnStep: "turnback/turn/step",
+    agentTranscript: "turnback/agent/transcript",
+    workflowSet: "turnback/workflow/set",
+    workflowGet: "turnback/workflow/get",
+    turnRespond: "turnback/turn/respond",
+    turnSettle: "turnback/turn/settle",
+    sessionLog: "turnback/session/log",
+    rewindPrepare: "turnback/rewind/prepare",
+    rewindCommit: "turnback/rewind/commit",
+    redoList: "turnback/redo/list",
+    redoPrepare: "turnback/redo/prepare",
+    redoCommit: "turnback/redo/commit",
+    directiveUpsert: "turnback/directive/upsert",
+    directiveRecord: "turnback/directive/record",
+    directiveList: "turnback/directive/list",
+    collectRun: "turnback/collect/run",
+    recoveryList: "turnback/recovery/list",
+    recoveryResolve: "turnback/recovery/resolve",
+} as const;
+
+export const Notifications = {
+    status: "turnback/status",
+    epoch: "turnback/epoch",
+    directives: "turnback/directives",
+} as const;
+
+// ---------------------------------------------------------------------------------------------
+// Connection
+
+/** What both a vscode-jsonrpc MessageConnection and a vscode-languageclient LanguageClient offer. */
+export interface RpcConnection {
+    sendRequest(method: string, params?: any): Promise<any>;
+}
+
+export interface NotificationSource {
+    onNotification(method: string, handler: (params: any) => void): unknown;
+}
+
+/** The `data.code` of a turnback error, when the error carries one. */
+export function errorCode(err: unknown): string | undefined {
+    const data = (err as { data?: { code?: unknown } } | undefined)?.data;
+    return typeof data?.code === "string" ? data.code : undefined;
+}
+
+export function errorMessage(err: unknown): string {
+    if (err instanceof Error) {
+        return err.message;
+    }
+    if (typeof err === "object" && err !== null && typeof (err as { message?: unknown }).message === "string") {
+        return (err as { message: string }).message;
+    }
+    return String(err);
+}
+
+/** Every contract request as a typed method. */
+export class TurnbackApi {
+    constructor(private readonly conn: RpcConnection) {}
+
+    private call<R>(method: string, params: object = {}): Promise<R> {
+        return this.conn.sendRequest(method, params) as Promise<R>;
+    }
+
+    sessionInfo(): Promise<SessionInfo> {
+        return this.call(Requests.sessionInfo);
+    }
+    sessionStatus(): Promise<Status> {
+        return this.call(Requests.sessionStatus);
+    }
+    turnBegin(params: TurnBeginParams): Promise<{ turn: number }> {
+        return this.call(Requests.turnBegin, params);
+    }
+    turnCapture(params: { uris: Uri[]; phase?: "before" | "after" }): Promise<CaptureResult> {
+        return this.call(Requests.turnCapture, params);
+    }
+    turnStep(params: StepParams): Promise<{ stepId: string }> {
+        return this.call(Requests.turnStep, params);
+    }
+    agentTranscript(params: { agentId: string; turn: number; text: string; final?: boolean }): Promise<object> {
+        return this.call(Requests.agentTranscript, params);
+    }
+    workflowSet(params: { tasks?: unknown[]; goals?: unknown[]; agents?: unknown[]; handoffs?: unknown[] }): Promise<object> {
+        return this.call(Requests.workflowSet, params);
+    }
+    workflowGet(): Promise<{ tasks: unknown[]; goals: unknown[]; agents: unknown[]; handoffs: unknown[] }> {
+        return this.call(Requests.workflowGet);
+    }
+    turnRespond(params: { turn: number; text: string; final?: boolean }): Promise<object> {
+        return this.call(Requests.turnRespond, params);
+    }
+    turnSettle(params: { turn: number; status?: "settled" | "cancelled" }): Promise<{ headSeq: number | null }> {
+        return this.call(Requests.turnSettle, params);
+    }
+    sessionLog(): Promise<SessionLog> {
+        return this.call(Requests.sessionLog);
+    }
+    rewindPrepare(boundary: Boundary): Promise<Candidate> {
+        return this.call(Requests.rewindPrepare, { boundary });
+    }
+    rewindCommit(boundary: Boundary, planHash: string): Promise<CommitResult> {
+        return this.call(Requests.rewindCommit, { boundary, planHash });
+    }
+    redoList(): Promise<RedoList> {
+        return this.call(Requests.redoList);
+    }
+    redoPrepare(headSeq: number): Promise<RedoPlan> {
+        return this.call(Requests.redoPrepare, { headSeq });
+    }
+    redoCommit(headSeq: number, planHash: string): Promise<RedoCommitResult> {
+        return this.call(Requests.redoCommit, { headSeq, planHash });
+    }
+    directiveUpsert(params: DirectiveUpsertParams): Promise<Directive> {
+        return this.call(Requests.directiveUpsert, params);
+    }
+    directiveRecord(params: DirectiveRecordParams): Promise<Directive> {
+        return this.call(Requests.directiveRecord, params);
+    }
+    directiveList(uri?: Uri): Promise<{ directives: Directive[] }> {
+        return this.call(Requests.directiveList, uri ? { uri } : {});
+    }
+    collectRun(): Promise<CollectResult> {
+        return this.call(Requests.collectRun);
+    }
+    recoveryList(): Promise<{ recovery: Recovery[] }> {
+        return this.call(Requests.recoveryList);
+    }
+    recoveryResolve(id: string, action: "retry" | "dismiss"): Promise<{ status: string; recovery: Recovery[] }> {
+        return this.call(Requests.recoveryResolve, { id, action });
+    }
+}

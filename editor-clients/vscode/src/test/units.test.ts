@@ -1,0 +1,66 @@
+// Settings → command line and initializationOptions; the "not installed" message. No server needed.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { test } from "node:test";
+
+import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
+import { renderStatus } from "../render";
+import { uriKey } from "../state";
+
+test("server command: default, explicit command, python interpreter wins", () => {
+    assert.deepEqual(serverCommand({}), { command: "turnback", args: ["serve"] });
+    assert.deepEqual(serverCommand({ serverCommand: ["/opt/tb/bin/turnback", "serve", "--log", "debug"] }),
+        { command: "/opt/tb/bin/turnback", args: ["serve", "--log", "debug"] });
+    assert.deepEqual(serverCommand({ serverCommand: [] }), { command: "turnback", args: ["serve"] });
+    assert.deepEqual(serverCommand({ serverCommand: ["x"], serverPython: " /usr/bin/python3 " }),
+        { command: "/usr/bin/python3", args: ["-m", "turnback", "serve"] });
+    assert.deepEqual(serverCommand({ serverPython: "" }), { command: "turnback", args: ["serve"] });
+});
+
+test("initializationOptions carry only what is set, in the contract's shape", () => {
+    assert.deepEqual(initializationOptions({}), {});
+    assert.deepEqual(initializationOptions({
+        storeKind: "pid", storePath: "/tmp/store", maxFileBytes: 1024, sweep: false, graceHeads: 3,
+    }), { store: { kind: "pid", path: "/tmp/store" }, capture: { maxFileBytes: 1024, sweep: false }, collect: { graceHeads: 3 } });
+    assert.deepEqual(initializationOptions({ storeKind: "heads", storePath: null, maxFileBytes: 16777216, sweep: true, graceHeads: 8 }),
+        { store: { kind: "heads" }, capture: { maxFileBytes: 16777216, sweep: true }, collect: { graceHeads: 8 } });
+});
+
+test("a missing program gives the install hint (real spawn ENOENT)", async () => {
+    const cmd = { command: "turnback-definitely-not-installed", args: ["serve"] };
+    assert.equal(findExecutable(cmd.command), undefined);
+    const err = await new Promise<unknown>((resolve) => {
+        const p = spawn(cmd.command, cmd.args);
+        p.once("error", resolve);
+    });
+    assert.ok(isNotInstalled(err));
+    // vscode-languageclient rejects with a string that embeds the spawn error.
+    assert.ok(isNotInstalled(`Launching server using command ${cmd.command} failed. Error: spawn ${cmd.command} ENOENT`));
+    const msg = startFailureMessage(err, cmd);
+    assert.ok(msg.startsWith(NOT_INSTALLED), msg);
+    assert.match(msg, /pip install turnback, or set turnback\.server\.command/);
+    assert.ok(!isNotInstalled(new Error("exited with code 2")));
+    assert.match(startFailureMessage(new Error("exited with code 2"), cmd), /failed to start/);
+});
+
+test("findExecutable finds node on PATH", () => {
+    assert.ok(findExecutable("node"));
+    assert.ok(findExecutable(process.execPath));
+});
+
+test("TURNBACK_SERVER command lines split like a shell would for simple cases", () => {
+    assert.deepEqual(splitCommandLine("turnback serve"), ["turnback", "serve"]);
+    assert.deepEqual(splitCommandLine(" '/a b/python' -m turnback  serve "), ["/a b/python", "-m", "turnback", "serve"]);
+});
+
+test("uri keys match across encodings", () => {
+    assert.equal(uriKey("file:///c%3A/x/a%20b.txt"), uriKey("file:///C:/x/a b.txt"));
+    assert.equal(uriKey("file:///tmp/a.txt"), "file:///tmp/a.txt");
+});
+
+test("status bar before the first notification", () => {
+    const v = renderStatus(undefined);
+    assert.equal(v.warning, false);
+    assert.match(v.text, /turnback/);
+});
