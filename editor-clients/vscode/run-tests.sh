@@ -25,3 +25,4 @@ else
 fi
 npm run build
 npm test
+npm run test:integration   # skips cleanly without a VS Code build (VSCODE_EXECUTABLE)

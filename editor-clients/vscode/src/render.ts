@@ -177,7 +177,7 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
         `Rewind${where ? " " + where : ""}: keep ${plural(keepN, "turn")}, discard ${plural(discardN, "turn")}?`;
     const lines: string[] = [];
     if (keepN > 0 && c.keep.last) {
-        lines.push(`Keeps: turns 1–${keepN}, ending with turn ${c.keep.last.turn} ${quote(c.keep.last.prompt)}.`);
+        lines.push(`Keeps: ${keepN === 1 ? "turn 1" : `turns 1–${keepN}`}, ending with turn ${c.keep.last.turn} ${quote(c.keep.last.prompt)}.`);
     } else {
         lines.push("Keeps: nothing, the session starts empty.");
     }

@@ -125,7 +125,7 @@ describe("a chat session: rewind, stale commit, redo", () => {
         const c = ui.shown[0];
         artifact("confirmation-rewind.txt", confirmationText(c));
         assert.match(c.title, /keep 1 turn, discard 2 turns/);
-        assert.match(c.detail, /Keeps: turns 1–1, ending with turn 1 “Write the app”/);
+        assert.match(c.detail, /Keeps: turn 1, ending with turn 1 “Write the app”/);
         assert.match(c.detail, /Discards: 2 turns from turn 2 “Add a helper module” on/);
         assert.match(c.detail, /restore\s+src\/app\.py/);
         assert.match(c.detail, /delete\s+src\/util\.py/);
