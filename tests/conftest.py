@@ -12,7 +12,7 @@ import pytest
 
 from turnback.workbench import Options, Workbench
 
-STAMPS = ("started", "ended", "created")
+STAMPS = ("started", "ended", "created", "uri")  # uri: copies of a workspace differ in folder
 
 
 class Agent:

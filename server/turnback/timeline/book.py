@@ -160,9 +160,23 @@ class Book:
         self.state = state
         if state.session_id != old_session:
             self._switch_journal()
-        self.journal.reset()
+        self._empty_journal()
         self.published_op = state.last_op
         self.last_publish = time.monotonic()
+
+    def _empty_journal(self) -> None:
+        """Emptying the journal after a commit is housekeeping: every frame in it is at or below the
+        published state's sequence, so a replay would skip them. A failure here must not turn a
+        committed operation into an error; reopen the journal so later appends still work."""
+        try:
+            self.journal.reset()
+        except OSError:
+            try:
+                self.journal.close()
+            except OSError:
+                pass
+            self.journal, _frames, _torn = journal_mod.Journal.open(
+                self.store.journal_path(self.state.session_id))
 
     def _switch_journal(self) -> None:
         self.journal.close()

@@ -55,6 +55,36 @@ def run(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state
         book.publish()  # start from a published state, so the journal holds nothing to replay
     txn = uuid.uuid4().hex
     new_state.last_op = max(new_state.last_op, book.state.last_op)
+    try:
+        body, backups = _prepare(book, ws, changes, new_state, max_bytes)
+    except OSError as exc:
+        raise TurnbackError(f"could not save the backups before the {operation} ({exc}); "
+                            "nothing was changed", code="io-error") from exc
+    files = [{"rel": rel, "to": to, "backup": backups[rel]} for rel, to in changes]
+    intent_path = Path(store.txn_dir) / f"{txn}.cbor"
+    try:
+        write_record(intent_path, INTENT_KIND, {"id": txn, "operation": operation,
+                                                "created": time.time(), "body": body, "files": files})
+    except OSError as exc:
+        fsio.discard(intent_path)
+        raise TurnbackError(f"could not write the {operation}'s intent record ({exc}); "
+                            "nothing was changed", code="io-error") from exc
+    applied: list[dict] = []
+    try:
+        for f in files:
+            applied.append(f)
+            put_image(ws, objects, f["rel"], f["to"])
+        seq = book.commit_body(new_state, body, txn=txn)
+    except Exception as exc:  # any failure before the commit point: put the backups back
+        if _committed_anyway(book, txn):
+            return _finish(book, new_state, txn, intent_path)
+        return _roll_back(book, ws, operation, txn, intent_path, applied, exc)
+    return _finish(book, new_state, txn, intent_path, seq)
+
+
+def _prepare(book, ws, changes, new_state, max_bytes):
+    """Back up every file the plan touches and write the new state, in one durability batch."""
+    objects = book.store.objects
     backups: dict[str, Image] = {}
     with objects.batch():
         for rel, _to in changes:
@@ -67,21 +97,7 @@ def run(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state
                 raise BackupFailed(f"cannot back up {rel} before changing it ({read.status}); "
                                    "nothing was changed", data={"path": rel, "reason": read.status})
         body = book.codec.write(new_state)
-    files = [{"rel": rel, "to": to, "backup": backups[rel]} for rel, to in changes]
-    intent_path = Path(store.txn_dir) / f"{txn}.cbor"
-    write_record(intent_path, INTENT_KIND, {"id": txn, "operation": operation, "created": time.time(),
-                                            "body": body, "files": files})
-    applied: list[dict] = []
-    try:
-        for f in files:
-            applied.append(f)
-            put_image(ws, objects, f["rel"], f["to"])
-        seq = book.commit_body(new_state, body, txn=txn)
-    except Exception as exc:  # any failure before the commit point: put the backups back
-        if _committed_anyway(book, txn):
-            return _finish(book, new_state, txn, intent_path)
-        return _roll_back(book, ws, operation, txn, intent_path, applied, exc)
-    return _finish(book, new_state, txn, intent_path, seq)
+    return body, backups
 
 
 def _committed_anyway(book, txn: str) -> bool:

@@ -1,0 +1,190 @@
+"""All or nothing: a rewind or redo that fails or crashes at any file-system operation leaves the files
+and the session both old or both new, never a mix; a rollback that fails is a visible recovery record."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import Agent, normalised_log, run_child
+
+from turnback.errors import TurnbackError
+from turnback.store import fsio
+from turnback.store.fsck import fsck
+from turnback.travel import transaction
+
+REWIND = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+b = {"kind": "beforePrompt", "turn": 2}
+c = wb.rewind.prepare({"boundary": b})
+assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+REDO = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+g = wb.redo.list()["groups"][0]
+p = wb.redo.prepare({"headSeq": g["headSeq"]})
+assert wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+
+def build(root, kind, *, rewound=False):
+    a = Agent(root, store_kind=kind)
+    (a.root / "a.txt").write_text("a0")
+    (a.root / "keep.txt").write_text("untouched")
+    a.turn("one", {"a.txt": "a1"})
+    a.turn("two", {"a.txt": "a2", "new/b.txt": "b2"})
+    a.turn("three", {"keep2.txt": "k3", "a.txt": None})
+    if rewound:
+        c = a.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 2}})
+        a.wb.rewind.commit({"boundary": {"kind": "beforePrompt", "turn": 2}, "planHash": c["planHash"]})
+    a.close()
+
+
+def snapshot(root, kind):
+    a = Agent(root, store_kind=kind)
+    try:
+        return a.files(), normalised_log(a.log())
+    finally:
+        a.close()
+
+
+def crash_loop(tmp_path, kind, code, *, rewound=False):
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    build(pristine, kind, rewound=rewound)
+    before = snapshot(pristine, kind)
+    done = tmp_path / "done"
+    shutil.copytree(pristine, done, symlinks=True)
+    proc = run_child(code, done, kind)
+    assert proc.returncode == 0, proc.stderr
+    after = snapshot(done, kind)
+    assert after != before
+    outcomes = {"old": 0, "new": 0}
+    n = 0
+    while True:
+        n += 1
+        work = tmp_path / f"crash{n}"
+        shutil.copytree(pristine, work, symlinks=True)
+        proc = run_child(code, work, kind, crash_at=n)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+        got = snapshot(work, kind)  # opening runs recovery before anything else
+        assert got in (before, after), f"a crash at operation {n} left a mix"
+        outcomes["old" if got == before else "new"] += 1
+        report = fsck(work / ".turnback")
+        assert report.ok, (n, [str(p) for p in report.problems])
+        shutil.rmtree(work)
+    assert outcomes["old"] and outcomes["new"], outcomes
+    return outcomes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["heads", "pid"])
+def test_crash_at_every_operation_of_a_rewind_commit(tmp_path, kind):
+    crash_loop(tmp_path, kind, REWIND)
+
+
+@pytest.mark.slow
+def test_crash_at_every_operation_of_a_redo_commit(tmp_path):
+    crash_loop(tmp_path, "heads", REDO, rewound=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["heads", "pid"])
+def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    build(pristine, kind)
+    before = snapshot(pristine, kind)
+    n, statuses = 0, set()
+    after = None
+    while True:
+        n += 1
+        work = tmp_path / f"fail{n}"
+        shutil.copytree(pristine, work, symlinks=True)
+        a = Agent(work, store_kind=kind)
+        boundary = {"kind": "beforePrompt", "turn": 2}
+        c = a.wb.rewind.prepare({"boundary": boundary})
+        with fsio.faults(fail_at=n) as plan:
+            try:
+                out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
+                status = out["status"]
+            except TurnbackError as exc:
+                status = exc.code
+        reached = plan.count < n
+        statuses.add(status)
+        # Whatever happened, the live process and a reopen agree, and both are old or new.
+        live = (a.files(), normalised_log(a.log()))
+        a.close()
+        got = snapshot(work, kind)
+        assert got == live
+        if reached:
+            after = got
+            assert status == "committed"
+            break
+        if status == "committed":
+            assert got != before
+        else:
+            assert got == before, f"failure at operation {n} ({status}) changed something"
+            assert not a.wb.recovery.records()
+        assert fsck(work / ".turnback").ok
+    assert after is not None and after != before
+    assert {"rolled-back", "io-error"} <= statuses
+
+
+def test_a_failed_rollback_becomes_a_visible_recovery_record(agent, monkeypatch):
+    a = agent()
+    (a.root / "a.txt").write_text("a0")
+    a.turn("one", {"a.txt": "a1", "b.txt": "b1"})
+    a.turn("two", {"a.txt": "a2", "b.txt": "b2"})
+    statuses = []
+    a.wb.events.subscribe(lambda name, p: statuses.append(p) if name == "status" else None)
+    real = transaction.put_image
+    calls = {"n": 0}
+
+    def flaky(ws, objects, rel, image, **kw):
+        calls["n"] += 1
+        if calls["n"] >= 2:  # the second forward write fails, and so does every rollback write
+            raise OSError(5, "disk gone", rel)
+        return real(ws, objects, rel, image, **kw)
+
+    monkeypatch.setattr(transaction, "put_image", flaky)
+    boundary = {"kind": "beforePrompt", "turn": 2}
+    c = a.wb.rewind.prepare({"boundary": boundary})
+    out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
+    monkeypatch.undo()
+    assert out["status"] == "rolled-back" and "epoch" not in out
+    assert len(out["recovery"]) == 1
+    rec = a.wb.recovery.list()["recovery"][0]
+    assert rec["operation"] == "rewind" and rec["paths"]
+    assert a.wb.info()["recovery"] == 1 and statuses[-1]["recovery"] == 1
+    assert a.log()["turns"][-1]["prompt"] == "two"  # the session did not change
+    a.reopen()
+    assert a.wb.info()["recovery"] == 1  # persisted until resolved
+    res = a.wb.recovery.resolve({"id": rec["id"], "action": "retry"})
+    assert res["status"] == "resolved" and res["recovery"] == []
+    assert a.files()["a.txt"] == b"a2" and a.files()["b.txt"] == b"b2"
+
+
+def test_a_corrupt_image_is_never_restored(agent):
+    a = agent()
+    (a.root / "a.txt").write_text("a0")
+    a.turn("one", {"a.txt": "a1"})
+    a.turn("two", {"a.txt": "a2"})
+    digest = a.wb.store.objects.hasher.digest(b"a1")
+    path = a.wb.store.objects.path(digest)
+    path.chmod(0o600)
+    path.write_bytes(b"a9")  # same size, wrong bytes
+    boundary = {"kind": "afterResponse", "turn": 1}
+    c = a.wb.rewind.prepare({"boundary": boundary})
+    out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
+    assert out["status"] == "rolled-back"
+    assert a.files()["a.txt"] == b"a2"
