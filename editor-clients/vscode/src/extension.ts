@@ -17,6 +17,7 @@ import {
     directiveLenses,
     firstLine,
     gapPicks,
+    mentionsPath,
     promptPicks,
     redoPicks,
     renderStatus,
@@ -265,7 +266,15 @@ class DirectiveLensProvider implements vscode.CodeLensProvider {
 const modalUi: FlowUi = {
     async confirm(c: Confirmation): Promise<boolean> {
         output.appendLine(`${c.title}\n${c.detail}\n`);
-        const choice = await vscode.window.showWarningMessage(c.title, { modal: true, detail: c.detail }, c.action);
+        // Unsaved editors over files the plan touches would end in a conflict: say so in the dialog.
+        const dirty = vscode.workspace.textDocuments
+            .filter((d) => d.isDirty && d.uri.scheme === "file")
+            .map((d) => vscode.workspace.asRelativePath(d.uri, false))
+            .filter((rel) => mentionsPath(c.detail, rel));
+        const detail = dirty.length
+            ? `${c.detail}\n\n⚠ Unsaved changes in the editor: ${dirty.join(", ")}. Save or revert them first, or the editor will show a conflict.`
+            : c.detail;
+        const choice = await vscode.window.showWarningMessage(c.title, { modal: true, detail }, c.action);
         return choice === c.action;
     },
 };

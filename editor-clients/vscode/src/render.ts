@@ -248,6 +248,12 @@ export function renderRedoPlan(p: RedoPlan, group?: RedoGroup, opts: { root?: st
     return { title, detail: lines.join("\n"), action: "Redo" };
 }
 
+/** True when the confirmation detail lists the workspace-relative path `rel` as a file line. */
+export function mentionsPath(detail: string, rel: string): boolean {
+    const escaped = rel.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return new RegExp(`^  \\S+\\s+${escaped}(\\s|$)`, "m").test(detail);
+}
+
 /** Plain text of a confirmation (for logs, docs and the output channel). */
 export function confirmationText(c: Confirmation): string {
     return `${c.title}\n\n${c.detail}\n\n[ ${c.action} ]  [ Cancel ]`;

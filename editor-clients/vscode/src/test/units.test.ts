@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
-import { renderStatus } from "../render";
+import { mentionsPath, renderStatus } from "../render";
 import { uriKey } from "../state";
 
 test("server command: default, explicit command, python interpreter wins", () => {
@@ -63,4 +63,13 @@ test("status bar before the first notification", () => {
     const v = renderStatus(undefined);
     assert.equal(v.warning, false);
     assert.match(v.text, /turnback/);
+});
+
+test("mentionsPath finds a file line of the confirmation, not a prefix or a prompt", () => {
+    const detail = "Keeps: turn 1, ending with turn 1 “edit src/app.py”.\n\nFiles (1 restored):\n  restore  src/app.py  ⚠ changed\n  delete   src/app.py.bak\n";
+    assert.ok(mentionsPath(detail, "src/app.py"));
+    assert.ok(mentionsPath(detail, "src/app.py.bak"));
+    assert.ok(!mentionsPath(detail, "app.py"));
+    assert.ok(!mentionsPath(detail, "src/app"));
+    assert.ok(!mentionsPath(detail, "src/util.py"));
 });
