@@ -139,3 +139,6 @@ def test_serve_and_bench_are_wired(monkeypatch, cli):
     monkeypatch.setattr(bench, "main", lambda argv: called.setdefault("bench", argv) and 0, raising=False)
     rc, _, _ = cli("--json", "bench", "alternating-snapshots")
     assert rc == 0 and called["bench"] == ["alternating-snapshots", "--json"]
+    called.pop("bench")
+    assert cli("bench", "--help", "--scale", "tiny")[0] == 0
+    assert called["bench"] == ["--help", "--scale", "tiny"]  # the benchmarks' own options, untouched

@@ -111,13 +111,40 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--retry", action="store_true", help="put the backups back again")
     a.add_argument("--dismiss", action="store_true", help="record that you took care of it")
 
-    p = add("bench", "the benchmark scenarios (one JSON line per figure with --json)")
-    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="SCENARIO")
+    p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
+            "`turnback bench --help` is the benchmarks' own help", add_help=False)
+    p.add_argument("rest", nargs="*", metavar="SCENARIO")
     return parser
 
 
+_VALUED = ("--workspace", "--store", "--store-kind")
+
+
+def _split_bench(argv: list[str]) -> tuple[list[str], list[str]] | None:
+    """`turnback [globals] bench ARGS…`: ARGS go to the benchmarks untouched (their own --help too)."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in _VALUED:
+            i += 2
+        elif token.startswith("--") and (token == "--json" or token.split("=", 1)[0] in _VALUED):
+            i += 1
+        elif token == "bench":
+            return argv[: i + 1], argv[i + 1:]
+        else:
+            return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)  # SystemExit(2) on bad usage, as argparse does
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = _split_bench(argv)
+    parser = build_parser()
+    if split:  # SystemExit(2) on bad usage, as argparse does
+        args = parser.parse_args(split[0])
+        args.rest = split[1]
+    else:
+        args = parser.parse_args(argv)
     from . import commands
     from .context import Context
 
