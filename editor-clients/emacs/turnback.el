@@ -354,7 +354,7 @@ help-echo lists the gaps (file names relative to ROOT)."
   "TEXT filled to 72 columns, indented by two spaces."
   (with-temp-buffer
     (insert (or text ""))
-    (let ((fill-column 72) (fill-prefix "  "))
+    (let ((fill-column 72) (fill-prefix "  ") (sentence-end-double-space nil))
       (goto-char (point-min)) (insert "  ")
       (fill-region (point-min) (point-max)))
     (concat (string-trim-right (buffer-string)) "\n")))
@@ -1026,6 +1026,52 @@ The directive is the one anchored at point, or one chosen from the list."
                                               (turnback--list (plist-get list :groups)))))
              (plan (turnback--request server :turnback/redo/prepare (list :headSeq seq))))
         (turnback--confirm server 'redo seq plan))))))
+
+;;;; Driving turns by hand (agent integrations use the requests directly)
+
+(defun turnback-request (method &optional params server)
+  "Send the contract's METHOD (a keyword) with PARAMS to SERVER; return the result.
+SERVER defaults to the current project's.  For agent integrations."
+  (turnback--request (or server (turnback-current-server)) method params))
+
+(defun turnback-turn-begin (prompt)
+  "Begin a chat turn with PROMPT; its pre-turn checkpoint is fixed on return."
+  (interactive "sPrompt: ")
+  (let ((turn (plist-get (turnback-request :turnback/turn/begin (list :kind "chat" :prompt prompt))
+                         :turn)))
+    (message "turnback: turn %s begun; edit and save, then M-x turnback-turn-settle" turn)
+    turn))
+
+(defun turnback-turn-settle (&optional cancelled)
+  "Settle the running turn (with a prefix argument: as cancelled)."
+  (interactive "P")
+  (let* ((turns (turnback--list (plist-get (turnback-request :turnback/session/log) :turns)))
+         (running (cl-find "running" turns :key (lambda (x) (plist-get x :state)) :test #'equal)))
+    (unless running (user-error "turnback: no turn is running"))
+    (prog1 (turnback-request :turnback/turn/settle
+                             (list :turn (plist-get running :turn)
+                                   :status (if cancelled "cancelled" "settled")))
+      (message "turnback: turn %s %s" (plist-get running :turn) (if cancelled "cancelled" "settled")))))
+
+;;;; Key bindings
+
+(defvar turnback-command-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "s" #'turnback-start)
+    (define-key map "k" #'turnback-stop)
+    (define-key map "p" #'turnback-rewind-to-prompt)
+    (define-key map "r" #'turnback-rewind-at-response)
+    (define-key map "d" #'turnback-rewind-before-directive)
+    (define-key map "R" #'turnback-redo)
+    (define-key map "a" #'turnback-directive-add)
+    (define-key map "g" #'turnback-show-gaps)
+    (define-key map "v" #'turnback-recovery)
+    (define-key map "b" #'turnback-turn-begin)
+    (define-key map "e" #'turnback-turn-settle)
+    map)
+  "The turnback commands, to bind to a prefix key of your choice.
+For example: (global-set-key (kbd \"C-c t\") \='turnback-command-map).")
+(fset 'turnback-command-map turnback-command-map)
 
 ;;;; The confirmation buffer
 

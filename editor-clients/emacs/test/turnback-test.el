@@ -356,7 +356,16 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
         (should (string-search "Discarded\n  2 turns " text)))
       (should (equal (turnback-test--read a) "three\n"))
       (should (equal (plist-get (turnback-confirm-commit) :status) "committed"))
-      (should (equal (turnback-test--read a) "one\n")))))
+      (should (equal (turnback-test--read a) "one\n"))
+      ;; The by-hand commands drive a turn too.
+      (with-current-buffer (find-file-noselect a)
+        (should (equal (turnback-turn-begin "by hand") 1))
+        (turnback-test--save root "a.txt" "by hand\n")
+        (should (plist-get (turnback-turn-settle) :headSeq))
+        (should-error (turnback-turn-settle) :type 'user-error)
+        (should (equal (plist-get (aref (plist-get (turnback-request :turnback/session/log) :turns) 0)
+                                  :state)
+                       "settled"))))))
 
 (ert-deftest turnback-test-gap-mode-line ()
   "A file over capture.maxFileBytes shows as a gap in the mode line."
