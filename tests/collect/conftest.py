@@ -146,3 +146,58 @@ def ws(tmp_path) -> Path:
     root.mkdir()
     (root / "a.txt").write_text("start\n")
     return root
+
+
+@pytest.fixture
+def fast_tmp(tmp_path):
+    """A scratch folder on tmpfs when there is one (the fault loops pay thousands of fsyncs)."""
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        d = Path(tempfile.mkdtemp(prefix="tb-collect-", dir=shm))
+        yield d
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield tmp_path
+
+
+def build_template(root: Path, *, warm_cache: bool = True) -> Path:
+    """A closed session with obsolete heads, a rewind, a stray object and a recovery record."""
+    import time as _time
+
+    from turnback.travel.transaction import RECOVERY_KIND
+
+    ws = root / "template"
+    ws.mkdir()
+    (ws / "a.txt").write_text("start\n")
+    wb = open_wb(ws)
+    for i in range(3):
+        turn(wb, ws, f"p{i}", [("a.txt", f"a{i}.1\n"), ("a.txt", f"a{i}.2\n"), (f"f{i}.txt", f"{i}\n")],
+             result=f"result {i}")
+    rewind(wb, 2)
+    turn(wb, ws, "after rewind", [("a.txt", "new line\n")])
+    wb.store.objects.put(b"a stray object")
+    rescue = wb.store.objects.put(b"rescued by a recovery record")
+    write_record(wb.store.recovery_dir / "r1.cbor", RECOVERY_KIND, {
+        "id": "r1", "operation": "rewind", "created": _time.time(), "paths": ["a.txt"],
+        "reason": "test", "backups": [{"rel": "a.txt", "digest": rescue}]})
+    wb.close()
+    age_objects(wb.store)
+    if warm_cache:  # what an earlier scan would have left: the loops then skip the batch child
+        from turnback.collect.cache import HeadCache
+        from turnback.collect.scan import facts_of, observe_many
+
+        cache = HeadCache.load(wb.store)
+        for obs in observe_many(wb.store.path):
+            cache.put(facts_of(obs))
+        cache.save()
+    return ws
+
+
+def snapshot(store_path: Path) -> tuple:
+    from turnback.store.layout import Store
+
+    store = Store.open(store_path, kind=None, create=False)
+    return tuple(store.heads.list_seqs()), frozenset(store.objects.list())

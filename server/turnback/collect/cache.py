@@ -1,12 +1,12 @@
 """The collector's cache of head facts: `cache/collect-heads.cbor` and its in-memory twin.
 
-What it holds, per head: the facts of `scan.HeadFacts` (seq, record inode and size, created, settled
+What it holds, per head: the facts of `scan.HeadFacts` (seq, record size and mtime, created, settled
 turn count, fork point, settled flag, body digest, body size). Never a body, never a reference list,
 never a manifest: the decision record measured 459 MiB of heap for cached whole manifests against
 5.5 MiB for references and sizes. Marking reads the body of each retained head when it needs it.
 
-Head records are immutable, so an entry stays valid for as long as a record with the same seq and
-inode exists. The file is a self-checking record; a missing, torn, foreign or corrupt cache loads
+Head records are immutable, so an entry stays valid for as long as a record with the same seq, size
+and modification time exists. The file is a self-checking record; a missing, torn, foreign or corrupt cache loads
 empty and costs one cold scan, never a wrong decision. Deleting `cache/` loses nothing.
 """
 
@@ -48,9 +48,10 @@ class HeadCache:
             cache.dirty = False
         return cache
 
-    def get(self, seq: int, ino: int) -> HeadFacts | None:
+    def get(self, seq: int, stamp: tuple[int, int]) -> HeadFacts | None:
+        """The cached facts of head `seq` if its record still has this (size, mtime_ns)."""
         f = self.facts.get(seq)
-        return f if f is not None and f.ino == ino else None
+        return f if f is not None and (f.size, f.mtime_ns) == stamp else None
 
     def put(self, facts: HeadFacts) -> None:
         # Fork points repeat across many heads: share one string per fork point.

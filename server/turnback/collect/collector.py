@@ -154,13 +154,13 @@ class Collector:
         listed = list_heads(self.store.heads.dir)
         self._tick()
         self.progress = {"done": 0, "total": len(listed)}
-        uncached: list[tuple[int, int]] = []
-        for i, (seq, ino) in enumerate(sorted(listed.items())):
-            facts = self.cache.get(seq, ino)
+        uncached: list[tuple[int, tuple[int, int]]] = []
+        for i, (seq, stamp) in enumerate(sorted(listed.items())):
+            facts = self.cache.get(seq, stamp)
             if facts is not None:
                 self.known[seq] = facts
             else:
-                uncached.append((seq, ino))
+                uncached.append((seq, stamp))
             if i % CACHED_PER_STEP == CACHED_PER_STEP - 1 and self._tick():
                 yield from self._pause()
         self.stats["coldHeads"] = len(uncached)
@@ -170,8 +170,8 @@ class Collector:
             observations = yield from self._child_scan([s for s, _ in uncached])
         if observations is None:
             observations = []
-            for seq, ino in uncached:
-                observations.append(observe(self.store.path, seq, ino))
+            for seq, stamp in uncached:
+                observations.append(observe(self.store.path, seq, stamp))
                 self.progress["done"] += 1
                 if self._tick():
                     yield from self._pause()
@@ -250,10 +250,10 @@ class Collector:
     def _observe_new_heads(self) -> int:
         """Add every head published since the plan (kept; its body queued for marking)."""
         before = self.stats["observations"]
-        for seq, ino in sorted(list_heads(self.store.heads.dir).items()):
+        for seq, stamp in sorted(list_heads(self.store.heads.dir).items()):
             if seq in self.known or seq in self.broken or seq in self.retired:
                 continue
-            self._absorb(observe(self.store.path, seq, ino), plan=False)
+            self._absorb(observe(self.store.path, seq, stamp), plan=False)
         return self.stats["observations"] - before
 
     def _head_seq(self) -> int | None:
