@@ -105,12 +105,19 @@ class Tb:
             try:
                 await asyncio.wait_for(self.client.shutdown_session(), 15)
             except Exception:
-                proc.kill()
+                _kill(proc)
         try:
             await asyncio.wait_for(self.client.stop(), 15)
         except Exception:
-            if proc is not None and proc.returncode is None:
-                proc.kill()
+            _kill(proc)
+
+
+def _kill(proc) -> None:
+    if proc is not None and proc.returncode is None:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
 
 
 def _plain(value):

@@ -1,0 +1,148 @@
+"""Two servers on one store; status notifications as gaps appear and clear; a crash mid-commit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+
+import pytest
+
+from turnback.store import fsio
+from turnback.store.fsck import fsck
+from turnback.workbench import Workbench
+
+from .test_session import turn
+
+
+async def test_two_servers_observer_then_take_over(ws, servers, flavour):
+    owner = await servers(ws, flavour)
+    await turn(owner, "first", {"a.txt": "two\n"})
+    observer = await servers(ws, "emacs" if flavour == "vscode" else "vscode")
+    info = await observer.req("turnback/session/info", {})
+    assert info["ownership"] == "observer"
+    assert info["owner"]["pid"] == owner.process.pid
+    assert observer.status[-1]["ownership"] == "observer"
+    # reads work
+    log = await observer.req("turnback/session/log", {})
+    assert log["turns"][0]["prompt"] == "first"
+    cand = await observer.req("turnback/rewind/prepare", {"boundary": {"kind": "beforePrompt", "turn": 1}})
+    assert cand["discard"]["turnCount"] == 1
+    # mutations answer not-owner, naming the owner
+    for method, params in [("turnback/turn/begin", {"prompt": "mine"}),
+                           ("turnback/rewind/commit", {"boundary": {"kind": "beforePrompt", "turn": 1},
+                                                       "planHash": cand["planHash"]}),
+                           ("turnback/collect/run", {})]:
+        exc = await observer.error(method, params)
+        assert exc.data["code"] == "not-owner", (method, exc.data)
+        assert str(owner.process.pid) in exc.message
+    assert (ws / "a.txt").read_text() == "two\n"
+    # the owner exits; the observer takes over within a few seconds and says so
+    await owner.stop()
+    await observer.until(lambda: observer.status[-1]["ownership"] == "owner", timeout=8,
+                         what="the observer to take over")
+    info = await observer.req("turnback/session/info", {})
+    assert info["ownership"] == "owner" and info["owner"]["pid"] == observer.process.pid
+    await turn(observer, "second", {"a.txt": "three\n"})
+    assert (await observer.req("turnback/session/info", {}))["turnCount"] == 2
+
+
+async def test_status_notifications_as_gaps_appear_and_clear(ws, servers, flavour):
+    tb = await servers(ws, flavour, init_options={"capture": {"maxFileBytes": 1000}})
+    assert tb.status[-1]["liveGaps"] == 0
+    n = (await tb.req("turnback/turn/begin", {"prompt": "make trouble"}))["turn"]
+    (ws / "big.bin").write_bytes(b"x" * 5000)
+    os.symlink("/etc/hostname", ws / "link")
+    seen = len(tb.status)
+    cap = await tb.req("turnback/turn/capture", {"uris": [tb.uri("big.bin"), tb.uri("link")]})
+    assert {g["reason"] for g in cap["gaps"]} == {"too-large", "symlink"}
+    await tb.until(lambda: any(s["liveGaps"] == 2 for s in tb.status[seen:]), what="a status with 2 gaps")
+    status = next(s for s in tb.status[seen:] if s["liveGaps"] == 2)
+    assert {(g["uri"], g["reason"]) for g in status["gaps"]} == {(tb.uri("big.bin"), "too-large"),
+                                                                 (tb.uri("link"), "symlink")}
+    info = await tb.req("turnback/session/info", {})
+    assert info["liveGaps"] == 2
+    # the gaps clear when the paths become capturable again
+    (ws / "big.bin").write_bytes(b"small now")
+    (ws / "link").unlink()
+    (ws / "link").write_text("a plain file now\n")
+    seen = len(tb.status)
+    await tb.req("turnback/turn/capture", {"uris": [tb.uri("big.bin"), tb.uri("link")]})
+    await tb.until(lambda: any(s["liveGaps"] == 0 for s in tb.status[seen:]), what="the gaps to clear")
+    await tb.req("turnback/turn/settle", {"turn": n})
+    assert (await tb.req("turnback/session/info", {}))["liveGaps"] == 0
+
+
+async def test_sweep_progress_with_work_done_token(ws, servers):
+    tb = await servers(ws, "vscode")
+    for i in range(300):
+        (ws / f"f{i:03}.txt").write_text(f"{i}\n" * 50)
+    result = await tb.req("turnback/turn/begin", {"prompt": "with progress", "workDoneToken": "tok-1"})
+    assert result == {"turn": 1}
+    reports = tb.client.progress_reports.get("tok-1", [])
+    assert reports and reports[0].kind == "begin" and reports[-1].kind == "end"
+
+
+def _state(root):
+    a = (root / "a.txt").read_text() if (root / "a.txt").exists() else None
+    b = (root / "b.txt").read_text() if (root / "b.txt").exists() else None
+    return a, b
+
+
+async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_path):
+    tb = await servers(ws, "emacs")
+    await turn(tb, "first", {"a.txt": "two\n"})
+    edits = {f"gen/{i:02}.txt": f"generated {i}\n" for i in range(20)}
+    await turn(tb, "second", {"a.txt": "three\n", "b.txt": "new\n", **edits})
+    await tb.stop()
+    boundary = {"kind": "beforePrompt", "turn": 2}
+    old, new = ("three\n", "new\n"), ("two\n", None)
+
+    # Count the mutating file-system operations a server makes to open the store and to commit.
+    probe = tmp_path / "probe"
+    shutil.copytree(ws, probe, symlinks=True)
+    with fsio.faults() as plan:
+        wb = Workbench.open(probe)
+        if wb.collection.pending:  # the server collects at start ("resume") before anything else
+            wb.run(wb.collection.job())
+        opened = plan.count
+        cand = wb.rewind.prepare({"boundary": boundary})
+        assert wb.rewind.commit({"boundary": boundary, "planHash": cand["planHash"]})["status"] == "committed"
+        committed = plan.count
+        wb.close()
+    assert committed - opened > 10
+    # early (before the intent is durable), in the middle of the file writes, the very last one
+    points = sorted({opened + 2, (opened + committed) // 2, committed})
+
+    outcomes = set()
+    for k, crash_at in enumerate(points):
+        root = tmp_path / f"crash{k}" / "ws"
+        shutil.copytree(ws, root, symlinks=True)
+        victim = await servers(root, "emacs", env={"TURNBACK_CRASH_AT": str(crash_at)})
+        await victim.until(lambda: any(s["collecting"] for s in victim.status)
+                           and not victim.status[-1]["collecting"], what="the start-up collection")
+        cand = await victim.req("turnback/rewind/prepare", {"boundary": boundary})
+        commit = asyncio.ensure_future(victim.req(
+            "turnback/rewind/commit", {"boundary": boundary, "planHash": cand["planHash"]}))
+        died = asyncio.ensure_future(victim.process.wait())
+        await asyncio.wait({commit, died}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+        if not commit.done():
+            commit.cancel()
+        else:
+            commit.exception()  # retrieved: a crashed server fails the request
+        await asyncio.sleep(0.1)
+        if victim.process.returncode is not None:
+            assert victim.process.returncode == fsio.CRASH_EXIT
+        else:
+            died.cancel()
+            await victim.stop()
+        # restart: the server recovers the interrupted transaction before accepting work
+        again = await servers(root, "emacs")
+        info = await again.req("turnback/session/info", {})
+        await again.stop()
+        report = fsck(root / ".turnback")
+        assert report.ok, report
+        state = _state(root)
+        assert (state, info["turnCount"]) in {(old, 2), (new, 1)}, (crash_at, state, info)
+        outcomes.add(info["turnCount"])
+    assert outcomes == {1, 2}
