@@ -3,9 +3,9 @@
 A separate git directory (`GIT_DIR`) over the workspace (`GIT_WORK_TREE`); a checkpoint is `git add -A`
 then `git commit --allow-empty --no-verify`; a restore is `git restore --source=<commit> --staged
 --worktree -- .` then `git clean -fd`. Git runs with its defaults except that automatic gc is off
-(`gc.auto=0`), so a background repack cannot land inside another measurement; the scenario reports the
-repository before and after an explicit `git gc` instead. Note that git does not fsync loose objects by
-default: its checkpoints are not durable against a crash, ours are.
+(`gc.auto=0`), so a background repack cannot land inside another measurement (packing would shrink the
+repository's block usage: the scenario reports apparent bytes too). Note that git does not fsync loose
+objects by default: its checkpoints are not durable against a crash, ours are.
 """
 
 from __future__ import annotations

@@ -1,0 +1,102 @@
+"""long-session: 300 turns, a transcript growing every turn, four publications a minute.
+
+The record's 2.5-hour session retained 2,850 generations, about 7.3 GB. We replay a session of the same
+publication count: every turn lasts 5 to 14 ticks of 15 simulated seconds (four publications a minute,
+2,850 in all at `full`); each tick appends assistant text, edits one or two files (captured as an agent
+hook would), and every other tick logs a tool step with a persisted result. The debounced publication
+is the workbench's own (`maybe_publish`), driven by the simulated clock instead of the wall clock; the
+last tick of a turn is its settlement. Nothing is collected: this is the raw cost of the history.
+
+Figures: bytes stored (every object) against the unique bytes the session produced (distinct file
+images, the final transcript, tool results), and what the metadata costs (bodies and turn objects).
+"""
+
+from __future__ import annotations
+
+from . import gen
+from .common import begin, open_wb, settle, store_objects, uris, verify_objects, write
+
+SEED = "long"
+
+
+def _ticks(i: int) -> int:
+    return 5 + (i * 7) % 10  # 5..14, mean 9.5
+
+
+def run(ctx) -> None:
+    turns = ctx.pick(12, 60, 300)
+    root = ctx.dir("ws")
+    sizes = gen.write_tree(root, 200, SEED)
+    paths = sorted(sizes)
+    r = gen.rng(SEED, "session")
+    unique_images: set[bytes] = {gen.tree_content(SEED, rel, s) for rel, s in sizes.items()}
+    results: set[bytes] = set()
+    responses: list[str] = []
+    current = {rel: gen.tree_content(SEED, rel, s) for rel, s in sizes.items()}
+    wb = open_wb(root, publish_interval=1e9)  # we drive the debounce with the simulated clock
+    publications = 0
+    try:
+        for i in range(1, turns + 1):
+            n = begin(wb, f"turn {i}: keep going")
+            text = []
+            ticks = _ticks(i)
+            for tick in range(1, ticks + 1):
+                chunk = gen.text(r, r.randrange(800, 2400)).decode()
+                wb.turns.respond({"turn": n, "text": chunk})
+                text.append(chunk)
+                edited = r.sample(paths[:60], r.randrange(1, 3))  # agents revisit a working set
+                for rel in edited:
+                    data = gen.content(f"{SEED}:{rel}", sizes[rel] + r.randrange(-300, 600), i * 100 + tick)
+                    write(root, rel, data)
+                    current[rel] = data
+                    unique_images.add(data)
+                wb.turns.capture({"uris": uris(wb, edited)})
+                if tick % 2 == 0:
+                    result = gen.text(r, r.randrange(500, 4000)).decode()
+                    wb.turns.step({"turn": n, "kind": "shell", "scope": "host", "summary": "run tests",
+                                   "result": result})
+                    results.add(result.encode())
+                if tick < ticks:
+                    wb.options.publish_interval = 0.0  # fifteen simulated seconds have passed
+                    publications += wb.maybe_publish() is not None
+                    wb.options.publish_interval = 1e9
+            settle(wb, n)
+            publications += 1
+            responses.append("".join(text))
+        store = wb.store
+        heads = store.heads.list_seqs()
+        body_bytes = sum(store.objects.stat(store.heads.read(s).body) or 0 for s in heads)
+    finally:
+        wb.close()
+
+    objects_n, stored = store_objects(store.objects)
+    transcript = sum(len(t.encode()) for t in responses)
+    unique = sum(len(b) for b in unique_images) + transcript + sum(len(b) for b in results)
+    ctx.fig("turns", turns, "turns")
+    ctx.fig("publications", len(heads), "heads", baseline=2850 if ctx.scale == "full" else None,
+            source="record" if ctx.scale == "full" else None)
+    ctx.fig("bytes-stored", stored, "bytes",
+            baseline=7.3e9 if ctx.scale == "full" else None,
+            source="record, about 7.3 GB" if ctx.scale == "full" else None)
+    ctx.fig("unique-bytes", unique, "bytes", note="distinct file images + final transcript + tool results")
+    ctx.fig("stored-over-unique", stored / unique, "ratio")
+    ctx.fig("body-bytes", body_bytes, "bytes", note="head bodies: each lists every object its state reaches")
+    ctx.fig("transcript-bytes", transcript, "bytes")
+    ctx.fig("objects", objects_n, "objects")
+
+    # Correctness: a fresh process reads back the same conversation and the same file images, and
+    # every stored object verifies.
+    ctx.check("every tick and settlement published a head", publications == len(heads),
+              f"{publications} publications, {len(heads)} heads")
+    wb = open_wb(root)
+    try:
+        state = wb.state
+        ctx.check("the reopened session has every turn's full transcript",
+                  [t.response for t in state.turns] == responses)
+        hasher = wb.store.hasher
+        ctx.check("the last known image of every file is what is on disk",
+                  all(state.known.get(rel) == hasher.digest(data) for rel, data in current.items()))
+        n, bad = verify_objects(wb.store.objects, list(wb.store.objects.list()))
+        ctx.check("every stored object verifies", not bad, f"{len(bad)} of {n} damaged")
+    finally:
+        wb.close()
