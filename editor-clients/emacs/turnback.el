@@ -106,6 +106,14 @@ acknowledged but no watch is made; the server's sweeps still capture
 files changed outside Emacs."
   :type 'boolean)
 
+(defcustom turnback-inhibit-lockfiles t
+  "Whether to turn `create-lockfiles' off in the workspace's file buffers.
+Emacs's lock files (.#NAME) are dangling symbolic links; a sweep that
+finds one while a buffer has unsaved changes reports it as a
+`symlink' gap.  Lock files only warn about concurrent edits by other
+Emacs sessions."
+  :type 'boolean)
+
 (defcustom turnback-show-directives t
   "Whether to show directives as overlays at their anchor lines."
   :type 'boolean)
@@ -728,6 +736,13 @@ With a prefix argument, ask for the directory.  Return the server."
                    (cons root (mapcar #'file-name-directory
                                       (project-files (eglot--project server))))))))
 
+(defun turnback--emacs-scratch-file-p (file)
+  "Non-nil for Emacs's own lock, auto-save and backup files, never reported."
+  (let ((name (file-name-nondirectory file)))
+    (or (string-prefix-p ".#" name)
+        (string-match-p "\\`#.*#\\'" name)
+        (string-suffix-p "~" name))))
+
 (cl-defmethod eglot-register-capability
   ((server turnback-server) (method (eql workspace/didChangeWatchedFiles)) id &key _watchers)
   "Watch the workspace's directories and report changes outside the store.
@@ -742,6 +757,7 @@ The server asks for every file (**/*), so the globs are not consulted."
                    ((and (memq action '(created changed deleted))
                          (turnback--live-p server)
                          (not (turnback--in-store-p server file))
+                         (not (turnback--emacs-scratch-file-p file))
                          (not (file-directory-p file)))
                     (jsonrpc-notify
                      server :workspace/didChangeWatchedFiles
@@ -775,6 +791,7 @@ The server asks for every file (**/*), so the globs are not consulted."
   "Tell SERVER that the current buffer's file is open (it captures its image).
 A buffer visiting a file that does not exist yet has no image to
 capture: its first save announces it."
+  (when turnback-inhibit-lockfiles (setq-local create-lockfiles nil))
   (when (and (file-exists-p buffer-file-name)
              (not (turnback--in-store-p server (file-truename buffer-file-name))))
     (jsonrpc-notify server :textDocument/didOpen

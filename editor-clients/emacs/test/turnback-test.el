@@ -375,6 +375,10 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
     (with-current-buffer (find-file-noselect (expand-file-name "a.txt" root))
       (should (turnback-test--wait (lambda () (turnback--status server))))
       (should (equal (substring-no-properties (eval (cadr turnback--mode-line-construct))) " TB"))
+      ;; Unsaved changes leave no lock file (a dangling symlink) for the sweep to report.
+      (should-not create-lockfiles)
+      (goto-char (point-min)) (insert "unsaved ")
+      (should-not (file-symlink-p (expand-file-name ".#a.txt" root)))
       (turnback-test--turn server "grow"
                            (lambda () (turnback-test--save root "big.txt" (make-string 1000 ?x))))
       (should (turnback-test--wait (lambda () (> (or (plist-get (turnback--status server) :liveGaps) 0) 0))))
