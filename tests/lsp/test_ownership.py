@@ -75,12 +75,42 @@ async def test_status_notifications_as_gaps_appear_and_clear(ws, servers, flavou
 
 async def test_sweep_progress_with_work_done_token(ws, servers):
     tb = await servers(ws, "vscode")
-    for i in range(300):
-        (ws / f"f{i:03}.txt").write_text(f"{i}\n" * 50)
-    result = await tb.req("turnback/turn/begin", {"prompt": "with progress", "workDoneToken": "tok-1"})
-    assert result == {"turn": 1}
-    reports = tb.client.progress_reports.get("tok-1", [])
-    assert reports and reports[0].kind == "begin" and reports[-1].kind == "end"
+    for i in range(3000):
+        (ws / f"f{i:04}.txt").write_text(f"{i}\n" * 50)
+    tb.client.progress_reports.setdefault("tok-1", [])  # the client made this token
+    order = []
+
+    async def timed(name, method, params):
+        result = await tb.req(method, params)
+        order.append(name)
+        return result
+
+    begin = asyncio.ensure_future(timed("begin", "turnback/turn/begin",
+                                        {"prompt": "with progress", "workDoneToken": "tok-1"}))
+    await asyncio.sleep(0.05)
+    info = await timed("info", "turnback/session/info", {})
+    assert await begin == {"turn": 1}
+    # the sweep runs in slices: a read sent while it runs is answered before it finishes
+    assert order == ["info", "begin"], order
+    assert info["turnCount"] == 0
+    reports = tb.client.progress_reports["tok-1"]
+    assert reports[0].kind == "begin" and reports[-1].kind == "end"
+    assert any(r.kind == "report" for r in reports)
+
+
+async def test_collect_run(ws, servers):
+    tb = await servers(ws, "vscode")
+    await turn(tb, "first", {"a.txt": "two\n"})
+    await turn(tb, "second", {"a.txt": "three\n"})
+    tb.client.progress_reports.setdefault("gc-1", [])
+    seen = len(tb.status)
+    stats = await tb.req("turnback/collect/run", {"workDoneToken": "gc-1"})
+    for key in ("headsRetired", "objectsDeleted", "bytesFreed", "bytesKept", "slices", "maxSliceMs"):
+        assert key in stats, stats
+    assert any(s["collecting"] for s in tb.status[seen:])
+    assert tb.status[-1]["collecting"] is False
+    kinds = [r.kind for r in tb.client.progress_reports["gc-1"]]
+    assert kinds[0] == "begin" and kinds[-1] == "end"
 
 
 def _state(root):

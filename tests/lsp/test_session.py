@@ -134,3 +134,50 @@ async def test_execute_command_equivalents(ws, servers, flavour):
     exc = await tb.error(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
         command="turnback.turn.settle", arguments=[{"turn": "one"}]))
     assert exc.data["code"] == "invalid-params"
+
+
+async def test_directives_workflow_agents_and_recovery(ws, servers, flavour):
+    tb = await servers(ws, flavour)
+    seen = len(tb.directives)
+    d = await tb.req("turnback/directive/upsert", {"uri": tb.uri("src/main.py"),
+                                                   "anchor": {"line": 0, "character": 0},
+                                                   "request": "greet the user by name"})
+    assert d["state"] in ("draft", "ready") and d["anchor"]["attached"] is True
+    await tb.until(lambda: len(tb.directives) > seen, what="turnback/directives")
+    note = tb.directives[-1]
+    assert note["uri"] == tb.uri("src/main.py") and note["directives"][0]["id"] == d["id"]
+    sub = await tb.req("turnback/directive/upsert", {"uri": tb.uri("src/main.py"),
+                                                     "anchor": {"line": 0}, "request": "use f-strings",
+                                                     "parentId": d["id"]})
+    n = (await tb.req("turnback/turn/begin", {"kind": "directive", "prompt": "greet the user by name",
+                                              "directiveId": d["id"],
+                                              "instructions": {"AGENTS.md": "be brief"}}))["turn"]
+    await tb.req("turnback/agent/transcript", {"agentId": "helper-1", "turn": n,
+                                               "text": "looked at main.py", "final": True})
+    await tb.req("turnback/workflow/set", {"tasks": [{"id": "t1", "title": "greet"}],
+                                           "goals": [{"id": "g1"}]})
+    wf = await tb.req("turnback/workflow/get", {})
+    assert wf["tasks"] == [{"id": "t1", "title": "greet"}] and wf["agents"] == []
+    (ws / "src" / "main.py").write_text("name = input()\nprint(f'hello {name}')\n")
+    await tb.req("turnback/turn/capture", {"uris": [tb.uri("src/main.py")]})
+    await tb.req("turnback/turn/respond", {"turn": n, "text": "done", "final": True})
+    rec = await tb.req("turnback/directive/record", {"directiveId": d["id"], "turn": n,
+                                                     "answer": "added a name prompt",
+                                                     "patch": "--- a/src/main.py\n+++ b/src/main.py\n",
+                                                     "consumed": [sub["id"]]})
+    assert rec["attempts"][0]["turn"] == n
+    await tb.req("turnback/turn/settle", {"turn": n})
+    listed = await tb.req("turnback/directive/list", {"uri": tb.uri("src/main.py")})
+    assert {x["id"] for x in listed["directives"]} == {d["id"], sub["id"]}
+    # rewinding before the attempt drops it, returns the subdirective, clears the workflow
+    boundary = {"kind": "beforeDirectiveAttempt", "directiveId": d["id"], "turn": n}
+    cand = await tb.req("turnback/rewind/prepare", {"boundary": boundary})
+    assert cand["directives"][0]["attemptsDiscarded"] == 1
+    assert cand["workflowCleared"]["tasks"] == 1
+    await tb.req("turnback/rewind/commit", {"boundary": boundary, "planHash": cand["planHash"]})
+    assert (await tb.req("turnback/workflow/get", {}))["tasks"] == []
+    assert (await tb.req("turnback/recovery/list", {}))["recovery"] == []
+    exc = await tb.error("turnback/recovery/resolve", {"id": "nope", "action": "dismiss"})
+    assert exc.data["code"] == "not-found"
+    status = await tb.req("turnback/session/status", {})
+    assert status["ownership"] == "owner" and status["liveGaps"] == 0
