@@ -1,0 +1,66 @@
+"""CI smoke test of the instrument: every scenario at `--scale tiny` reports its figures and passes its
+own correctness check. No test here asserts a time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from turnback.bench import SCENARIOS, main
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    # One folder for the module, so the scenarios on the shared history build it once.
+    return tmp_path_factory.mktemp("bench")
+
+
+def _run(capsys, *argv) -> tuple[int, list[dict]]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario_reports_figures_and_passes_its_check(scenario, workdir, capsys):
+    code, lines = _run(capsys, scenario, "--scale", "tiny", "--json", "--workdir", str(workdir))
+    mine = [line for line in lines if line["scenario"] == scenario]
+    for line in mine:
+        assert {"scenario", "figure", "value", "unit"} <= set(line), line
+        if "baseline" in line and isinstance(line["value"], (int, float)) and line["baseline"]:
+            assert line["ratio"] == pytest.approx(line["value"] / line["baseline"], rel=1e-3)
+    unavailable = [line for line in mine if line["figure"] == "unavailable"]
+    if unavailable:
+        pytest.skip(f"{scenario} is unavailable in this build: {unavailable[0]['reason']}")
+    verdict = [line for line in mine if line["figure"] == "correct"]
+    assert len(verdict) == 1, mine
+    assert verdict[0]["value"] == 1, verdict[0].get("reason")
+    assert code == 0
+    figures = [line for line in mine if line["figure"] not in ("correct", "wall")]
+    assert figures, f"{scenario} reported no figure"
+    assert all(line["value"] is not None for line in figures)
+    assert lines[-1]["figure"] == "total-wall"
+
+
+def test_unknown_scenario_is_a_usage_error(capsys):
+    assert main(["no-such-scenario", "--scale", "tiny"]) == 2
+
+
+def test_list_names_every_scenario(capsys):
+    assert main(["--list"]) == 0
+    assert capsys.readouterr().out.split() == list(SCENARIOS)
+
+
+def test_a_fast_wrong_answer_fails_the_command(monkeypatch, workdir, capsys):
+    """A rewind that claims success without restoring anything is fast and wrong: the scenario's own
+    check catches it and the command exits non-zero."""
+    from turnback.workbench.travel import RewindFeature
+
+    monkeypatch.setattr(RewindFeature, "commit", lambda self, params: {"status": "committed"})
+    code, lines = _run(capsys, "alternating-snapshots", "--scale", "tiny", "--json",
+                       "--workdir", str(workdir / "wrong"))
+    verdict = [line for line in lines if line["figure"] == "correct"]
+    assert code == 1
+    assert verdict and verdict[0]["value"] == 0
+    assert "rewound file" in verdict[0]["reason"]
