@@ -1,4 +1,6 @@
-"""Shared test support: drive a real session through the workbench the way an agent and editor do."""
+"""Shared test support: drive a real session through the workbench the way an agent and editor do.
+
+A uniquely named module (not conftest.py) so imports never pick up another folder's conftest."""
 
 from __future__ import annotations
 
@@ -84,25 +86,6 @@ class Agent:
 
     def close(self) -> None:
         self.wb.close()
-
-
-@pytest.fixture
-def agent(tmp_path):
-    made = []
-
-    def make(**options) -> Agent:
-        root = tmp_path / f"ws{len(made)}"
-        root.mkdir()
-        a = Agent(root, **options)
-        made.append(a)
-        return a
-
-    yield make
-    for a in made:
-        try:
-            a.close()
-        except Exception:
-            pass
 
 
 def normalised_log(log: dict) -> dict:

@@ -124,7 +124,7 @@ _NAMES = ["a", "b", "c", "x1", "x2", "foo", "doc", "build", "deep", "keep", "kee
                       min_size=1, max_size=12))
 def test_walk_agrees_with_git(tmp_path_factory, root_rules, sub_rules, sub, files):
     from turnback.capture.sweep import StatCache, sweep
-    from conftest import MemoryObjects
+    from sweepkit import MemoryObjects
 
     root = tmp_path_factory.mktemp("gitdiff", numbered=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)

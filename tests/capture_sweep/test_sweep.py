@@ -347,7 +347,7 @@ def _materialise(root: Path, files: dict[str, bytes]) -> dict[str, bytes]:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(before=_trees, after=_trees)
 def test_property_sweep_matches_disk(tmp_path_factory, before, after):
-    from conftest import MemoryObjects
+    from sweepkit import MemoryObjects
     root = tmp_path_factory.mktemp("sweep", numbered=True)
     (root / ".gitignore").write_bytes(b"*.log\n!keep.log\n")
     os.utime(root / ".gitignore", ns=(OLD_NS, OLD_NS))
@@ -386,3 +386,14 @@ def test_property_sweep_matches_disk(tmp_path_factory, before, after):
     assert {r: objs.get(d) for r, d in res2.images.items() if r != ".gitignore"} == visible(second_files)
     assert res2.absent == set(visible(first)) - set(visible(second_files))
     assert res2.hashed == len(set(visible(second_files)) - set(visible(remaining)))
+
+
+def test_emacs_lock_links_are_not_gaps(ws, objects):
+    import os
+
+    from turnback.capture.sweep import StatCache, sweep
+
+    os.symlink("user@host.1234:1700000000", ws.root / ".#notes.txt")  # how Emacs writes its locks
+    os.symlink("/etc/passwd", ws.root / "real-link")
+    result = sweep(ws, objects, StatCache(), max_bytes=1 << 20)
+    assert [g for g in result.gaps] == [("real-link", "symlink")]

@@ -193,7 +193,7 @@ def test_step_fields_are_kept(agent):
 
 @pytest.mark.parametrize("kind", ["heads", "pid"])
 def test_reopen_after_a_clean_close_gives_back_every_turn(agent, kind):
-    from conftest import normalised_log  # noqa: E402 - the shared test support module
+    from sessionkit import normalised_log  # noqa: E402 - the shared test support module
 
     a = agent(store_kind=kind)
     (a.root / "a.txt").write_text("v0")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import Agent, normalised_log, run_child
+from sessionkit import Agent, normalised_log, run_child
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio

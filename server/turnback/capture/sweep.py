@@ -175,6 +175,12 @@ def _printable(rel: str) -> str:
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def _editor_lock(name: str) -> bool:
+    """Emacs marks a buffer with unsaved changes by a dangling link `.#NAME`: editor state, not a file
+    of the project, so it is no capture gap (and, being a link, it is never followed either)."""
+    return name.startswith(".#")
+
+
 def _under(rel: str, folders: set[str]) -> bool:
     cut = rel.rfind("/")
     while cut > 0:
@@ -252,7 +258,7 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
                     stack.append(rel)
             elif is_link:
                 present.add(rel)
-                if not rules.match(rel, False):
+                if not rules.match(rel, False) and not _editor_lock(entry.name):
                     res.gaps.append((rel, "symlink"))
                 shadowed.add(rel)  # if it used to be a folder, its old contents are not "absent"
             elif is_file:
