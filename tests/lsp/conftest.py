@@ -63,10 +63,10 @@ class Tb:
             result = await asyncio.wait_for(
                 self.client.protocol.send_request_async(method, params), timeout)
         except JsonRpcException as exc:
-            _record({"kind": "request", "method": method, "params": params,
+            _record({"kind": "request", "method": method, "params": _plain(params),
                      "error": {"code": exc.code, "message": exc.message, "data": exc.data}})
             raise
-        _record({"kind": "request", "method": method, "params": params, "result": _plain(result)})
+        _record({"kind": "request", "method": method, "params": _plain(params), "result": _plain(result)})
         return result
 
     async def error(self, method: str, params=None) -> JsonRpcException:

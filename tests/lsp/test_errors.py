@@ -12,7 +12,7 @@ from pygls.exceptions import JsonRpcException
 
 from turnback.store.layout import Store
 
-from .conftest import Tb
+from .conftest import Tb, _record
 from .test_session import turn
 
 
@@ -112,6 +112,8 @@ async def test_corrupt_store(ws, servers):
 
     with pytest.raises(JsonRpcException) as info:
         await tb.client.initialize_session(init_params(tb))
+    _record({"kind": "request", "method": "initialize", "params": {"rootUri": ws.as_uri(), "…": "…"},
+             "error": {"code": info.value.code, "message": info.value.message, "data": info.value.data}})
     assert info.value.data["code"] == "corrupt-store"
     assert "damaged" in info.value.message
     exc = await tb.error("turnback/session/info", {})
