@@ -43,12 +43,38 @@ def session(root: Path, **options):
         wb.close()
 
 
+RENEW_EVERY = 5.0  # seconds; the lease lives 30 s and the server renews it on a timer
+
+
+def keepalive(wb: Workbench) -> None:
+    """Renew the lease the way the server's timer does (the command line's one-shot commands never
+    live long enough to need it; a bench session does)."""
+    now = time.monotonic()
+    if now - getattr(wb, "_bench_renewed", 0.0) >= RENEW_EVERY:
+        wb.renew()
+        wb._bench_renewed = now
+
+
+def run_job(wb: Workbench, job):
+    """Run a workbench job to its end, renewing the lease between its steps."""
+    if not hasattr(job, "send"):
+        return job
+    try:
+        while True:
+            next(job)
+            keepalive(wb)
+    except StopIteration as done:
+        return done.value
+
+
 def begin(wb: Workbench, prompt: str) -> int:
-    return wb.run(wb.turns.begin_job({"prompt": prompt}))["turn"]
+    keepalive(wb)
+    return run_job(wb, wb.turns.begin_job({"prompt": prompt}))["turn"]
 
 
 def settle(wb: Workbench, n: int) -> int | None:
-    return wb.run(wb.turns.settle_job({"turn": n}))["headSeq"]
+    keepalive(wb)
+    return run_job(wb, wb.turns.settle_job({"turn": n}))["headSeq"]
 
 
 def uris(wb: Workbench, rels) -> list[str]:

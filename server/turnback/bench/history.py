@@ -18,10 +18,12 @@ record's archive was old; ours was built a minute ago, so the collection scenari
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 from . import gen
-from .common import (begin, copy_store_tree, open_wb, settle, timed, uris, verify_objects, write)
+from .common import (begin, copy_store_tree, keepalive, open_wb, settle, timed, uris, verify_objects,
+                     write)
 from .runner import Unavailable
 
 SEED = "hist"
@@ -37,6 +39,7 @@ def _spec(scale: str) -> dict:
 
 
 def _tick(wb, root, r, n, tick, spec, small_rels, sizes, version, publish: bool) -> None:
+    keepalive(wb)
     wb.turns.respond({"turn": n, "text": gen.text(r, r.randrange(2000, 4000)).decode()})
     edited = r.sample(small_rels, 2)
     for rel in edited:
@@ -65,9 +68,21 @@ def build(ctx) -> dict:
     """Build (once per run and scale) the history; later scenarios copy it before changing it."""
     if "history" in ctx.shared:
         return ctx.shared["history"]
+    if "history-failed" in ctx.shared:
+        raise RuntimeError(f"the shared history could not be built: {ctx.shared['history-failed']}")
+    try:
+        return _build(ctx)
+    except Exception as exc:
+        ctx.shared["history-failed"] = f"{type(exc).__name__}: {exc}"
+        raise
+
+
+def _build(ctx) -> dict:
     spec = _spec(ctx.scale)
     root = ctx.work / "history" / "ws"
-    root.mkdir(parents=True, exist_ok=True)
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
     t0 = time.perf_counter()
     sizes = gen.write_tree(root, spec["files"], SEED)
     for i in range(LARGE):
@@ -174,10 +189,13 @@ def run_close_save(ctx) -> None:
 
 # ------------------------------------------------------------------------------------ scan
 
-def _drive(job) -> tuple[object, float, int, float]:
-    """Run a job, timing each slice: (value, total seconds, slices, largest slice in seconds)."""
+def _drive(job, wb=None) -> tuple[object, float, int, float]:
+    """Run a job, timing each slice: (value, total seconds, slices, largest slice in seconds). Between
+    slices (outside the timing) the lease is renewed, as the server's timer would."""
     total, slices, largest = 0.0, 0, 0.0
     while True:
+        if wb is not None:
+            keepalive(wb)
         t0 = time.perf_counter()
         try:
             next(job)
@@ -213,7 +231,7 @@ def run_scan(ctx) -> None:
             cache = HeadCache(cache_file, wb.store.store_id)
             col = Collector(wb, cache, use_child=use_child)
             t0 = time.perf_counter()
-            _, work, slices, largest = _drive(_scan_job(col))
+            _, work, slices, largest = _drive(_scan_job(col), wb)
             wall = time.perf_counter() - t0
             results[label] = (col, cache, wall, work, slices, largest)
         col, cache, wall, work, slices, largest = results["cold"]
@@ -228,7 +246,7 @@ def run_scan(ctx) -> None:
         t0 = time.perf_counter()
         warm_cache = HeadCache.load(wb.store)
         col_w = Collector(wb, warm_cache)
-        _, work_w, slices_w, largest_w = _drive(_scan_job(col_w))
+        _, work_w, slices_w, largest_w = _drive(_scan_job(col_w), wb)
         wall_w = time.perf_counter() - t0
         ctx.fig("warm-scan", wall_w, "s", baseline=0.045, source="record, after its fix",
                 note="includes loading the cache file")
@@ -268,7 +286,7 @@ def run_collect(ctx) -> None:
         before = census(store.path)
         job = Collector(wb, HeadCache.load(store)).job()
         t0 = time.perf_counter()
-        stats, work, slices, largest = _drive(job)
+        stats, work, slices, largest = _drive(job, wb)
         wall = time.perf_counter() - t0
         after = census(store.path)
         full = ctx.scale == "full"

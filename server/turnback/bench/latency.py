@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from . import gen
-from .common import begin, session, settle, uris, write
+from .common import begin, keepalive, session, settle, uris, write
 from .runner import percentile
 
 SIZES = ((1 << 10, "1KiB"), (16 << 10, "16KiB"), (256 << 10, "256KiB"), (1 << 20, "1MiB"),
@@ -38,6 +38,7 @@ def run(ctx) -> None:
             for i in range(1, _reps(ctx, size) + 1):
                 data = gen.big(label, size, i) if size >= 1 << 20 else gen.content(label, size, i)
                 write(root, rels[label], data)
+                keepalive(wb)
                 t0 = time.perf_counter()
                 res = wb.turns.capture({"uris": uris(wb, [rels[label]])})
                 times.append(time.perf_counter() - t0)

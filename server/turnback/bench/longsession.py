@@ -14,7 +14,7 @@ images, the final transcript, tool results), and what the metadata costs (bodies
 from __future__ import annotations
 
 from . import gen
-from .common import begin, open_wb, settle, store_objects, uris, verify_objects, write
+from .common import begin, keepalive, open_wb, settle, store_objects, uris, verify_objects, write
 
 SEED = "long"
 
@@ -41,6 +41,7 @@ def run(ctx) -> None:
             text = []
             ticks = _ticks(i)
             for tick in range(1, ticks + 1):
+                keepalive(wb)
                 chunk = gen.text(r, r.randrange(800, 2400)).decode()
                 wb.turns.respond({"turn": n, "text": chunk})
                 text.append(chunk)
