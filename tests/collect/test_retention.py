@@ -45,6 +45,8 @@ def test_grace_count_and_age():
     assert sorted(d.keep) == [8, 9, 10]
     d = decide(facts, now=10.5, grace_heads=0, grace_seconds=3.0)  # created 8, 9, 10 are < 3 s old
     assert sorted(d.keep) == [8, 9, 10] and d.keep[8] == ["young"]
+    d = decide({1: F(1, tc=1), 2: F(2, tc=1)}, now=0, grace_heads=5, grace_seconds=0)
+    assert sorted(d.keep) == [1, 2]  # a window larger than the history keeps all of it
     d = decide(facts, now=100.0, grace_heads=0, grace_seconds=0, protect=[4])
     assert sorted(d.keep) == [4, 10]
 

@@ -45,7 +45,11 @@ MAX_STEPS = 8  # steps per slice: a step is one small file read, one retirement,
 SLICE_SECONDS = 0.010
 DELETE_BATCH = 256
 CHILD_THRESHOLD = 16
-OBJECT_SLACK = 2.0  # seconds: object files this close to the scan's start count as new (coarse clocks)
+# Object files whose mtime is within this of the scan's start count as new: the kernel stamps files
+# from a coarse clock that can lag time.time() by a tick. (On file systems with 1-2 s timestamps an
+# object written just after the start may look older; it is then protected by what records it: the
+# journal or a head, both looked at before every deletion, or the open object batch.)
+OBJECT_SLACK = 0.05
 CACHED_PER_STEP = 256  # cached heads looked up per step
 
 

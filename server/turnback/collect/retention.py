@@ -47,7 +47,7 @@ def decide(facts: dict[int, HeadFacts], *, now: float, grace_heads: int, grace_s
             newest[(f.turn_count, f.fork_point)] = seq  # seqs ascend: the last one wins
     for seq in newest.values():
         keep(seq, "group")
-    for seq in seqs[len(seqs) - max(0, grace_heads):] if grace_heads > 0 else []:
+    for seq in seqs[-grace_heads:] if grace_heads > 0 else []:
         keep(seq, "recent")
     for seq in seqs:
         if now - facts[seq].created < grace_seconds:
