@@ -53,3 +53,12 @@ def _store_floor_fsck_only():
         yield
     finally:
         EXTRA_CHECKS[:] = saved
+
+
+@pytest.fixture(autouse=True)
+def _store_layer_fsck_only(monkeypatch):
+    """These tests write heads whose bodies are raw bytes, not session bodies: they check the store
+    layer alone, so deeper checks that other packages register (collect's body check) stay out."""
+    from turnback.store import fsck as fsck_mod
+
+    monkeypatch.setattr(fsck_mod, "EXTRA_CHECKS", [])

@@ -1,7 +1,7 @@
 import os
 
 from turnback.store import fsio
-from turnback.store.fsck import EXTRA_CHECKS, fsck
+from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
 from turnback.store.ownership import Lease
 from turnback.store.records import write_record
@@ -113,9 +113,11 @@ def test_extra_checks_are_called(store):
         seen.append(s.store_id)
         report.add(s.path, "deep problem")
 
-    EXTRA_CHECKS.append(deep)
+    from turnback.store import fsck as fsck_mod
+
+    fsck_mod.EXTRA_CHECKS.append(deep)  # the module's current list (the fixture swapped it)
     try:
         r = fsck(store.path)
     finally:
-        EXTRA_CHECKS.remove(deep)
+        fsck_mod.EXTRA_CHECKS.remove(deep)
     assert seen == [store.store_id] and not r.ok
