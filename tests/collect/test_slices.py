@@ -160,3 +160,26 @@ def test_plain_file_store_collects_after_the_sidecar_commit(ws):
     assert objects(wb.store) == expected_live(wb.store, wb.state) & old_sidecar_objects
     wb.close()
     assert_sound(wb.store.path)
+
+
+def test_lost_lease_stops_the_collection_before_its_next_mutation(ws):
+    import pytest
+
+    from turnback.errors import NotOwner
+    from turnback.store.ownership import Lease
+
+    from .conftest import expire_lease
+
+    wb = _many_heads(ws, turns=3)
+    age_objects(wb.store)
+    job = wb.collection.job(use_child=False)
+    while next(job)["phase"] != "retire":
+        pass
+    expire_lease(wb.store.path)
+    thief = Lease.acquire(wb.store.path, ttl=60.0)
+    before = (wb.store.heads.list_seqs(), objects(wb.store))
+    with pytest.raises(NotOwner):
+        wb.run(job)
+    assert (wb.store.heads.list_seqs(), objects(wb.store)) == before
+    assert not wb.collecting and wb.collection.pending
+    thief.release()

@@ -146,6 +146,7 @@ class Collector:
             yield from self._fresh_slice(2)
             self.cache.keep_only(list_heads(self.store.heads.dir))
             self.stats["headsKept"] = len(self.known)
+            self.wb.book.require_owner()
             if self.cache.save():
                 self._tick()
         self.stats["cacheBytes"] = self.cache.memory_bytes()
@@ -182,6 +183,7 @@ class Collector:
         for obs in observations:
             self._absorb(obs, plan=True)
         yield from self._fresh_slice(1)
+        self.wb.book.require_owner()  # even the rebuildable cache is written by the owner only
         if self.cache.save() and self._tick():
             yield from self._pause()
 
