@@ -158,6 +158,7 @@ class Workbench:
         self.book = book
         self.recorder.book = book
         self.recovery.recover_interrupted()
+        self.collection.schedule("resume")
         self.emit_status()
         return True
 
