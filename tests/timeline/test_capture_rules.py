@@ -203,3 +203,25 @@ def test_reopen_after_a_clean_close_gives_back_every_turn(agent, kind):
     before = normalised_log(a.log())
     a.reopen()
     assert normalised_log(a.log()) == before
+
+
+def test_a_late_open_event_never_becomes_the_before_image(agent):
+    """An editor's didOpen may be handled after the agent already wrote the file: the disk image is
+    then not the before-image, and taking it would hide the change from the turn."""
+    a = agent()
+    a.begin()
+    (a.root / "b.txt").write_text("written by the agent")
+    a.wb.turns.opened("b.txt", "")  # opened while it did not exist yet
+    a.wb.turns.capture_rels(["b.txt"])  # the save
+    e = entry(a.log(), 1, "b.txt")
+    assert e["before"] == ABSENT
+
+
+def test_an_open_event_teaches_the_image_when_it_matches_the_editor_text(agent):
+    a = agent(sweep=False)
+    (a.root / "c.txt").write_text("as opened")
+    a.begin()
+    a.wb.turns.opened("c.txt", "as opened")
+    (a.root / "c.txt").write_text("changed")
+    a.wb.turns.capture_rels(["c.txt"])
+    assert entry(a.log(), 1, "c.txt")["before"] == a.wb.store.objects.hasher.digest(b"as opened")

@@ -276,6 +276,21 @@ class TurnbackServer(LanguageServer):
                 log.exception("capture of %s failed", rels)
         self.kick_collection()
 
+    async def opened(self, uri: str, text: str | None) -> None:
+        wb = self.wb
+        if wb is None or self.closed:
+            return
+        try:
+            rel = wb.ws.to_rel(uri)
+        except TurnbackError as exc:
+            log.debug("not capturing %s: %s", uri, exc.message)
+            return
+        async with self.lock:
+            try:
+                wb.turns.opened(rel, text)
+            except Exception:
+                log.exception("capture of opened %s failed", rel)
+
     # -- lifecycle ------------------------------------------------------------------------------
     def close_workbench(self) -> None:
         if self.wb is None or self.closed:
@@ -354,7 +369,7 @@ def create_server() -> TurnbackServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(params: types.DidOpenTextDocumentParams):
-        await server.capture_uris([params.text_document.uri], "before")
+        await server.opened(params.text_document.uri, params.text_document.text)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
     async def did_save(params: types.DidSaveTextDocumentParams):

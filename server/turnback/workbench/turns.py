@@ -92,6 +92,25 @@ class TurnsFeature:
         self.wb.maybe_publish()
         self.wb.emit_status()
 
+    def opened(self, rel: str, text: str | None) -> None:
+        """An editor opened a file: learn its image if that is safe, never mint a checkpoint.
+
+        The event may be handled after the agent already changed the file, so during a turn a disk
+        read is trusted as the before-image only when it equals the text the editor opened."""
+        if not self.wb.is_owner or rel in self.state.known:
+            return
+        if self.state.running is not None:
+            if text is None:
+                return
+            from ..travel.disk import disk_image
+
+            now, _problem = disk_image(self.wb.ws, rel, self.wb.store.objects.hasher,
+                                       max_bytes=self.wb.options.max_file_bytes)
+            if now != self.wb.store.objects.hasher.digest(text.encode("utf-8")):
+                return
+        self.wb.recorder.capture(rel, phase="before")
+        self.wb.emit_status()
+
     def _running_n(self) -> int | None:
         running = self.state.running
         return running.n if running else None
