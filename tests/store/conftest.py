@@ -41,21 +41,6 @@ def tree(root: Path) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def _store_floor_fsck_only():
-    """These tests build stores from the store floor alone (head bodies are arbitrary objects), so
-    they check fsck without the deeper checks other floors register (e.g. `turnback.collect`'s head
-    body check), whichever test modules were imported before them."""
-    from turnback.store.fsck import EXTRA_CHECKS
-
-    saved = list(EXTRA_CHECKS)
-    EXTRA_CHECKS.clear()
-    try:
-        yield
-    finally:
-        EXTRA_CHECKS[:] = saved
-
-
-@pytest.fixture(autouse=True)
 def _store_layer_fsck_only(monkeypatch):
     """These tests write heads whose bodies are raw bytes, not session bodies: they check the store
     layer alone, so deeper checks that other packages register (collect's body check) stay out."""
