@@ -34,7 +34,7 @@ def _spec(scale: str) -> dict:
     return {
         "tiny": {"files": 150, "phases": (8, 8, 7), "large": 48 << 10, "result": 4 << 10},
         "small": {"files": 1000, "phases": (36, 36, 39), "large": 640 << 10, "result": 16 << 10},
-        "full": {"files": 3560, "phases": (110, 110, 115), "large": 3 << 20, "result": 32 << 10},
+        "full": {"files": 3700, "phases": (110, 110, 115), "large": 5 << 19, "result": 32 << 10},
     }[scale]
 
 

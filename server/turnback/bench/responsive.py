@@ -89,7 +89,8 @@ def run(ctx) -> None:
     ctx.fig("p99-busy", percentile(busy, 99) * ms, "ms", baseline=percentile(idle, 99) * ms, source=same)
     ctx.fig("max-busy", max(busy) * ms, "ms", baseline=11.0, source="record, editor timer delay")
     ctx.fig("max-idle", max(idle) * ms, "ms")
-    ctx.fig("heads-before-after", f"{before['heads']} -> {after['heads']}", None)
+    ctx.fig("heads-before", before["heads"], "heads")
+    ctx.fig("heads-after", after["heads"], "heads", note="what the server's collection kept")
     ctx.check("every request was answered with this session's info",
               all(isinstance(a, dict) and a.get("sessionId") == session_id for a in out["answers"]),
               f"{len(out['answers'])} answers")
