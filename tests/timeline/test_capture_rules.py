@@ -225,3 +225,19 @@ def test_an_open_event_teaches_the_image_when_it_matches_the_editor_text(agent):
     (a.root / "c.txt").write_text("changed")
     a.wb.turns.capture_rels(["c.txt"])
     assert entry(a.log(), 1, "c.txt")["before"] == a.wb.store.objects.hasher.digest(b"as opened")
+
+
+def test_an_observer_follows_the_owners_publications_and_journal(agent):
+    from turnback.workbench import Workbench
+
+    a = agent()
+    a.turn("one", {"a.txt": "1"})
+    observer = Workbench.open(a.root, a.options)
+    try:
+        assert not observer.is_owner and observer.state.turn_count == 1
+        a.turn("two", {"a.txt": "2"})
+        a.begin("three")  # in the journal only
+        observer.follow()
+        assert [t["prompt"] for t in observer.turns.log()["turns"]] == ["one", "two", "three"]
+    finally:
+        observer.close()

@@ -116,6 +116,7 @@ class TurnbackServer(LanguageServer):
         try:
             wb = self.workbench()
             if spec.kind == "read":
+                wb.follow()  # an observer reads the owner's latest publication, not its own copy
                 return spec.call(wb, params)
             if spec.kind == "mutate":
                 async with self.lock:

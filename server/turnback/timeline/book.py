@@ -83,8 +83,13 @@ class Book:
     def reload(self) -> None:
         """Re-read the published state (an observer following the owner's publications)."""
         head, state = self._read_published(self.store, self.codec)
-        if state is not None:
-            self.head, self.state = head, state
+        if state is None:
+            return
+        path = self.store.journal_path(state.session_id)
+        if self.journal is None and Path(path).exists():
+            for frame in journal_mod.scan(path).frames:  # the owner's work since it published
+                apply(state, frame)
+        self.head, self.state = head, state
 
     # -- recording --------------------------------------------------------------------------------
     @property

@@ -8,6 +8,7 @@ a slice at a time between requests.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,27 @@ class Workbench:
         self.collection.schedule("resume")
         self.emit_status()
         return True
+
+    def follow(self) -> None:
+        """An observer re-reads the published state when the owner published a newer one (a cheap
+        listing of head names, or the sidecar's change time); the owner's state is always current."""
+        if self.is_owner:
+            return
+        if self.store.kind == "heads":
+            seqs = self.store.heads.list_seqs()
+            mark = seqs[-1] if seqs else None
+        else:
+            try:
+                mark = os.stat(self.store.sidecar_path).st_mtime_ns
+            except FileNotFoundError:
+                mark = None
+        try:
+            mark = (mark, os.stat(self.store.journal_path(self.state.session_id)).st_size)
+        except FileNotFoundError:
+            pass
+        if mark != getattr(self, "_followed", None):
+            self._followed = mark
+            self.book.reload()
 
     def owner_info(self) -> dict:
         if self.book.owner is not None:
