@@ -46,9 +46,22 @@ class BackupFailed(TurnbackError):
     code = "backup-failed"
 
 
-def run(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,
-        max_bytes: int) -> Outcome:
-    """Apply `changes` (path -> target image) and commit `new_state`, all or nothing."""
+def run(book, ws, **kw) -> Outcome:
+    """Run the transaction to its end at once."""
+    job = run_job(book, ws, **kw)
+    try:
+        while True:
+            next(job)
+    except StopIteration as done:
+        return done.value
+
+
+def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,
+            max_bytes: int):
+    """Apply `changes` (path -> target image) and commit `new_state`, all or nothing.
+
+    A job: it yields after every backup and every file it writes, so a server can answer reads
+    between them; the caller holds the mutation lock for the whole job."""
     store, objects = book.store, book.store.objects
     book.require_owner()
     if book.dirty:
@@ -56,7 +69,7 @@ def run(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state
     txn = uuid.uuid4().hex
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
-        body, backups = _prepare(book, ws, changes, new_state, max_bytes)
+        body, backups = yield from _prepare(book, ws, changes, new_state, max_bytes)
     except OSError as exc:
         raise TurnbackError(f"could not save the backups before the {operation} ({exc}); "
                             "nothing was changed", code="io-error") from exc
@@ -74,6 +87,7 @@ def run(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state
         for f in files:
             applied.append(f)
             put_image(ws, objects, f["rel"], f["to"])
+            yield ("apply", len(applied), len(files))
         seq = book.commit_body(new_state, body, txn=txn)
     except Exception as exc:  # any failure before the commit point: put the backups back
         if _committed_anyway(book, txn):
@@ -96,6 +110,7 @@ def _prepare(book, ws, changes, new_state, max_bytes):
             else:
                 raise BackupFailed(f"cannot back up {rel} before changing it ({read.status}); "
                                    "nothing was changed", data={"path": rel, "reason": read.status})
+            yield ("backup", len(backups), len(changes))
         body = book.codec.write(new_state)
     return body, backups
 

@@ -27,6 +27,9 @@ class RewindFeature:
         return self._derive(P.field(p, "boundary", dict)).candidate
 
     def commit(self, params) -> dict:
+        return self.wb.run(self.commit_job(params))
+
+    def commit_job(self, params):
         p = P.obj(params)
         boundary = P.field(p, "boundary", dict)
         plan = P.field(p, "planHash", str)
@@ -35,8 +38,9 @@ class RewindFeature:
         derived = self._derive(boundary)
         if derived.candidate["planHash"] != plan:
             return {"status": "stale", "candidate": derived.candidate}
-        outcome = transaction.run(wb.book, wb.ws, operation="rewind", changes=derived.changes,
-                                  new_state=derived.new_state, max_bytes=wb.options.max_file_bytes)
+        outcome = yield from transaction.run_job(
+            wb.book, wb.ws, operation="rewind", changes=derived.changes,
+            new_state=derived.new_state, max_bytes=wb.options.max_file_bytes)
         return self.wb.after_transaction(outcome, "rewind",
                                          touched={d.rel for d in derived.new_state.directives.values()})
 
@@ -68,6 +72,9 @@ class RedoFeature:
         return self._plan(P.field(p, "headSeq", int)).result
 
     def commit(self, params) -> dict:
+        return self.wb.run(self.commit_job(params))
+
+    def commit_job(self, params):
         p = P.obj(params)
         head_seq = P.field(p, "headSeq", int)
         plan_hash = P.field(p, "planHash", str)
@@ -76,8 +83,9 @@ class RedoFeature:
         plan = self._plan(head_seq)
         if plan.result["planHash"] != plan_hash:
             return {"status": "stale", "plan": plan.result}
-        outcome = transaction.run(wb.book, wb.ws, operation="redo", changes=plan.changes,
-                                  new_state=plan.new_state, max_bytes=wb.options.max_file_bytes)
+        outcome = yield from transaction.run_job(
+            wb.book, wb.ws, operation="redo", changes=plan.changes,
+            new_state=plan.new_state, max_bytes=wb.options.max_file_bytes)
         return self.wb.after_transaction(outcome, "redo")
 
 
