@@ -144,6 +144,20 @@ def test_fsck_sound_then_names_a_flipped_object(cli, ws):
     assert doc["ok"] is False and any(p["path"] == str(victim) for p in doc["problems"])
 
 
+def test_fsck_names_a_head_whose_image_is_missing(cli, ws):
+    scripted_session(cli, ws)
+    head = max((ws / ".turnback" / "heads").iterdir())
+    from turnback.store.layout import Store
+    from turnback.timeline.codec import StateCodec
+
+    store = Store.open(ws / ".turnback", create=False, kind=None)
+    state = StateCodec(store.objects).read(store.heads.read(int(head.stem)).body)
+    image = next(e.after for t in state.turns for e in t.files.values() if len(e.after) == 32)
+    store.objects.path(image).unlink()
+    rc, out, _ = cli("fsck")
+    assert rc == 1 and image in out and "missing" in out
+
+
 def test_fsck_writes_nothing_and_takes_no_ownership(cli, ws):
     scripted_session(cli, ws)
     store = ws / ".turnback"

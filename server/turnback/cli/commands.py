@@ -366,6 +366,7 @@ def _isatty(stream) -> bool:
 
 def cmd_fsck(ctx) -> int:
     # Opens nothing but fsck: no ownership, no workbench, no writes.
+    from .. import collect  # noqa: F401 - registers the deep check: every head's body and refs
     from ..store.fsck import fsck
 
     report = fsck(ctx.store_path)

@@ -89,7 +89,7 @@ class StateCodec:
         root = {
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             "turns": turn_digests, "between": between,
-            "known": [put("known", {"shard": i, "map": s}) for i, s in enumerate(shards)],
+            "known": [put("known", {"map": s}) for s in shards],  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
             "agents": put("agents", {"items": [a.to_dict() for a in state.agents.values()]}),
