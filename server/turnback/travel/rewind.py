@@ -206,7 +206,8 @@ def summary(c: dict) -> str:
     keep, discard = c["keep"], c["discard"]
     parts = []
     if keep["turnCount"]:
-        parts.append(f"Keeps turns 1–{keep['turnCount']}, ending with turn {keep['last']['turn']} "
+        span = "turn 1" if keep["turnCount"] == 1 else f"turns 1–{keep['turnCount']}"
+        parts.append(f"Keeps {span}, ending with turn {keep['last']['turn']} "
                      f"(\u201c{_short(keep['last']['prompt'])}\u201d).")
     else:
         parts.append("Keeps no turns: the session becomes empty.")
