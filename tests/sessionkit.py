@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from turnback.workbench import Options, Workbench
 
@@ -117,3 +116,45 @@ def child_json(code: str, *args, **kw):
     proc = run_child(code, *args, **kw)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def crash_every_operation(tmp_path: Path, pristine: Path, code: str, args: tuple, snapshot) -> dict:
+    """Run `code` on a copy of `pristine`, killed at its 1st, 2nd, ... file-system operation until it
+    finishes. After each crash, `snapshot(copy)` (which reopens, so recovery runs) must equal the
+    state before the operation or after it, and fsck must find the store sound."""
+    import shutil
+
+    from turnback.store.fsck import fsck
+    from turnback.store.fsio import CRASH_EXIT
+
+    before = snapshot(pristine_copy(tmp_path, pristine, "before"))
+    done = pristine_copy(tmp_path, pristine, "done")
+    proc = run_child(code, done, *args)
+    assert proc.returncode == 0, proc.stderr
+    after = snapshot(done)
+    assert after != before, "the operation under test changed nothing"
+    outcomes = {"old": 0, "new": 0}
+    n = 0
+    while True:
+        n += 1
+        work = pristine_copy(tmp_path, pristine, f"crash{n}")
+        proc = run_child(code, work, *args, crash_at=n)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == CRASH_EXIT, proc.stderr
+        got = snapshot(work)
+        assert got in (before, after), f"a crash at operation {n} left a mix"
+        outcomes["old" if got == before else "new"] += 1
+        report = fsck(work / ".turnback")
+        assert report.ok, (n, [str(p) for p in report.problems])
+        shutil.rmtree(work)
+    assert outcomes["old"] and outcomes["new"], outcomes
+    return outcomes
+
+
+def pristine_copy(tmp_path: Path, pristine: Path, name: str) -> Path:
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(pristine, target, symlinks=True)
+    return target

@@ -3,13 +3,9 @@ capture: each reopen shows the session as it was before the operation or after i
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from sessionkit import Agent, normalised_log, run_child
+from sessionkit import Agent, crash_every_operation, normalised_log
 
-from turnback.store.fsck import fsck
-from turnback.store.fsio import CRASH_EXIT
 
 SETTLE = """
 import sys
@@ -46,50 +42,25 @@ def _pristine(tmp_path, kind):
     return root, before
 
 
-def _expected_after(tmp_path, root, kind, code):
-    done = tmp_path / "done"
-    shutil.copytree(root, done, symlinks=True)
-    proc = run_child(code, done, kind)
-    assert proc.returncode == 0, proc.stderr
-    a = Agent(done, store_kind=kind)
-    after = normalised_log(a.log())
-    a.close()
-    return after
-
-
-def _crash_loop(tmp_path, kind, code):
-    root, before = _pristine(tmp_path, kind)
-    after = _expected_after(tmp_path, root, kind, code)
-    assert after != before
-    seen = {"before": 0, "after": 0}
-    n = 0
-    while True:
-        n += 1
-        work = tmp_path / f"crash{n}"
-        shutil.copytree(root, work, symlinks=True)
-        proc = run_child(code, work, kind, crash_at=n)
-        if proc.returncode == 0:
-            break
-        assert proc.returncode == CRASH_EXIT, proc.stderr
-        a = Agent(work, store_kind=kind)
-        got = normalised_log(a.log())
-        a.close()
-        assert got in (before, after), f"crash at operation {n} left a mix"
-        seen["before" if got == before else "after"] += 1
-        report = fsck(work / ".turnback")
-        assert report.ok, (n, [str(p) for p in report.problems])
-        shutil.rmtree(work)
-    assert n > 5 and seen["before"] and seen["after"]
-    return seen
+def _log(kind):
+    def snapshot(root):
+        a = Agent(root, store_kind=kind)
+        try:
+            return normalised_log(a.log())
+        finally:
+            a.close()
+    return snapshot
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["heads", "pid"])
 def test_crash_at_every_operation_of_settle_and_publish(tmp_path, kind):
-    _crash_loop(tmp_path, kind, SETTLE)
+    root, _before = _pristine(tmp_path, kind)
+    crash_every_operation(tmp_path, root, SETTLE, (kind,), _log(kind))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["heads", "pid"])
 def test_crash_at_every_operation_of_a_capture(tmp_path, kind):
-    _crash_loop(tmp_path, kind, CAPTURE)
+    root, _before = _pristine(tmp_path, kind)
+    crash_every_operation(tmp_path, root, CAPTURE, (kind,), _log(kind))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from sessionkit import Agent, normalised_log, run_child
+from sessionkit import Agent, crash_every_operation, normalised_log
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
@@ -59,31 +59,7 @@ def crash_loop(tmp_path, kind, code, *, rewound=False):
     pristine = tmp_path / "pristine"
     pristine.mkdir()
     build(pristine, kind, rewound=rewound)
-    before = snapshot(pristine, kind)
-    done = tmp_path / "done"
-    shutil.copytree(pristine, done, symlinks=True)
-    proc = run_child(code, done, kind)
-    assert proc.returncode == 0, proc.stderr
-    after = snapshot(done, kind)
-    assert after != before
-    outcomes = {"old": 0, "new": 0}
-    n = 0
-    while True:
-        n += 1
-        work = tmp_path / f"crash{n}"
-        shutil.copytree(pristine, work, symlinks=True)
-        proc = run_child(code, work, kind, crash_at=n)
-        if proc.returncode == 0:
-            break
-        assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
-        got = snapshot(work, kind)  # opening runs recovery before anything else
-        assert got in (before, after), f"a crash at operation {n} left a mix"
-        outcomes["old" if got == before else "new"] += 1
-        report = fsck(work / ".turnback")
-        assert report.ok, (n, [str(p) for p in report.problems])
-        shutil.rmtree(work)
-    assert outcomes["old"] and outcomes["new"], outcomes
-    return outcomes
+    return crash_every_operation(tmp_path, pristine, code, (kind,), lambda root: snapshot(root, kind))
 
 
 @pytest.mark.slow

@@ -5,13 +5,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import InvalidParams, NotFound
+from ..errors import NotFound
 from ..store import fsio
 from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
 from ..travel.rewind import derive
 from . import params as P
+
+
+def _commit_job(wb, operation: str, changes, new_state):
+    """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
+    touched = {d.rel for d in wb.state.directives.values()}
+    outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation, changes=changes,
+                                             new_state=new_state, max_bytes=wb.options.max_file_bytes)
+    return wb.after_transaction(outcome, operation, touched=touched)
 
 
 class RewindFeature:
@@ -38,11 +46,7 @@ class RewindFeature:
         derived = self._derive(boundary)
         if derived.candidate["planHash"] != plan:
             return {"status": "stale", "candidate": derived.candidate}
-        outcome = yield from transaction.run_job(
-            wb.book, wb.ws, operation="rewind", changes=derived.changes,
-            new_state=derived.new_state, max_bytes=wb.options.max_file_bytes)
-        return self.wb.after_transaction(outcome, "rewind",
-                                         touched={d.rel for d in derived.new_state.directives.values()})
+        return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state))
 
 
 class RedoFeature:
@@ -83,10 +87,7 @@ class RedoFeature:
         plan = self._plan(head_seq)
         if plan.result["planHash"] != plan_hash:
             return {"status": "stale", "plan": plan.result}
-        outcome = yield from transaction.run_job(
-            wb.book, wb.ws, operation="redo", changes=plan.changes,
-            new_state=plan.new_state, max_bytes=wb.options.max_file_bytes)
-        return self.wb.after_transaction(outcome, "redo")
+        return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state))
 
 
 class RecoveryFeature:
