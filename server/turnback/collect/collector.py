@@ -457,7 +457,7 @@ class Collector:
         while True:
             # An open object batch means a sweep or capture job is between its slices, holding
             # digests it has not recorded yet (a reused old object among them): wait for it.
-            while getattr(objects, "_batch", None) is not None:
+            while objects.batch_open:
                 self.stats["waits"] += 1
                 phase, self.phase = self.phase, "waiting"
                 yield from self._pause()

@@ -34,6 +34,11 @@ class ObjectStore:
         self.hasher = hasher
         self._batch: _Batch | None = None
 
+    @property
+    def batch_open(self) -> bool:
+        """Objects written inside an open batch are not durable, or even named, yet."""
+        return self._batch is not None
+
     # ------------------------------------------------------------ naming
 
     def path(self, digest: str) -> Path:

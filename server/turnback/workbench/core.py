@@ -237,12 +237,17 @@ class Workbench:
             self.events.emit("status", status)
 
     # -- jobs -----------------------------------------------------------------------------------
-    @staticmethod
-    def run(job: Job):
-        """Run a job to the end at once (the command line's way)."""
+    def run(self, job: Job):
+        """Run a job to the end at once (the command line's way). A long job renews the lease as it
+        goes, as the server's timer would, so a collection of a large store keeps its ownership."""
+        every = self.options.lease_ttl / 3
+        renewed = time.monotonic()
         try:
             while True:
                 next(job)
+                if time.monotonic() - renewed >= every:
+                    self.renew()
+                    renewed = time.monotonic()
         except StopIteration as done:
             return done.value
 
