@@ -115,8 +115,8 @@ class TurnbackServer(LanguageServer):
     async def call(self, spec: Method, params: Any):
         try:
             wb = self.workbench()
+            wb.follow()  # an observer works from the owner's latest publication, not its own copy
             if spec.kind == "read":
-                wb.follow()  # an observer reads the owner's latest publication, not its own copy
                 return spec.call(wb, params)
             if spec.kind == "mutate":
                 async with self.lock:

@@ -45,6 +45,25 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
         os.close(fd)
 
 
+def disk_images_job(ws, rels, hasher, *, max_bytes: int):
+    """`disk_image` of many paths as a job: it yields after each file, so hashing a large plan never
+    holds a server's loop for long. Returns {rel: (image, problem)}."""
+    out = {}
+    for rel in rels:
+        out[rel] = disk_image(ws, rel, hasher, max_bytes=max_bytes)
+        yield ("hash", len(out))
+    return out
+
+
+def drain(job):
+    """Run a job to its end at once and return its value."""
+    try:
+        while True:
+            next(job)
+    except StopIteration as done:
+        return done.value
+
+
 def current_mode(ws, rel: str) -> int | None:
     try:
         st = os.lstat(ws.abs_path(rel))

@@ -16,7 +16,7 @@ from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN
 from ..model.session import SessionState
-from .disk import disk_image
+from .disk import disk_images_job, drain
 from .rewind import _file, _unique, _wire_gap, plan_hash
 
 
@@ -48,6 +48,11 @@ def groups(store, current: SessionState | None, current_head) -> list[dict]:
 
 
 def prepare(store, codec, state: SessionState, current_head, ws, head_seq, *, max_bytes: int) -> RedoPlan:
+    return drain(prepare_job(store, codec, state, current_head, ws, head_seq, max_bytes=max_bytes))
+
+
+def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *, max_bytes: int):
+    """`prepare` as a job: it yields while it hashes the files on disk."""
     if store.kind != "heads":
         raise NoHeads("this store keeps one sidecar record (PID lock) and has no published heads; "
                       "Redo needs a store with heads")
@@ -65,11 +70,13 @@ def prepare(store, codec, state: SessionState, current_head, ws, head_seq, *, ma
     target_state = codec.read(head.body)
     gaps: list[Gap] = []
     files, changes = [], []
-    for rel in sorted(set(state.known) | set(target_state.known)):
-        to = target_state.known.get(rel)
-        if to is None:
-            continue  # the head never saw this path: it was created later; leave it alone
-        now, problem = disk_image(ws, rel, store.objects.hasher, max_bytes=max_bytes)
+    # A path the head never saw was created later: leave it alone. A path with the same image in
+    # both states gives redo nothing to do.
+    paths = sorted(rel for rel, to in target_state.known.items() if to != state.known.get(rel))
+    on_disk = yield from disk_images_job(ws, paths, store.objects.hasher, max_bytes=max_bytes)
+    for rel in paths:
+        to = target_state.known[rel]
+        now, problem = on_disk[rel]
         if problem is not None:
             gaps.append(Gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False))

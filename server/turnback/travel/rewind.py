@@ -23,7 +23,7 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint
-from .disk import disk_image
+from .disk import disk_images_job, drain
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
 
@@ -64,16 +64,22 @@ def keep_count(state: SessionState, boundary: dict) -> int:
 
 
 def derive(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int) -> Derived:
+    return drain(derive_job(state, ws, objects, boundary, max_bytes=max_bytes))
+
+
+def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int):
+    """`derive` as a job: it yields while it hashes the files on disk (the only slow part)."""
     keep = keep_count(state, boundary)
     discarded = state.turns[keep:]
     target = checkpoint(state, keep + 1)  # C(keep+1): the files as they were when turn keep ended
+    on_disk = yield from disk_images_job(ws, sorted(target), objects.hasher, max_bytes=max_bytes)
     gaps: list[Gap] = []
     files, changes = [], []
     unreachable: set[str] = set()
     for rel in sorted(target):
         to = target[rel]
         known = state.known.get(rel)
-        now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
+        now, problem = on_disk[rel]
         if problem is not None:
             unreachable.add(rel)
             gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))

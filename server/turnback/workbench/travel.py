@@ -10,7 +10,7 @@ from ..store import fsio
 from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
-from ..travel.rewind import derive
+from ..travel.rewind import derive_job
 from . import params as P
 
 
@@ -26,13 +26,18 @@ class RewindFeature:
     def __init__(self, wb):
         self.wb = wb
 
-    def _derive(self, boundary):
+    def _derive_job(self, boundary):
         wb = self.wb
-        return derive(wb.state, wb.ws, wb.store.objects, boundary, max_bytes=wb.options.max_file_bytes)
+        return derive_job(wb.state, wb.ws, wb.store.objects, boundary,
+                          max_bytes=wb.options.max_file_bytes)
 
     def prepare(self, params) -> dict:
+        return self.wb.run(self.prepare_job(params))
+
+    def prepare_job(self, params):
         p = P.obj(params)
-        return self._derive(P.field(p, "boundary", dict)).candidate
+        derived = yield from self._derive_job(P.field(p, "boundary", dict))
+        return derived.candidate
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
@@ -43,7 +48,7 @@ class RewindFeature:
         plan = P.field(p, "planHash", str)
         wb = self.wb
         wb.book.require_owner()
-        derived = self._derive(boundary)
+        derived = yield from self._derive_job(boundary)
         if derived.candidate["planHash"] != plan:
             return {"status": "stale", "candidate": derived.candidate}
         return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state))
@@ -66,14 +71,18 @@ class RedoFeature:
             out["reason"] = "no earlier state has been left behind by a rewind"
         return out
 
-    def _plan(self, head_seq):
+    def _plan_job(self, head_seq):
         wb = self.wb
-        return redo_plan.prepare(wb.store, wb.book.codec, wb.state, wb.book.head, wb.ws, head_seq,
-                                 max_bytes=wb.options.max_file_bytes)
+        return redo_plan.prepare_job(wb.store, wb.book.codec, wb.state, wb.book.head, wb.ws,
+                                     head_seq, max_bytes=wb.options.max_file_bytes)
 
     def prepare(self, params) -> dict:
+        return self.wb.run(self.prepare_job(params))
+
+    def prepare_job(self, params):
         p = P.obj(params)
-        return self._plan(P.field(p, "headSeq", int)).result
+        plan = yield from self._plan_job(P.field(p, "headSeq", int))
+        return plan.result
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
@@ -84,7 +93,7 @@ class RedoFeature:
         plan_hash = P.field(p, "planHash", str)
         wb = self.wb
         wb.book.require_owner()
-        plan = self._plan(head_seq)
+        plan = yield from self._plan_job(head_seq)
         if plan.result["planHash"] != plan_hash:
             return {"status": "stale", "plan": plan.result}
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state))
