@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .directives import Directive
 from .gaps import Gap
 from .images import Image
+from .known import KnownMap
 from .turns import Turn
 
 WORKFLOW_LISTS = ("tasks", "goals", "agents", "handoffs")
@@ -36,7 +37,7 @@ class SessionState:
     # Changes seen while no turn ran, keyed by how many turns existed then: between[k] happened after
     # turn k and before turn k+1. Each path keeps its first before-image and its latest after-image.
     between: dict[int, dict[str, tuple[Image, Image]]] = field(default_factory=dict)
-    known: dict[str, Image] = field(default_factory=dict)  # the last known image of every path
+    known: KnownMap = field(default_factory=KnownMap)  # the last known image of every path
     directives: dict[str, Directive] = field(default_factory=dict)
     workflow: dict[str, list] = field(default_factory=lambda: {k: [] for k in WORKFLOW_LISTS})
     agents: dict[str, AgentTranscript] = field(default_factory=dict)
@@ -45,6 +46,10 @@ class SessionState:
     fork_point: str = ""  # identity of the place where this line of history last diverged
     last_op: int = 0  # sequence of the last journal operation folded into this state
     frozen: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.known, KnownMap):
+            self.known = KnownMap(self.known)
 
     # -- small queries every layer needs ---------------------------------------------------------
     @property

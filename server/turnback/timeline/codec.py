@@ -8,19 +8,17 @@ has the same digest in every later publication and costs nothing to publish agai
 
 from __future__ import annotations
 
-import zlib
-
 import cbor2
 
 from ..errors import CorruptStore, NewerFormat
 from ..model.directives import Directive
 from ..model.gaps import Gap
 from ..model.images import is_digest
+from ..model.known import SHARDS, KnownMap, shard_of
 from ..model.session import AgentTranscript, SessionState
 from ..model.turns import Turn
 
 OBJECT_FORMAT = 1
-KNOWN_SHARDS = 64
 
 
 def dumps(kind: str, payload: dict) -> bytes:
@@ -39,8 +37,6 @@ def loads(data: bytes, kind: str, where: str) -> dict:
     return doc["p"]
 
 
-def shard_of(rel: str) -> int:
-    return zlib.crc32(rel.encode()) % KNOWN_SHARDS
 
 
 class StateCodec:
@@ -49,6 +45,7 @@ class StateCodec:
     def __init__(self, objects):
         self.objects = objects
         self._confirmed: dict[str, int] = {}
+        self._shard_cache: dict[int, tuple] = {}  # shard -> ((map id, shard, generation), digest, refs)
 
     def forget(self, digests) -> None:
         """The collector removed these objects: they must be written again if needed."""
@@ -77,11 +74,7 @@ class StateCodec:
         for turn in state.turns:
             turn_digests.append(put("turn", turn.to_dict()))
             refs.update(_turn_images(turn))
-        shards: list[dict] = [{} for _ in range(KNOWN_SHARDS)]
-        for rel, image in state.known.items():
-            shards[shard_of(rel)][rel] = image
-            if is_digest(image):
-                refs.add(image)
+        known_digests = self._known_shards(state.known, refs)
         between = {}
         for k, changes in state.between.items():
             between[k] = {rel: list(pair) for rel, pair in changes.items()}
@@ -89,7 +82,7 @@ class StateCodec:
         root = {
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             "turns": turn_digests, "between": between,
-            "known": [put("known", {"map": s}) for s in shards],  # position is the shard number
+            "known": known_digests,  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
             "agents": put("agents", {"items": [a.to_dict() for a in state.agents.values()]}),
@@ -99,6 +92,34 @@ class StateCodec:
         }
         root_digest = put("session", root)
         return self._put(dumps("body", {"root": root_digest, "refs": sorted(refs)}))
+
+    def _known_shards(self, known: KnownMap, refs: set[str]) -> list[str]:
+        """One object per shard; a shard whose generation has not moved reuses its digest and refs."""
+        if not isinstance(known, KnownMap):
+            known = KnownMap(known)
+        shards: list[dict] | None = None
+        out = []
+        for i in range(SHARDS):
+            key = (known.map_id, i, known.generations[i])
+            cached = self._shard_cache.get(i)
+            if cached is not None and cached[0] == key and self._present(cached[1]):
+                digest, shard_refs = cached[1], cached[2]
+            else:
+                if shards is None:
+                    shards = [{} for _ in range(SHARDS)]
+                    for rel, image in known.items():
+                        shards[shard_of(rel)][rel] = image
+                digest = self._put(dumps("known", {"map": shards[i]}))
+                shard_refs = frozenset(im for im in shards[i].values() if is_digest(im))
+                self._shard_cache[i] = (key, digest, shard_refs)
+            out.append(digest)
+            refs.add(digest)
+            refs.update(shard_refs)
+        return out
+
+    def _present(self, digest: str) -> bool:
+        size = self._confirmed.get(digest)
+        return size is not None and self.objects.stat(digest) == size
 
     # -- read -----------------------------------------------------------------------------------
     def read_body(self, body_digest: str) -> dict:
@@ -112,8 +133,10 @@ class StateCodec:
         state.turns = [Turn.from_dict(self._get(d, "turn")) for d in root["turns"]]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
+        known = {}
         for shard in root["known"]:
-            state.known.update(self._get(shard, "known")["map"])
+            known.update(self._get(shard, "known")["map"])
+        state.known = KnownMap(known)
         state.directives = {d["id"]: Directive.from_dict(d)
                             for d in self._get(root["directives"], "directives")["items"]}
         state.workflow = {k: list(v) for k, v in self._get(root["workflow"], "workflow").items()}
