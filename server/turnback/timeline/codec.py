@@ -91,7 +91,10 @@ class StateCodec:
             "frozen": state.frozen,
         }
         root_digest = put("session", root)
-        return self._put(dumps("body", {"root": root_digest, "refs": sorted(refs)}))
+        # refs packed as raw 16-byte digests, sorted: half the size of a list of hex strings, and a
+        # body is the one object every publication writes anew.
+        packed = b"".join(bytes.fromhex(d) for d in sorted(refs))
+        return self._put(dumps("body", {"root": root_digest, "refs": packed}))
 
     def _known_shards(self, known: KnownMap, refs: set[str]) -> list[str]:
         """One object per shard; a shard whose generation has not moved reuses its digest and refs."""
@@ -123,7 +126,14 @@ class StateCodec:
 
     # -- read -----------------------------------------------------------------------------------
     def read_body(self, body_digest: str) -> dict:
-        return loads(self.objects.get(body_digest), "body", f"object {body_digest}")
+        """`{root, refs}` with refs as hex digests, whatever their packing on disk."""
+        body = loads(self.objects.get(body_digest), "body", f"object {body_digest}")
+        packed = body.get("refs")
+        if isinstance(packed, (bytes, bytearray)):
+            if len(packed) % 16:
+                raise CorruptStore(f"object {body_digest}: a body's refs are not whole digests")
+            body["refs"] = [packed[i:i + 16].hex() for i in range(0, len(packed), 16)]
+        return body
 
     def read(self, body_digest: str) -> SessionState:
         body = self.read_body(body_digest)
