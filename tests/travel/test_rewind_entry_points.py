@@ -203,3 +203,22 @@ def test_rewind_survives_reopen(agent, kind):
     a.reopen()
     assert [t["prompt"] for t in a.log()["turns"]] == ["one"]
     assert a.files() == {"a.txt": b"a1"}
+
+
+def test_directive_anchors_follow_saved_edits_and_stay_when_their_line_is_rewritten(agent):
+    a = agent()
+    (a.root / "src.py").write_text("import os\n# TODO: cache this\nx = 1\n")
+    d = a.wb.directives.upsert({"uri": a.uri("src.py"), "anchor": {"line": 1, "character": 0},
+                                "request": "add a cache"})
+    events = []
+    a.wb.events.subscribe(lambda name, p: events.append(p) if name == "directives" else None)
+    (a.root / "src.py").write_text("import os\nimport sys\n\n# TODO: cache this\nx = 1\n")
+    a.wb.turns.capture_rels(["src.py"])  # a save
+    moved = a.wb.directives.list()["directives"][0]
+    assert (moved["anchor"]["line"], moved["anchor"]["attached"]) == (3, True)
+    assert events and events[-1]["directives"][0]["anchor"]["line"] == 3
+    (a.root / "src.py").write_text("import os\nimport sys\n\n@cache\nx = 1\n")
+    a.wb.turns.capture_rels(["src.py"])  # the anchored line itself was rewritten
+    kept = a.wb.directives.list()["directives"][0]
+    assert (kept["anchor"]["line"], kept["anchor"]["attached"]) == (3, True)
+    assert kept["id"] == d["id"] and kept["request"] == "add a cache"

@@ -164,3 +164,26 @@ def test_a_corrupt_image_is_never_restored(agent):
     out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
     assert out["status"] == "rolled-back"
     assert a.files()["a.txt"] == b"a2"
+
+
+def test_recovery_at_open_is_reported(tmp_path):
+    pristine = tmp_path / "p"
+    pristine.mkdir()
+    build(pristine, "heads")
+    from sessionkit import run_child
+
+    for n in range(20, 200, 10):  # a crash somewhere inside the file writes leaves an intent
+        work = tmp_path / f"w{n}"
+        shutil.copytree(pristine, work, symlinks=True)
+        if run_child(REWIND, work, "heads", crash_at=n).returncode == 0:
+            break
+        if any((work / ".turnback" / "txn").iterdir()):
+            a = Agent(work)
+            try:
+                recovered = a.wb.info()["opened"]["recovered"]
+            finally:
+                a.close()
+            assert recovered and recovered[0]["operation"] == "rewind"
+            assert recovered[0]["action"] in ("finished", "rolled-back")
+            return
+    raise AssertionError("no crash point left an intent record to recover")

@@ -220,6 +220,9 @@ class Workbench:
             "recovery": len(self.recovery.records()),
             "frozen": self.state.frozen,
             "workspace": str(self.root),
+            # what opening found and did: interrupted transactions finished or rolled back, a torn
+            # journal tail cut, operations replayed from the journal
+            "opened": self.open_report,
         }
 
     def status(self) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 import uuid
 
@@ -26,13 +28,55 @@ class DirectivesFeature:
     def wire(self, d: Directive) -> dict:
         return rules.to_wire(d, self.wb.ws.to_uri(d.rel), self.state.directives)
 
-    def _line_text(self, rel: str, line: int) -> str:
+    def _text(self, rel: str) -> str | None:
+        """The file's text as it is on disk now (None: absent, unreadable, a link, or too large)."""
+        from ..errors import TurnbackError
+
         try:
-            text = self.wb.ws.abs_path(rel).read_bytes().decode("utf-8", "replace")
+            self.wb.ws.check_components(rel)
+            fd = os.open(self.wb.ws.abs_path(rel), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_NONBLOCK", 0))
+        except (OSError, TurnbackError):
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > self.wb.options.max_file_bytes:
+                return None
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", "replace")
         except OSError:
-            return ""
-        lines = rules.split_lines(text)
+            return None
+        finally:
+            os.close(fd)
+
+    def _line_text(self, rel: str, line: int) -> str:
+        lines = rules.split_lines(self._text(rel) or "")
         return lines[line] if 0 <= line < len(lines) else ""
+
+    def follow_edits(self, rels) -> None:
+        """After a file with directives changed, move their anchors with their text, so panels stay
+        beside what the user anchored them to. An edit that rewrites the anchored line (the agent
+        implementing the directive, typically) leaves the anchor where it was: only a rewind that
+        restores a file without the text detaches it."""
+        wanted = set(rels)
+        mine = [d for d in self.state.directives.values() if d.rel in wanted]
+        if not mine:
+            return
+        texts = {rel: self._text(rel) for rel in {d.rel for d in mine}}
+        changed = set()
+        for d in mine:
+            new = rules.reattach_anchor(d, texts[d.rel], running_turn=self._running())
+            if not new.attached:
+                continue
+            if (new.line, new.attached, new.anchor_text, new.state) != \
+                    (d.line, d.attached, d.anchor_text, d.state):
+                self.wb.book.record({"op": "directive", "directive": new.to_dict()})
+                changed.add(d.rel)
+        if changed:
+            self.wb.book.sync()
+            self.notify(changed)
 
     def _save(self, d: Directive) -> None:
         d.state = rules.recompute_state(d, running_turn=self._running())

@@ -75,6 +75,8 @@ class TurnsFeature:
                 captured.append({"uri": uri, "digest": None, "checkpoint": None})
                 continue
             result, new_gaps = self.wb.recorder.capture(rel, phase=phase)
+            if phase == "after":
+                self.wb.directives.follow_edits([rel])
             gaps.extend(self.wb.wire_gap(g) for g in new_gaps)
             captured.append({"uri": self.wb.ws.to_uri(rel),
                              "digest": result.image if result.image not in (None, ABSENT) else None,
@@ -89,6 +91,8 @@ class TurnsFeature:
             return
         for rel in rels:
             self.wb.recorder.capture(rel, phase=phase)
+        if phase == "after":
+            self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
         self.wb.emit_status()
 
