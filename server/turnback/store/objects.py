@@ -33,6 +33,7 @@ class ObjectStore:
         self.root = Path(root)
         self.hasher = hasher
         self._batch: _Batch | None = None
+        self.removals = 0  # objects this process removed: lets callers know when a cache may lie
 
     @property
     def batch_open(self) -> bool:
@@ -311,6 +312,7 @@ class ObjectStore:
 
     def remove(self, digest: str) -> None:
         """Delete an object. For the collector only, after it proved nothing references it."""
+        self.removals += 1
         fsio.unlink(self.path(digest), missing_ok=True)
 
     def _corrupt(self, digest: str, where: Path) -> CorruptObject:

@@ -278,9 +278,15 @@ class Workbench:
         self.rules.invalidate()
         # One durability pass for every image the sweep stores, not one fsync per file. Mutating work
         # is serialised, so nothing else writes objects while the batch is open.
+        # A cached digest is worth an existence check only if objects may have been removed since
+        # the cache was last checked: always in a fresh process, later only after a collection here.
+        removals = self.store.objects.removals
+        verify = getattr(self, "_verified_at", None) != removals
         with self.store.objects.batch():
             result = yield from iter_sweep(self.ws, self.store.objects, self._stat_cache,
-                                           max_bytes=self.options.max_file_bytes, rules=self.rules)
+                                           max_bytes=self.options.max_file_bytes, rules=self.rules,
+                                           verify_objects=verify)
+        self._verified_at = removals
         changed = self.recorder.apply_sweep(result)
         self._stat_cache.save(cache_path)
         self.emit_status()
