@@ -43,3 +43,26 @@ def test_publication_re_encodes_only_changed_shards_and_reads_back_whole(tmp_pat
     assert codec.read(body).known == state.known
     assert len(codec.read_body(body)["refs"]) >= SHARDS
     assert shard_of("f7.txt") in range(SHARDS)
+
+
+def test_publications_of_a_growing_response_store_each_piece_once(tmp_path):
+    store = Store.open(tmp_path / ".turnback")
+    codec = StateCodec(store.objects)
+    from turnback.model.turns import Turn
+
+    state = new_session()
+    state.turns.append(Turn(n=1, kind="chat", prompt="go", started=1.0))
+    pieces = [f"paragraph {i} " * 200 for i in range(30)]
+    sizes = []
+    for piece in pieces:
+        state.turns[0].response += piece
+        before = sum(store.objects.stat(d) for d in store.objects.list())
+        body = codec.write(state)
+        sizes.append(sum(store.objects.stat(d) for d in store.objects.list()) - before)
+    total = len("".join(pieces).encode())
+    assert sum(sizes) < 3 * total  # O(total), not O(publications x total) (~15x total here)
+    assert codec.read(body).turns[0].response == "".join(pieces)
+    fresh = StateCodec(store.objects)  # another process continues the chunks it reads back
+    back = fresh.read(body)
+    back.turns[0].response = "replaced entirely"
+    assert fresh.read(fresh.write(back)).turns[0].response == "replaced entirely"

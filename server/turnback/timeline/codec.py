@@ -45,7 +45,8 @@ class StateCodec:
     def __init__(self, objects):
         self.objects = objects
         self._confirmed: dict[str, int] = {}
-        self._shard_cache: dict[int, tuple] = {}  # shard -> ((map id, shard, generation), digest, refs)
+        self._shard_cache: dict[int, tuple] = {}
+        self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix digest, chunks)  # shard -> ((map id, shard, generation), digest, refs)
 
     def forget(self, digests) -> None:
         """The collector removed these objects: they must be written again if needed."""
@@ -72,7 +73,10 @@ class StateCodec:
 
         turn_digests = []
         for turn in state.turns:
-            turn_digests.append(put("turn", turn.to_dict()))
+            doc = turn.to_dict()
+            doc["responseChunks"] = self._response_chunks(state.session_id, turn, refs)
+            del doc["response"]
+            turn_digests.append(put("turn", doc))
             refs.update(_turn_images(turn))
         known_digests = self._known_shards(state.known, refs)
         between = {}
@@ -120,6 +124,37 @@ class StateCodec:
             refs.update(shard_refs)
         return out
 
+    def _response_chunks(self, session_id: str, turn: Turn, refs: set[str]) -> list[str]:
+        """A turn's response as append-only text chunks: a publication inside a long turn writes only
+        the text added since the previous one, so N publications of a growing response cost O(total)
+        bytes rather than O(N x total)."""
+        key = (session_id, turn.n, turn.started)
+        text = turn.response.encode("utf-8")
+        end, prefix, chunks = self._chunks.get(key, (0, None, []))
+        if end > len(text) or (end and self.objects.hasher.digest(text[:end]) != prefix) \
+                or not all(self._present(c) for c in chunks):
+            end, chunks = 0, []  # the text was replaced, not extended: start over
+        if len(text) > end or not chunks:
+            chunks = chunks + [self._put(text[end:])]
+            end = len(text)
+            self._chunks[key] = (end, self.objects.hasher.digest(text), chunks)
+        refs.update(chunks)
+        return list(chunks)
+
+    def _read_turn(self, session_id: str, digest: str) -> Turn:
+        doc = self._get(digest, "turn")
+        chunks = doc.pop("responseChunks", None)
+        if chunks is not None:
+            text = b"".join(self.objects.get(c) for c in chunks)
+            doc["response"] = text.decode("utf-8")
+            for c in chunks:
+                self._confirmed[c] = self.objects.stat(c) or 0
+        turn = Turn.from_dict(doc)
+        if chunks is not None:
+            self._chunks[(session_id, turn.n, turn.started)] = (
+                len(text), self.objects.hasher.digest(text), list(chunks))
+        return turn
+
     def _present(self, digest: str) -> bool:
         size = self._confirmed.get(digest)
         return size is not None and self.objects.stat(digest) == size
@@ -140,7 +175,7 @@ class StateCodec:
         root = self._get(body["root"], "session")
         state = SessionState(session_id=root["sessionId"], created=root["created"],
                              config=dict(root.get("config", {})))
-        state.turns = [Turn.from_dict(self._get(d, "turn")) for d in root["turns"]]
+        state.turns = [self._read_turn(state.session_id, d) for d in root["turns"]]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
         known = {}
