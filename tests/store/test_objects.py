@@ -47,7 +47,7 @@ def test_put_get_layout_and_modes(store):
     assert not store.objects.has(d) and store.objects.stat(d) is None
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.binary(max_size=300), max_size=12), st.booleans())
 def test_any_sequence_of_puts_returns_the_bytes(store, blobs, batched):
     if batched:
