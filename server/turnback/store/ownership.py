@@ -147,18 +147,23 @@ class Lease:
 
     def release(self) -> None:
         """Give the lease up (the epoch stays, so the next owner still counts up from it)."""
-        with _locked(self.store_dir / LEASE_LOCK):
-            try:
-                rec = _read(self.path, "lease")
-            except CorruptStore:
-                return
-            if rec and rec.get("id") == self.owner_id and rec.get("epoch") == self.epoch \
-                    and not rec.get("released"):
-                self._write(released=True)
+        _release(self, LEASE_LOCK, "lease")
 
     def owner_info(self) -> dict:
         return {"id": self.owner_id, "pid": self.pid, "host": self.host, "epoch": self.epoch,
                 "expires": self.expires, "kind": "lease"}
+
+
+def _release(holder, lock_name: str, kind: str) -> None:
+    """Mark the record released, if it is still this holder's (same id and epoch); else leave it."""
+    with _locked(holder.store_dir / lock_name):
+        try:
+            rec = _read(holder.path, kind)
+        except CorruptStore:
+            return
+        if rec and rec.get("id") == holder.owner_id and rec.get("epoch") == holder.epoch \
+                and not rec.get("released"):
+            holder._write(released=True)
 
 
 def _own_start_time() -> float:
@@ -263,14 +268,7 @@ class PidLock:
         self.check()
 
     def release(self) -> None:
-        with _locked(self.store_dir / PID_LOCK):
-            try:
-                rec = _read(self.path, "pidlock")
-            except CorruptStore:
-                return
-            if rec and rec.get("id") == self.owner_id and rec.get("epoch") == self.epoch \
-                    and not rec.get("released"):
-                self._write(released=True)
+        _release(self, PID_LOCK, "pidlock")
 
     def owner_info(self) -> dict:
         return {"id": self.owner_id, "pid": self.pid, "host": self.host, "epoch": self.epoch,
