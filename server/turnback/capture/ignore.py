@@ -50,7 +50,7 @@ class _Rules:
     (A differential test against `git ls-files --others --exclude-standard` backs this.)
     """
 
-    __slots__ = ("rules",)
+    __slots__ = ("rules", "any")
 
     def __init__(self, patterns):
         rules = []
@@ -60,11 +60,26 @@ class _Rules:
                 regex = re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
             rules.append((regex, bool(p.include)))
         self.rules = rules
+        self.any = _union(rules)
 
     def verdict(self, probe: str) -> bool | None:
+        # Most paths match no pattern at all: one search of the union answers them.
+        if self.any is not None and self.any.search(probe) is None:
+            return None
         for regex, include in self.rules:
             if regex.search(probe) is not None:
                 return include
+        return None
+
+
+def _union(rules) -> re.Pattern | None:
+    """One regex that matches where any rule matches (group names stripped so they can coexist)."""
+    if len(rules) < 2 or len({r.flags for r, _ in rules}) != 1:
+        return None
+    parts = [re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", r.pattern) for r, _ in rules]
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in parts), rules[0][0].flags)
+    except re.error:
         return None
 
 
@@ -110,11 +125,13 @@ class IgnoreRules:
         self._exclude: _Rules | None = None
         self._exclude_loaded = False
         self._dir_verdicts: dict[str, bool] = {}
+        self._chains: dict[str, list[tuple[_Rules, int]]] = {}
 
     def invalidate(self) -> None:
         """Forget every cached rule file and verdict (a .gitignore may have changed)."""
         self._specs.clear()
         self._dir_verdicts.clear()
+        self._chains.clear()
         self._exclude = None
         self._exclude_loaded = False
 
@@ -130,6 +147,24 @@ class IgnoreRules:
         spec = _parse(lines) if lines else None
         self._specs[folder] = spec
         return spec
+
+    def _chain(self, folder: str) -> list[tuple[_Rules, int]]:
+        """The rule files that apply inside `folder`, nearest first, each with the offset at which a
+        path below it starts. Cached per folder: a walker asks once per file of the same folder."""
+        chain = self._chains.get(folder)
+        if chain is None:
+            chain = []
+            current = folder
+            while True:
+                spec = self._spec(current)
+                if spec is not None:
+                    chain.append((spec, len(current) + 1 if current else 0))
+                if not current:
+                    break
+                cut = current.rfind("/")
+                current = current[:cut] if cut >= 0 else ""
+            self._chains[folder] = chain
+        return chain
 
     def _exclude_spec(self) -> _Rules | None:
         if not self._exclude_loaded:
@@ -157,18 +192,11 @@ class IgnoreRules:
         if self._always(rel) or self.ws.in_store(rel):
             return True
         probe_suffix = "/" if is_dir else ""
-        folder = rel
-        while True:
-            cut = folder.rfind("/")
-            folder = folder[:cut] if cut >= 0 else ""
-            spec = self._spec(folder)
-            if spec is not None:
-                sub = rel[len(folder) + 1:] if folder else rel
-                verdict = spec.verdict(sub + probe_suffix)
-                if verdict is not None:
-                    return bool(verdict)
-            if not folder:
-                break
+        cut = rel.rfind("/")
+        for spec, start in self._chain(rel[:cut] if cut >= 0 else ""):
+            verdict = spec.verdict(rel[start:] + probe_suffix)
+            if verdict is not None:
+                return bool(verdict)
         spec = self._exclude_spec()
         if spec is not None:
             verdict = spec.verdict(rel + probe_suffix)
