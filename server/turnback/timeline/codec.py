@@ -46,7 +46,9 @@ class StateCodec:
         self.objects = objects
         self._confirmed: dict[str, int] = {}
         self._shard_cache: dict[int, tuple] = {}
-        self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix digest, chunks)  # shard -> ((map id, shard, generation), digest, refs)
+        self._chunks: dict[tuple, tuple] = {}
+        self._lists_by_key: dict[str, str] = {}  # turn or shard digest -> its reference list
+        self._list_contents: dict[str, tuple[str, ...]] = {}  # reference list -> the digests in it  # (session, turn, started) -> (end, prefix digest, chunks)  # shard -> ((map id, shard, generation), digest, refs)
 
     def forget(self, digests) -> None:
         """The collector removed these objects: they must be written again if needed."""
@@ -71,14 +73,17 @@ class StateCodec:
             refs.add(digest)
             return digest
 
-        turn_digests = []
+        turn_digests, lists = [], []
         for turn in state.turns:
             doc = turn.to_dict()
-            doc["responseChunks"] = self._response_chunks(state.session_id, turn, refs)
+            turn_refs: set[str] = set(_turn_images(turn))
+            doc["responseChunks"] = self._response_chunks(state.session_id, turn, turn_refs)
             del doc["response"]
-            turn_digests.append(put("turn", doc))
-            refs.update(_turn_images(turn))
-        known_digests = self._known_shards(state.known, refs)
+            digest = self._put(dumps("turn", doc))
+            turn_digests.append(digest)
+            turn_refs.add(digest)
+            lists.append(self._ref_list(digest, turn_refs))  # the turn object names all it reaches
+        known_digests = self._known_shards(state.known, lists)
         between = {}
         for k, changes in state.between.items():
             between[k] = {rel: list(pair) for rel, pair in changes.items()}
@@ -95,13 +100,26 @@ class StateCodec:
             "frozen": state.frozen,
         }
         root_digest = put("session", root)
-        # refs packed as raw 16-byte digests, sorted: half the size of a list of hex strings, and a
-        # body is the one object every publication writes anew.
-        packed = b"".join(bytes.fromhex(d) for d in sorted(refs))
-        return self._put(dumps("body", {"root": root_digest, "refs": packed}))
+        # The body names the small things directly and every turn's and shard's reference list by
+        # the list object's digest: those lists are shared by every publication whose turn or shard
+        # is unchanged, so a publication writes O(change) bytes, not O(state).
+        return self._put(dumps("body", {"root": root_digest, "refs": _pack(refs),
+                                        "lists": _pack(set(lists))}))
 
-    def _known_shards(self, known: KnownMap, refs: set[str]) -> list[str]:
-        """One object per shard; a shard whose generation has not moved reuses its digest and refs."""
+    def _ref_list(self, key: str, refs: set[str]) -> str:
+        """The digest of the reference-list object for a turn or shard object `key` (cached: the list
+        is a function of the object it starts from, which is content-addressed)."""
+        cached = self._lists_by_key.get(key)
+        if cached is not None and self._present(cached):
+            return cached
+        digest = self._put(dumps("refs", {"refs": _pack(refs)}))
+        self._lists_by_key[key] = digest
+        self._list_contents[digest] = tuple(sorted(refs))
+        return digest
+
+    def _known_shards(self, known: KnownMap, lists: list[str]) -> list[str]:
+        """One object per shard, each with its reference list; a shard whose generation has not moved
+        reuses its digest and list."""
         if not isinstance(known, KnownMap):
             known = KnownMap(known)
         shards: list[dict] | None = None
@@ -109,19 +127,20 @@ class StateCodec:
         for i in range(SHARDS):
             key = (known.map_id, i, known.generations[i])
             cached = self._shard_cache.get(i)
-            if cached is not None and cached[0] == key and self._present(cached[1]):
-                digest, shard_refs = cached[1], cached[2]
+            if cached is not None and cached[0] == key and self._present(cached[1]) \
+                    and self._present(cached[2]):
+                digest, ref_list = cached[1], cached[2]
             else:
                 if shards is None:
                     shards = [{} for _ in range(SHARDS)]
                     for rel, image in known.items():
                         shards[shard_of(rel)][rel] = image
                 digest = self._put(dumps("known", {"map": shards[i]}))
-                shard_refs = frozenset(im for im in shards[i].values() if is_digest(im))
-                self._shard_cache[i] = (key, digest, shard_refs)
+                shard_refs = {im for im in shards[i].values() if is_digest(im)} | {digest}
+                ref_list = self._ref_list(digest, shard_refs)
+                self._shard_cache[i] = (key, digest, ref_list)
             out.append(digest)
-            refs.add(digest)
-            refs.update(shard_refs)
+            lists.append(ref_list)
         return out
 
     def _response_chunks(self, session_id: str, turn: Turn, refs: set[str]) -> list[str]:
@@ -161,14 +180,25 @@ class StateCodec:
 
     # -- read -----------------------------------------------------------------------------------
     def read_body(self, body_digest: str) -> dict:
-        """`{root, refs}` with refs as hex digests, whatever their packing on disk."""
+        """`{root, refs}` with refs as hex digests: the body's own, plus each reference list it names
+        and that list's contents. Lists are immutable, so their contents are remembered by digest."""
         body = loads(self.objects.get(body_digest), "body", f"object {body_digest}")
-        packed = body.get("refs")
-        if isinstance(packed, (bytes, bytearray)):
-            if len(packed) % 16:
-                raise CorruptStore(f"object {body_digest}: a body's refs are not whole digests")
-            body["refs"] = [packed[i:i + 16].hex() for i in range(0, len(packed), 16)]
+        refs = _unpack(body.get("refs", b""), body_digest)
+        for ref_list in _unpack(body.pop("lists", b""), body_digest):
+            refs.append(ref_list)
+            refs.extend(self.list_contents(ref_list))
+        body["refs"] = refs
         return body
+
+    def list_contents(self, digest: str) -> tuple[str, ...]:
+        contents = self._list_contents.get(digest)
+        if contents is None:
+            doc = loads(self.objects.get(digest), "refs", f"object {digest}")
+            contents = tuple(_unpack(doc["refs"], digest))
+            if len(self._list_contents) > 65536:
+                self._list_contents.clear()  # a bound, not a policy: lists are cheap to read again
+            self._list_contents[digest] = contents
+        return contents
 
     def read(self, body_digest: str) -> SessionState:
         body = self.read_body(body_digest)
@@ -198,6 +228,19 @@ class StateCodec:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
         self._confirmed[digest] = self.objects.stat(digest) or 0
         return payload
+
+
+def _pack(digests) -> bytes:
+    """Digests as sorted raw 16-byte values: deterministic, and half the size of hex text."""
+    return b"".join(bytes.fromhex(d) for d in sorted(digests))
+
+
+def _unpack(packed, where: str) -> list[str]:
+    if isinstance(packed, list):
+        return list(packed)
+    if not isinstance(packed, (bytes, bytearray)) or len(packed) % 16:
+        raise CorruptStore(f"object {where}: a reference list is not whole digests")
+    return [packed[i:i + 16].hex() for i in range(0, len(packed), 16)]
 
 
 def _turn_images(turn: Turn):
