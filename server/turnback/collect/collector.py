@@ -371,7 +371,8 @@ class Collector:
             self.progress = {"done": len(self.marked_bodies), "total": len(self.marked_bodies)
                              + len(self.to_mark) + 1}
             try:
-                doc = self.wb.book.codec.read_body(body)
+                # A reference list already marked had its contents marked with it: not read again.
+                doc = self.wb.book.codec.read_body(body, skip=self.marked)
                 refs = doc.get("refs") if isinstance(doc, dict) else None
                 if not isinstance(refs, list) or not all(is_digest(r) for r in refs):
                     raise ValueError("its refs are not a list of digests")

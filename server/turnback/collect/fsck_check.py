@@ -13,9 +13,11 @@ from ..timeline.codec import StateCodec
 from . import roots
 
 
-def _check_body(store, codec: StateCodec, body: str, where, what: str, report) -> None:
+def _check_body(store, codec: StateCodec, body: str, where, what: str, report, seen=None) -> None:
+    """`seen`: reference lists already checked (their contents with them), not read again."""
+    seen = set() if seen is None else seen
     try:
-        doc = codec.read_body(body)
+        doc = codec.read_body(body, skip=seen)
         refs = doc.get("refs")
         if not isinstance(refs, list) or not all(is_digest(r) for r in refs):
             raise ValueError("its refs are not a list of digests")
@@ -25,7 +27,8 @@ def _check_body(store, codec: StateCodec, body: str, where, what: str, report) -
     except Exception as exc:
         report.add(where, f"{what} body object {body} does not read: {getattr(exc, 'message', exc)}")
         return
-    missing = [r for r in refs if not store.objects.has(r)]
+    missing = [r for r in refs if r not in seen and not store.objects.has(r)]
+    seen.update(r for r in refs if r not in missing)
     if missing:
         report.add(where, f"{what} references {len(missing)} missing object(s): "
                           f"{', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")
@@ -33,19 +36,20 @@ def _check_body(store, codec: StateCodec, body: str, where, what: str, report) -
 
 def check_head_bodies(store, report) -> None:
     codec = StateCodec(store.objects)
+    seen: set[str] = set()  # objects already found present, shared reference lists among them
     for seq in store.heads.list_seqs():
         try:
             rec = store.heads.read(seq)
         except Exception:
             continue  # fsck has already reported the record itself
-        _check_body(store, codec, rec.body, store.heads.path(seq), f"head {seq}", report)
+        _check_body(store, codec, rec.body, store.heads.path(seq), f"head {seq}", report, seen)
     if store.kind == "pid":
         try:
             body = roots.sidecar_body(store)
         except Exception:
             return  # reported by fsck's record checks
         if body is not None:
-            _check_body(store, codec, body, store.sidecar_path, "the sidecar", report)
+            _check_body(store, codec, body, store.sidecar_path, "the sidecar", report, seen)
 
 
 def register() -> None:

@@ -45,10 +45,9 @@ class StateCodec:
     def __init__(self, objects):
         self.objects = objects
         self._confirmed: dict[str, int] = {}
-        self._shard_cache: dict[int, tuple] = {}
-        self._chunks: dict[tuple, tuple] = {}
+        self._shard_cache: dict[int, tuple] = {}  # shard -> ((map id, shard, generation), digest, list)
+        self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix, chunks)
         self._lists_by_key: dict[str, str] = {}  # turn or shard digest -> its reference list
-        self._list_contents: dict[str, tuple[str, ...]] = {}  # reference list -> the digests in it  # (session, turn, started) -> (end, prefix digest, chunks)  # shard -> ((map id, shard, generation), digest, refs)
 
     def forget(self, digests) -> None:
         """The collector removed these objects: they must be written again if needed."""
@@ -114,7 +113,6 @@ class StateCodec:
             return cached
         digest = self._put(dumps("refs", {"refs": _pack(refs)}))
         self._lists_by_key[key] = digest
-        self._list_contents[digest] = tuple(sorted(refs))
         return digest
 
     def _known_shards(self, known: KnownMap, lists: list[str]) -> list[str]:
@@ -179,26 +177,22 @@ class StateCodec:
         return size is not None and self.objects.stat(digest) == size
 
     # -- read -----------------------------------------------------------------------------------
-    def read_body(self, body_digest: str) -> dict:
+    def read_body(self, body_digest: str, *, skip=()) -> dict:
         """`{root, refs}` with refs as hex digests: the body's own, plus each reference list it names
-        and that list's contents. Lists are immutable, so their contents are remembered by digest."""
+        and that list's contents. A list in `skip` (a marker's set of objects already marked, whose
+        contents were marked with it) is named but not read again."""
         body = loads(self.objects.get(body_digest), "body", f"object {body_digest}")
         refs = _unpack(body.get("refs", b""), body_digest)
         for ref_list in _unpack(body.pop("lists", b""), body_digest):
             refs.append(ref_list)
-            refs.extend(self.list_contents(ref_list))
+            if ref_list not in skip:
+                refs.extend(self.list_contents(ref_list))
         body["refs"] = refs
         return body
 
-    def list_contents(self, digest: str) -> tuple[str, ...]:
-        contents = self._list_contents.get(digest)
-        if contents is None:
-            doc = loads(self.objects.get(digest), "refs", f"object {digest}")
-            contents = tuple(_unpack(doc["refs"], digest))
-            if len(self._list_contents) > 65536:
-                self._list_contents.clear()  # a bound, not a policy: lists are cheap to read again
-            self._list_contents[digest] = contents
-        return contents
+    def list_contents(self, digest: str) -> list[str]:
+        doc = loads(self.objects.get(digest), "refs", f"object {digest}")
+        return _unpack(doc["refs"], digest)
 
     def read(self, body_digest: str) -> SessionState:
         body = self.read_body(body_digest)
