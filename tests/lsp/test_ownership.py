@@ -47,6 +47,20 @@ async def test_two_servers_observer_then_take_over(ws, servers, flavour):
     assert (await observer.req("turnback/session/info", {}))["turnCount"] == 2
 
 
+async def test_an_observer_hears_the_owners_gaps_and_heads(ws, servers):
+    owner = await servers(ws, "vscode", init_options={"capture": {"maxFileBytes": 1000}})
+    observer = await servers(ws, "emacs", init_options={"capture": {"maxFileBytes": 1000}})
+    assert observer.status[-1]["ownership"] == "observer"
+    n = (await owner.req("turnback/turn/begin", {"prompt": "make trouble"}))["turn"]
+    (ws / "big.bin").write_bytes(b"x" * 5000)
+    await owner.req("turnback/turn/capture", {"uris": [owner.uri("big.bin")]})
+    await owner.req("turnback/turn/settle", {"turn": n})
+    head = (await owner.req("turnback/session/info", {}))["headSeq"]
+    await observer.until(lambda: observer.status[-1]["liveGaps"] == 1
+                         and observer.status[-1]["headSeq"] == head, timeout=8,
+                         what="the observer's status to follow the owner")
+
+
 async def test_status_notifications_as_gaps_appear_and_clear(ws, servers, flavour):
     tb = await servers(ws, flavour, init_options={"capture": {"maxFileBytes": 1000}})
     assert tb.status[-1]["liveGaps"] == 0

@@ -254,6 +254,9 @@ class TurnbackServer(LanguageServer):
                     if wb.try_take_over():
                         log.info("the owner went away; this server now owns the store")
                         self.kick_collection()
+                    else:
+                        wb.follow()  # the owner's new gaps and heads reach this client too
+                        wb.emit_status()
                 except Exception:
                     log.exception("could not take over the store")
 
