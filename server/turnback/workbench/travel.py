@@ -153,6 +153,9 @@ class RecoveryFeature:
 
     def recover_interrupted(self) -> list[dict]:
         report = transaction.recover(self.wb.book, self.wb.ws)
+        # Temp files in the store are leftovers of interrupted writes: only an owner writes, and the
+        # owner is us, now, before any new work.
+        self.wb.open_report["tempFilesRemoved"] = len(self.wb.store.sweep_temp())
         if report:
             self.wb.collection.schedule("recovery")
         return report
