@@ -9,7 +9,7 @@ sweep has covered the path, else `unknown` with a gap) and hands the book one op
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, Image
@@ -25,12 +25,6 @@ class Captured:
     image: Image | None  # None when the path could not be read
     checkpoint: str | None  # the checkpoint name of the running turn's entry, if any
     changed: bool = False
-
-
-@dataclass
-class CaptureResult:
-    captured: list[Captured] = field(default_factory=list)
-    gaps: list[Gap] = field(default_factory=list)
 
 
 class Recorder:

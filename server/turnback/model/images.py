@@ -10,8 +10,3 @@ Image = str  # a 32-hex object digest, ABSENT or UNKNOWN
 
 def is_digest(image: Image | None) -> bool:
     return bool(image) and image not in (ABSENT, UNKNOWN)
-
-
-def wire_image(image: Image | None) -> str | None:
-    """The contract sends digests as strings and the markers as themselves; None stays None."""
-    return image

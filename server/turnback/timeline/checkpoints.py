@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..model.images import UNKNOWN, Image
+from ..model.images import Image
 from ..model.session import SessionState
 
 
@@ -30,15 +30,3 @@ def checkpoint(state: SessionState, n: int) -> dict[str, Image]:
     for rel, before, _after, _turn in changes_from(state, n):
         result.setdefault(rel, before)
     return result
-
-
-def touched_since(state: SessionState, n: int) -> dict[str, int | None]:
-    """Each path changed since turn n began, with the first turn that changed it (None: between turns)."""
-    first: dict[str, int | None] = {}
-    for rel, _before, _after, turn in changes_from(state, n):
-        first.setdefault(rel, turn)
-    return first
-
-
-def is_unknown(image: Image | None) -> bool:
-    return image is None or image == UNKNOWN

@@ -9,6 +9,7 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT
 from ..model.session import WORKFLOW_LISTS
 from ..model.steps import SCOPES
+from ..model.turns import TURN_KINDS, TURN_STATES
 from . import params as P
 
 
@@ -27,7 +28,7 @@ class TurnsFeature:
     # -- begin ----------------------------------------------------------------------------------
     def begin_job(self, params):
         p = P.obj(params)
-        kind = P.field(p, "kind", str, default="chat", choices=("chat", "directive"))
+        kind = P.field(p, "kind", str, default="chat", choices=TURN_KINDS)
         prompt = P.field(p, "prompt", str, default="")
         directive_id = P.field(p, "directiveId", str, default=None, allow_none=True)
         instructions = P.obj(p.get("instructions"), "instructions")
@@ -201,7 +202,7 @@ class TurnsFeature:
         p = P.obj(params)
         self.book.require_owner()
         turn = self._running_turn(p)
-        status = P.field(p, "status", str, default="settled", choices=("settled", "cancelled"))
+        status = P.field(p, "status", str, default="settled", choices=TURN_STATES[1:])
         # A settle sweep attributes what a shell command changed behind our back to this turn.
         yield from self.wb.sweep_job()
         self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
