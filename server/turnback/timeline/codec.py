@@ -14,7 +14,7 @@ from ..errors import CorruptStore, NewerFormat
 from ..model.directives import Directive
 from ..model.gaps import Gap
 from ..model.images import is_digest
-from ..model.known import SHARDS, KnownMap, shard_of
+from ..model.known import SHARDS, KnownMap
 from ..model.session import AgentTranscript, SessionState
 from ..model.turns import Turn
 
@@ -120,7 +120,6 @@ class StateCodec:
         reuses its digest and list."""
         if not isinstance(known, KnownMap):
             known = KnownMap(known)
-        shards: list[dict] | None = None
         out = []
         for i in range(SHARDS):
             key = (known.map_id, i, known.generations[i])
@@ -129,12 +128,9 @@ class StateCodec:
                     and self._present(cached[2]):
                 digest, ref_list = cached[1], cached[2]
             else:
-                if shards is None:
-                    shards = [{} for _ in range(SHARDS)]
-                    for rel, image in known.items():
-                        shards[shard_of(rel)][rel] = image
-                digest = self._put(dumps("known", {"map": shards[i]}))
-                shard_refs = {im for im in shards[i].values() if is_digest(im)} | {digest}
+                shard = known.shard(i)
+                digest = self._put(dumps("known", {"map": shard}))
+                shard_refs = {im for im in shard.values() if is_digest(im)} | {digest}
                 ref_list = self._ref_list(digest, shard_refs)
                 self._shard_cache[i] = (key, digest, ref_list)
             out.append(digest)
