@@ -104,7 +104,8 @@ class Workspace:
         rels = [self._strip_root(os.path.abspath(sp)), self._strip_root(str(self.store_path))]
         rels = [r for r in dict.fromkeys(rels) if r]
         self._store_rel: str | None = rels[0] if rels else None
-        self._store_folds = tuple(r.casefold() for r in rels)
+        self._store_folds = frozenset(r.casefold() for r in rels)
+        self._store_prefixes = tuple(f + "/" for f in self._store_folds)  # asked once per file swept
         # Mode for folders a restore creates in the workspace: what `mkdir` would give by default
         # (0o777 minus the umask), because these are the user's project folders, not private store
         # folders. fsio.mkdir sets the mode exactly, so we compute it rather than pass 0o777.
@@ -145,7 +146,8 @@ class Workspace:
         cannot reach the store; on a case-sensitive one that only refuses an unlikely path name.
         """
         folded = rel.casefold()
-        return any(folded == f or folded.startswith(f + "/") for f in self._store_folds)
+        return folded in self._store_folds or (bool(self._store_prefixes)
+                                               and folded.startswith(self._store_prefixes))
 
     def _refuse(self, ref: object, why: str) -> OutsideWorkspace:
         return OutsideWorkspace(f"{ref!r} is outside the workspace {str(self.root)!r}: {why}",
