@@ -222,3 +222,19 @@ def test_directive_anchors_follow_saved_edits_and_stay_when_their_line_is_rewrit
     kept = a.wb.directives.list()["directives"][0]
     assert (kept["anchor"]["line"], kept["anchor"]["attached"]) == (3, True)
     assert kept["id"] == d["id"] and kept["request"] == "add a cache"
+
+
+def test_directive_text_is_never_read_through_a_link_leading_out(agent, tmp_path):
+    from turnback.travel.disk import read_text
+
+    a = agent()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("password = 1\n")
+    os.symlink(outside, a.root / "lib")
+    (a.root / "own.py").write_text("mine\n")
+    assert read_text(a.wb.ws, "lib/secret.py", max_bytes=1 << 20) is None
+    assert read_text(a.wb.ws, "own.py", max_bytes=1 << 20) == "mine\n"
+    d = a.wb.directives.upsert({"uri": a.uri("lib/secret.py"), "anchor": {"line": 0, "character": 0},
+                                "request": "look"})
+    assert a.wb.state.directives[d["id"]].anchor_text == ""  # the target's text was not read

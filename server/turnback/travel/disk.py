@@ -45,6 +45,28 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
         os.close(fd)
 
 
+def read_text(ws, rel: str, *, max_bytes: int) -> str | None:
+    """A workspace file's text as it is now; None when it is absent, unreadable, not a regular file,
+    too large, or reached through a symbolic link (nothing is ever followed out of the workspace)."""
+    try:
+        ws.check_components(rel)
+        fd = os.open(ws.abs_path(rel), os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    except (OSError, SymlinkRefused):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not statmod.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def disk_images_job(ws, rels, hasher, *, max_bytes: int):
     """`disk_image` of many paths as a job: it yields after each file, so hashing a large plan never
     holds a server's loop for long. Returns {rel: (image, problem)}."""

@@ -23,7 +23,7 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint
-from .disk import disk_images_job, drain
+from .disk import disk_images_job, drain, read_text
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
 
@@ -118,7 +118,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     texts = {}
     for d in state.directives.values():
         if d.rel not in texts:
-            texts[d.rel] = _text_after(ws, objects, d.rel, target)
+            texts[d.rel] = _text_after(ws, objects, d.rel, target, max_bytes)
     directives, consequences = directive_rules.prune_for_rewind(
         state.directives, discard_from_turn=keep + 1, texts=texts)
     workflow = {name: len(state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
@@ -170,19 +170,17 @@ def _first_turn(state: SessionState, n: int, rel: str) -> int | None:
     return None
 
 
-def _text_after(ws, objects, rel: str, target: dict) -> str | None:
+def _text_after(ws, objects, rel: str, target: dict, max_bytes: int) -> str | None:
+    """The text a directive's file will hold after the rewind: its target image, else the disk's."""
     image = target.get(rel)
-    try:
-        if image == ABSENT:
-            return None
-        if is_digest(image):
-            return objects.get(image).decode("utf-8", "replace")
-        path = ws.abs_path(rel)
-        if path.is_symlink() or not path.is_file():
-            return None
-        return path.read_bytes().decode("utf-8", "replace")
-    except Exception:
+    if image == ABSENT:
         return None
+    if is_digest(image):
+        try:
+            return objects.get(image).decode("utf-8", "replace")
+        except Exception:
+            return None
+    return read_text(ws, rel, max_bytes=max_bytes)
 
 
 def _file(ws, rel, action, now, to, external) -> dict:

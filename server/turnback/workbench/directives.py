@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 import uuid
 
 from ..directives import rules
 from ..errors import InvalidParams, NotFound, UnknownTurn
+from ..travel.disk import read_text
 from ..model.directives import Directive
 from . import params as P
 
@@ -29,27 +28,7 @@ class DirectivesFeature:
         return rules.to_wire(d, self.wb.ws.to_uri(d.rel), self.state.directives)
 
     def _text(self, rel: str) -> str | None:
-        """The file's text as it is on disk now (None: absent, unreadable, a link, or too large)."""
-        from ..errors import TurnbackError
-
-        try:
-            self.wb.ws.check_components(rel)
-            fd = os.open(self.wb.ws.abs_path(rel), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                         | getattr(os, "O_NONBLOCK", 0))
-        except (OSError, TurnbackError):
-            return None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > self.wb.options.max_file_bytes:
-                return None
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks).decode("utf-8", "replace")
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        return read_text(self.wb.ws, rel, max_bytes=self.wb.options.max_file_bytes)
 
     def _line_text(self, rel: str, line: int) -> str:
         lines = rules.split_lines(self._text(rel) or "")
