@@ -202,3 +202,21 @@ def test_temp_files_a_crash_left_in_the_store_are_removed_at_open(agent):
     a.reopen()
     assert a.wb.info()["opened"]["tempFilesRemoved"] == 2
     assert not any(p.exists() for p in litter)
+
+
+def test_recovery_never_cleans_temp_files_through_a_linked_folder(agent, tmp_path):
+    import os
+
+    from turnback.travel.transaction import _clean_temps
+
+    a = agent()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / f".x.txt{fsio.TEMP_MARK}abc"
+    victim.write_text("not ours")
+    os.symlink(outside, a.root / "lib")
+    (a.root / "src").mkdir()
+    ours = a.root / "src" / f".x.txt{fsio.TEMP_MARK}abc"
+    ours.write_text("ours")
+    _clean_temps(a.wb.ws, [{"rel": "lib/x.txt"}, {"rel": "src/x.txt"}])
+    assert victim.exists() and not ours.exists()

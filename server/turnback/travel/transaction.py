@@ -212,13 +212,14 @@ def _clean_temps(ws, files: list[dict]) -> None:
     """Temp files a crash left next to the files being restored are ours to remove."""
     for f in files:
         try:
+            ws.check_components(f["rel"])  # no folder on the way may be a link leading out
             path = ws.abs_path(f["rel"])
             folder = path.parent
-            if not folder.is_dir() or folder.is_symlink():
+            if not folder.is_dir():
                 continue
             prefix = f".{path.name}{fsio.TEMP_MARK}"
             for name in os.listdir(folder):
                 if name.startswith(prefix):
                     fsio.unlink(folder / name, missing_ok=True)
-        except OSError:
+        except (OSError, TurnbackError):
             continue
