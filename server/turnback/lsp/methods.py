@@ -73,4 +73,3 @@ METHODS: list[Method] = [
     Method("turnback/recovery/resolve", "mutate", lambda wb, p: wb.recovery.resolve(p)),
 ]
 
-COMMANDS: list[str] = [m.command for m in METHODS]

@@ -27,7 +27,7 @@ from ..errors import InvalidParams, NotOwner, TurnbackError
 from ..store import fsio
 from ..workbench import Options, Workbench
 from .errors import NotInitialized, to_rpc
-from .methods import COMMANDS, METHODS, Method
+from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
 from .slices import SliceStats, run_job
 

@@ -28,6 +28,16 @@ class Gap:
     def key(self) -> tuple:
         return (self.rel, self.reason, self.turn)
 
+    def to_wire(self, to_uri) -> dict:
+        """The contract's Gap: a workspace path becomes a URI; a path outside the workspace (kept as
+        the client sent it) and a session-wide gap (no path) are passed as they are."""
+        outside = self.rel.startswith(("file:", "/"))
+        out = {"uri": to_uri(self.rel) if self.rel and not outside else (self.rel or None),
+               "turn": self.turn, "reason": self.reason}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
     def to_dict(self) -> dict:
         return {"rel": self.rel, "reason": self.reason, "turn": self.turn, "detail": self.detail}
 

@@ -189,11 +189,7 @@ def _file(ws, rel, action, now, to, external) -> dict:
 
 
 def _wire_gap(ws, g: Gap) -> dict:
-    out = {"uri": ws.to_uri(g.rel) if g.rel and not g.rel.startswith(("file:", "/")) else (g.rel or None),
-           "turn": g.turn, "reason": g.reason}
-    if g.detail:
-        out["detail"] = g.detail
-    return out
+    return g.to_wire(ws.to_uri)
 
 
 def _unique(gaps: list[Gap]) -> list[Gap]:

@@ -27,7 +27,7 @@ from ..errors import TurnbackError
 from ..model.images import ABSENT, Image
 from ..store import fsio
 from ..store.records import read_record, write_record
-from .disk import put_image
+from .disk import drain, put_image
 
 INTENT_KIND = "intent"
 RECOVERY_KIND = "recovery"
@@ -48,12 +48,7 @@ class BackupFailed(TurnbackError):
 
 def run(book, ws, **kw) -> Outcome:
     """Run the transaction to its end at once."""
-    job = run_job(book, ws, **kw)
-    try:
-        while True:
-            next(job)
-    except StopIteration as done:
-        return done.value
+    return drain(run_job(book, ws, **kw))
 
 
 def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,

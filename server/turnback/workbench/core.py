@@ -197,11 +197,7 @@ class Workbench:
         return self.book.state
 
     def wire_gap(self, gap: Gap) -> dict:
-        out = {"uri": self.ws.to_uri(gap.rel) if gap.rel and not gap.rel.startswith(("file:", "/"))
-               else (gap.rel or None), "turn": gap.turn, "reason": gap.reason}
-        if gap.detail:
-            out["detail"] = gap.detail
-        return out
+        return gap.to_wire(self.ws.to_uri)
 
     def live_gaps(self) -> list[dict]:
         return [self.wire_gap(g) for g in sorted(self.state.live_gaps.values(),
