@@ -40,6 +40,10 @@ def _running(wb, given: int | None) -> int:
 
 # -- serve and bench: other parts of turnback, imported only when asked for -----------------------
 def cmd_serve(ctx) -> int:
+    for flag in ("socket", "pipe"):
+        if getattr(ctx.args, flag, None):
+            raise Unavailable(f"turnback serve --{flag} is not supported: the sidecar speaks on "
+                              "stdio (--stdio, the default)")
     try:
         from ..lsp.server import serve
     except ImportError as exc:

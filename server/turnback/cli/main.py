@@ -49,7 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name, help_, parent=sub, **kw):
         return parent.add_parser(name, help=help_, description=help_, parents=[common], **kw)
 
-    add("serve", "run the sidecar (language server) on stdio")
+    p = add("serve", "run the sidecar (language server) on stdio")
+    # Language clients add a transport flag of their own (vscode-languageclient appends --stdio).
+    t = p.add_mutually_exclusive_group()
+    t.add_argument("--stdio", action="store_true", help="speak on stdin/stdout (the default)")
+    t.add_argument("--socket", metavar="PORT",
+                   help="refused: turnback never listens on TCP (its private socket is a Unix one)")
+    t.add_argument("--pipe", metavar="NAME",
+                   help="refused: use --stdio (named pipes are not supported)")
 
     p = add("demo", "run a scripted session end to end in a temporary workspace and check it")
     p.add_argument("--keep", metavar="DIR", help="run in DIR (new or empty) and leave it there")
