@@ -82,6 +82,7 @@ class Workbench:
         self.events = Events()
         self.collecting = False
         self.open_report: dict = {}
+        self.live: dict = {}  # what a serving process adds to info: its socket, clients, watcher
         self._last_status: dict | None = None
         from .collection import CollectionFeature
         from .directives import DirectivesFeature
@@ -219,6 +220,7 @@ class Workbench:
             # what opening found and did: interrupted transactions finished or rolled back, a torn
             # journal tail cut, operations replayed from the journal
             "opened": self.open_report,
+            "socket": None, **self.live,
         }
 
     def status(self) -> dict:
