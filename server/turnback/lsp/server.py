@@ -128,6 +128,7 @@ class TurnbackServer(LanguageServer):
             wb.follow()  # an observer works from the owner's latest publication, not its own copy
             if spec.kind == "read":
                 return spec.call(wb, params)
+            wb.sessions.guard(params)  # a mutation aimed at a frozen or parked session is refused
             if spec.kind == "mutate":
                 async with self.lock:
                     result = spec.call(wb, params)

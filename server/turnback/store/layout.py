@@ -22,7 +22,7 @@ from .records import decode_record, encode_record
 
 FORMAT_VERSION = 1
 KINDS = ("heads", "pid")
-SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache")
+SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
                                     "pid.flock", "sidecar.cbor",

@@ -98,6 +98,8 @@ class StateCodec:
             "epoch": state.epoch, "forkPoint": state.fork_point, "lastOp": state.last_op,
             "frozen": state.frozen,
         }
+        if state.lineage:
+            root["lineage"] = state.lineage
         root_digest = put("session", root)
         # The body names the small things directly and every turn's and shard's reference list by
         # the list object's digest: those lists are shared by every publication whose turn or shard
@@ -212,6 +214,7 @@ class StateCodec:
         state.fork_point = root.get("forkPoint", "")
         state.last_op = root.get("lastOp", 0)
         state.frozen = root.get("frozen", False)
+        state.lineage = dict(root.get("lineage") or {})
         return state
 
     def _get(self, digest: str, kind: str) -> dict:

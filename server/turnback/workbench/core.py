@@ -86,6 +86,7 @@ class Workbench:
         self._last_status: dict | None = None
         from .collection import CollectionFeature
         from .directives import DirectivesFeature
+        from .sessions import SessionsFeature
         from .travel import RecoveryFeature, RedoFeature, RewindFeature
         from .turns import TurnsFeature
 
@@ -95,6 +96,7 @@ class Workbench:
         self.recovery = RecoveryFeature(self)
         self.directives = DirectivesFeature(self)
         self.collection = CollectionFeature(self)
+        self.sessions = SessionsFeature(self)
 
     # -- opening and closing ----------------------------------------------------------------------
     @classmethod
@@ -121,6 +123,7 @@ class Workbench:
                               "tornJournal": bool(report.torn)}
             if owner is not None:
                 wb.open_report["recovered"] = wb.recovery.recover_interrupted()
+                wb.sessions.tidy()
         except BaseException:
             if owner is not None:
                 owner.release()
@@ -216,6 +219,7 @@ class Workbench:
             "liveGaps": len(self.state.live_gaps),
             "recovery": len(self.recovery.records()),
             "frozen": self.state.frozen,
+            "parentId": self.state.lineage.get("parentId"),
             "workspace": str(self.root),
             # what opening found and did: interrupted transactions finished or rolled back, a torn
             # journal tail cut, operations replayed from the journal
