@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, Image
+from .ignore import is_own_temp
 from .reader import read_image
 
 # Gap reasons a later successful read of the same path makes obsolete.
@@ -28,12 +29,15 @@ class Captured:
 
 
 class Recorder:
-    def __init__(self, book, ws, *, max_bytes: int, rules=None):
+    def __init__(self, book, ws, *, max_bytes: int, rules=None, junk=None):
         self.book = book
         self.ws = ws
         self.max_bytes = max_bytes
         self.rules = rules  # IgnoreRules when sweeps are on; None means no sweep covers anything
         self._covered = False  # True once a full sweep has seen the workspace in this process
+        # Names never recorded, whoever reports them: turnback's own temporaries and the default
+        # editor and tool droppings (capture/ignore.py). Without it, only turnback's temporaries.
+        self.junk = junk or is_own_temp
 
     @property
     def covered(self) -> bool:
@@ -46,7 +50,9 @@ class Recorder:
         return self.book.state
 
     # -- one path -----------------------------------------------------------------------------
-    def capture(self, rel: str, *, phase: str = "after") -> tuple[Captured, list[Gap]]:
+    def capture(self, rel: str, *, phase: str = "after", by: str = "hook") -> tuple[Captured, list[Gap]]:
+        if self.junk(rel):
+            return Captured(rel, None, None), []  # scratch files are no one's work: not history
         read = read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
         running = self.state.running
         turn_n = running.n if running else None
@@ -55,13 +61,13 @@ class Recorder:
             self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]}, sync=True)
             return Captured(rel, None, None), [gap]
         image = read.digest if read.status == "ok" else ABSENT
-        gaps = self._observe(rel, image, phase=phase)
+        gaps = self._observe(rel, image, phase=phase, by=by)
         self._clear_read_gaps([rel])
         self.book.sync()
         entry = running.files.get(rel) if running else None
         return Captured(rel, image, entry.checkpoint if entry else None, bool(entry)), gaps
 
-    def _observe(self, rel: str, image: Image, *, phase: str) -> list[Gap]:
+    def _observe(self, rel: str, image: Image, *, phase: str, by: str) -> list[Gap]:
         state = self.state
         running = state.running
         known = state.known.get(rel)
@@ -77,12 +83,14 @@ class Recorder:
             return []
         gaps: list[Gap] = []
         before = known if known is not None else self._fallback_before(rel)
+        if before == ABSENT and image == ABSENT:
+            return []  # absent before and after: nothing changed, so no checkpoint
         if before == UNKNOWN:
             gap = Gap(rel, "unknown-before-image", running.n if running else None,
                       "turnback never saw this file before it changed")
             self.book.record({"op": "gaps", "turn": gap.turn, "add": [gap.to_dict()]})
             gaps.append(gap)
-        self._image(rel, running.n if running else None, before, image)
+        self._image(rel, running.n if running else None, before, image, by=by)
         return gaps
 
     def _fallback_before(self, rel: str) -> Image:
@@ -91,9 +99,13 @@ class Recorder:
             return ABSENT
         return UNKNOWN
 
-    def _image(self, rel: str, turn: int | None, before: Image, after: Image) -> None:
-        self.book.record({"op": "image", "rel": rel, "turn": turn, "before": before, "after": after,
-                          "ts": time.time()})
+    def _image(self, rel: str, turn: int | None, before: Image, after: Image, *,
+               by: str | None = None) -> None:
+        op = {"op": "image", "rel": rel, "turn": turn, "before": before, "after": after,
+              "ts": time.time()}
+        if turn is None and by:
+            op["by"] = by  # who made a change between turns: named when a rewind would undo it
+        self.book.record(op)
 
     def _clear_read_gaps(self, rels) -> None:
         clear = [[rel, reason] for rel in rels for reason in READ_GAPS
@@ -129,7 +141,7 @@ class Recorder:
                 self._image(rel, turn_n, running.files[rel].before, image)
             else:
                 self._image(rel, turn_n, known if known is not None else self._fallback_before(rel),
-                            image)
+                            image, by="sweep")
         if seen or not state.config.get("swept"):
             self.book.record({"op": "seen", "images": seen, "covered": True})
         new = {(rel, reason) for rel, reason in result.gaps}

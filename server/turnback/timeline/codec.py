@@ -90,6 +90,7 @@ class StateCodec:
         root = {
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             "turns": turn_digests, "between": between,
+            "betweenBy": [[k, rel, by] for (k, rel), by in state.between_by.items()],
             "known": known_digests,  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
@@ -198,6 +199,7 @@ class StateCodec:
         state.turns = [self._read_turn(state.session_id, d) for d in root["turns"]]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
+        state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
         known = {}
         for shard in root["known"]:
             known.update(self._get(shard, "known")["map"])

@@ -11,15 +11,23 @@ from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
 from ..travel.rewind import derive_job
+from ..travel.user_edits import keep_user_edits
 from . import params as P
 
 
-def _commit_job(wb, operation: str, changes, new_state):
+def _commit_job(wb, operation: str, changes, new_state, kept=()):
     """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
     touched = {d.rel for d in wb.state.directives.values()}
     outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation, changes=changes,
                                              new_state=new_state, max_bytes=wb.options.max_file_bytes)
-    return wb.after_transaction(outcome, operation, touched=touched)
+    result = wb.after_transaction(outcome, operation, touched=touched)
+    if kept and result.get("status") == "committed":
+        result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+    return result
+
+
+def _keep_user_edits(p: dict) -> bool:
+    return P.field(p, "keepUserEdits", bool, default=False)
 
 
 class RewindFeature:
@@ -46,12 +54,18 @@ class RewindFeature:
         p = P.obj(params)
         boundary = P.field(p, "boundary", dict)
         plan = P.field(p, "planHash", str)
+        keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
         derived = yield from self._derive_job(boundary)
         if derived.candidate["planHash"] != plan:
             return {"status": "stale", "candidate": derived.candidate}
-        return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state))
+        if derived.noop:
+            return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
+        if keep:
+            derived = derived.keeping_user_edits(wb.state)
+        return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
+                                       getattr(derived, "kept", ())))
 
 
 class RedoFeature:
@@ -91,12 +105,16 @@ class RedoFeature:
         p = P.obj(params)
         head_seq = P.field(p, "headSeq", int)
         plan_hash = P.field(p, "planHash", str)
+        keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
         plan = yield from self._plan_job(head_seq)
         if plan.result["planHash"] != plan_hash:
             return {"status": "stale", "plan": plan.result}
-        return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state))
+        if keep:
+            plan = keep_user_edits(plan, wb.state)
+        return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
+                                       getattr(plan, "kept", ())))
 
 
 class RecoveryFeature:

@@ -86,12 +86,13 @@ class TurnsFeature:
         self.wb.emit_status()
         return {"captured": captured, "gaps": gaps}
 
-    def capture_rels(self, rels, *, phase: str = "after") -> None:
-        """Editor events (save, open, watched change) already turned into workspace paths."""
+    def capture_rels(self, rels, *, phase: str = "after", by: str = "save") -> None:
+        """Editor events (save, open, watched change) already turned into workspace paths; `by` says
+        which (`save` or `watch`), so a rewind can say who made a change between turns."""
         if not self.wb.is_owner:
             return
         for rel in rels:
-            self.wb.recorder.capture(rel, phase=phase)
+            self.wb.recorder.capture(rel, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
