@@ -216,6 +216,15 @@ class StateCodec:
         state.frozen = root.get("frozen", False)
         return state
 
+    def outline(self, body_digest: str) -> tuple[list[str], list[str]]:
+        """(turn digests, known-shard digests) of a published state: enough to tell whether one
+        state's turns are a prefix of another's and which paths differ, without reading turns."""
+        root = self._get(self.read_body(body_digest)["root"], "session")
+        return list(root["turns"]), list(root["known"])
+
+    def known_shard(self, digest: str) -> dict:
+        return dict(self._get(digest, "known")["map"])
+
     def _get(self, digest: str, kind: str) -> dict:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
         self._confirmed[digest] = self.objects.stat(digest) or 0

@@ -73,16 +73,22 @@ class RedoFeature:
         self.wb = wb
 
     def list(self, params=None) -> dict:
-        P.obj(params)
+        p = P.obj(params)
+        everything = P.field(p, "all", bool, default=False)
         wb = self.wb
         if wb.store.kind != "heads":
             return {"available": False, "groups": [],
                     "reason": "this store keeps one sidecar record under a PID lock; it publishes "
                               "no heads, so there is nothing to redo"}
-        groups = redo_plan.groups(wb.store, wb.state, wb.book.head)
-        out = {"available": bool(groups), "groups": groups}
+        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True)
+        groups = every if everything else [g for g in every if not g.get("ancestor")]
+        # `hidden`: earlier moments of the current line, one `{all: true}` away
+        out = {"available": bool(groups), "groups": groups, "all": everything,
+               "hidden": len(every) - len(groups)}
         if not groups:
-            out["reason"] = "no earlier state has been left behind by a rewind"
+            out["reason"] = ("no state has been left behind by a rewind"
+                             + (f" ({out['hidden']} earlier state(s) of this line: ask for all states)"
+                                if out["hidden"] else ""))
         return out
 
     def _plan_job(self, head_seq):
