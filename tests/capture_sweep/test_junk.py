@@ -148,3 +148,19 @@ def test_default_ignore_option_replaces_the_list(tmp_path):
         assert "notes.txt~" in log_paths(a)
     finally:
         a.close()
+
+
+def test_a_too_large_gap_says_its_size_and_the_limit(tmp_path):
+    a = session(tmp_path, max_file_bytes=16 << 20)
+    try:
+        big = a.root / "big.bin"
+        with open(big, "wb") as f:
+            f.truncate(21 << 20)  # sparse: 21 MiB without writing them
+        a.begin("two")  # the pre-turn sweep finds it
+        gaps = {g.reason: g for g in a.wb.state.live_gaps.values()}
+        assert gaps["too-large"].detail == "21 MiB, over the 16 MiB limit"
+        out = a.wb.turns.capture({"uris": [a.uri("big.bin")]})
+        assert out["gaps"][0]["detail"] == "21 MiB, over the 16 MiB limit"
+        a.settle()
+    finally:
+        a.close()

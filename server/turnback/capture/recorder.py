@@ -8,6 +8,7 @@ sweep has covered the path, else `unknown` with a gap) and hands the book one op
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -57,7 +58,10 @@ class Recorder:
         running = self.state.running
         turn_n = running.n if running else None
         if read.status not in ("ok", "absent"):
-            gap = Gap(rel, read.status, turn_n, getattr(read, "detail", "") or "")
+            detail = getattr(read, "detail", "") or ""
+            if read.status == "too-large" and getattr(read, "size", None):
+                detail = too_large_detail(read.size, self.max_bytes)
+            gap = Gap(rel, read.status, turn_n, detail)
             self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]}, sync=True)
             return Captured(rel, None, None), [gap]
         image = read.digest if read.status == "ok" else ABSENT
@@ -146,7 +150,8 @@ class Recorder:
             self.book.record({"op": "seen", "images": seen, "covered": True})
         new = {(rel, reason) for rel, reason in result.gaps}
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS}
-        add = [Gap(rel, reason, turn_n).to_dict() for rel, reason in sorted(new - old)]
+        add = [Gap(rel, reason, turn_n, self._detail(rel, reason)).to_dict()
+               for rel, reason in sorted(new - old)]
         clear = [list(key) for key in sorted(old - new)]
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
@@ -154,5 +159,27 @@ class Recorder:
         self.book.sync()
         return changed
 
+    def _detail(self, rel: str, reason: str) -> str:
+        """The size and the limit of a file too large to capture, as a person reads them."""
+        if reason != "too-large":
+            return ""
+        try:
+            return too_large_detail(os.lstat(self.ws.abs_path(rel)).st_size, self.max_bytes)
+        except OSError:
+            return ""
+
     def _ignored(self, rel: str) -> bool:
         return self.rules is not None and self.rules.ignored(rel, False)
+
+
+def size_words(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def too_large_detail(size: int, limit: int) -> str:
+    """`21 MiB, over the 16 MiB limit`: what the confirmation and the mode line say."""
+    return f"{size_words(size)}, over the {size_words(limit)} limit"
