@@ -109,10 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="discard an attempt at a directive (its latest, or --turn N) and all later turns")
     p.add_argument("--turn", type=int, metavar="N", help="with --before-directive: which attempt")
     p.add_argument("--yes", action="store_true", help="commit without asking")
+    p.add_argument("--keep-user-edits", action="store_true",
+                   help="leave the files listed as your own edits as they are now")
 
-    p = add("redo", "list Redo groups, or bring one back with --head")
+    p = add("redo", "list what rewinds left behind, or bring one back with --head")
     p.add_argument("--head", type=int, metavar="SEQ")
+    p.add_argument("--all", action="store_true",
+                   help="list every earlier state, also those the current one grew from")
     p.add_argument("--yes", action="store_true", help="commit without asking")
+    p.add_argument("--keep-user-edits", action="store_true",
+                   help="leave the files listed as your own edits as they are now")
 
     add("gc", "one full collection of unreferenced heads and objects")
     add("fsck", "verify every record and object of the store; exit 0 only when sound")

@@ -274,7 +274,7 @@ class TurnbackServer(LanguageServer):
                     log.exception("could not take over the store")
 
     # -- captures from editor events ------------------------------------------------------------
-    async def capture_uris(self, uris, phase: str) -> None:
+    async def capture_uris(self, uris, phase: str, by: str = "save") -> None:
         wb = self.wb
         if wb is None or self.closed:
             return
@@ -288,7 +288,7 @@ class TurnbackServer(LanguageServer):
             return
         async with self.lock:
             try:
-                wb.turns.capture_rels(rels, phase=phase)
+                wb.turns.capture_rels(rels, phase=phase, by=by)
             except Exception:
                 log.exception("capture of %s failed", rels)
         self.kick_collection()
@@ -442,7 +442,7 @@ def create_server() -> TurnbackServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched(params: types.DidChangeWatchedFilesParams):
-        await server.capture_uris([c.uri for c in params.changes], "after")
+        await server.capture_uris([c.uri for c in params.changes], "after", "watch")
 
     for spec in METHODS:
         _register(server, spec)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Generator
 
-from ..capture.ignore import IgnoreRules
+from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
 from ..capture.recorder import Recorder
 from ..errors import NotOwner
 from ..model.gaps import Gap
@@ -35,11 +35,12 @@ class Options:
     grace_seconds: float = 600.0
     lease_ttl: float = 30.0
     publish_interval: float = 15.0  # debounced publication inside long turns (heads stores)
+    default_ignore: tuple | None = None  # None: capture.ignore.DEFAULT_IGNORE; () turns it off
 
     @classmethod
     def from_init(cls, init: dict | None) -> "Options":
         """Options from the contract's `initializationOptions` shape."""
-        from .params import field as f, obj
+        from .params import field as f, obj, str_list
 
         init = obj(init, "initializationOptions")
         store = obj(init.get("store"), "store")
@@ -52,6 +53,8 @@ class Options:
             sweep=f(capture, "sweep", bool, default=True),
             grace_heads=f(collect, "graceHeads", int, default=8),
             grace_seconds=float(f(collect, "graceSeconds", (int, float), default=600.0)),
+            default_ignore=(tuple(str_list(capture, "defaultIgnore"))
+                            if capture.get("defaultIgnore") is not None else None),
         )
 
 
@@ -116,8 +119,10 @@ class Workbench:
         try:
             book, report = Book.open(store, owner, config={"storeKind": store.kind})
             ws = Workspace(root, store_path)
-            rules = IgnoreRules(ws) if options.sweep else None
-            recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules)
+            defaults = DEFAULT_IGNORE if options.default_ignore is None else options.default_ignore
+            rules = IgnoreRules(ws, defaults) if options.sweep else None
+            recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules,
+                                junk=(rules or IgnoreRules(ws, defaults)).junk)
             wb = cls(root, options, store, ws, book, recorder, rules)
             wb.open_report = {"head": report.head, "replayed": report.replayed,
                               "tornJournal": bool(report.torn)}
