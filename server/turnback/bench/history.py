@@ -330,10 +330,11 @@ def run_collect(ctx) -> None:
             except Exception as exc:  # noqa: BLE001 - a head that does not read back is the finding
                 broken.append(f"head {s}: {type(exc).__name__}: {exc}")
                 continue
-            if len(state.turns) == rec.turn_count and state.session_id == wb.state.session_id:
+            if state.settled_turn_count == rec.turn_count and state.session_id == wb.state.session_id:
                 whole += 1
             else:
-                broken.append(f"head {s}: {len(state.turns)} turns, its record says {rec.turn_count}")
+                broken.append(f"head {s}: {state.settled_turn_count} settled turns, its record says "
+                              f"{rec.turn_count}")
         ctx.check("every kept head's state reads back whole",
                   whole == after["heads"] > 0 and not broken, "; ".join(broken[:3]))
     finally:
