@@ -12,18 +12,14 @@ from ..travel import redo as redo_plan
 from ..travel import transaction
 from ..travel.disk import put_image
 from ..travel.rewind import derive_job
-<<<<<<< HEAD
 from ..travel.settle import settle
-=======
 from ..travel.user_edits import keep_user_edits
->>>>>>> i15-ux
 from . import params as P
 
 
 def _commit_job(wb, operation: str, changes, new_state, kept=()):
     """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
     touched = {d.rel for d in wb.state.directives.values()}
-<<<<<<< HEAD
     done: dict = {}
     try:
         outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation,
@@ -33,20 +29,15 @@ def _commit_job(wb, operation: str, changes, new_state, kept=()):
         # Closed (cancelled, disconnected, shut down) after the first file was touched: the
         # transaction ran on to its outcome; clients still hear of it.
         if "outcome" in done:
-            _report(wb, done["outcome"], operation, touched)
+            _report(wb, done["outcome"], operation, touched, kept)
         raise
-    return _report(wb, outcome, operation, touched)
+    return _report(wb, outcome, operation, touched, kept)
 
 
-def _report(wb, outcome, operation: str, touched) -> dict:
+def _report(wb, outcome, operation: str, touched, kept=()) -> dict:
     result = wb.after_transaction(outcome, operation, touched=touched)
     if outcome.message:
         result["message"] = outcome.message
-    return result
-=======
-    outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation, changes=changes,
-                                             new_state=new_state, max_bytes=wb.options.max_file_bytes)
-    result = wb.after_transaction(outcome, operation, touched=touched)
     if kept and result.get("status") == "committed":
         result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
     return result
@@ -54,7 +45,6 @@ def _report(wb, outcome, operation: str, touched) -> dict:
 
 def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
->>>>>>> i15-ux
 
 
 class RewindFeature:
