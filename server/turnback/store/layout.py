@@ -25,7 +25,8 @@ KINDS = ("heads", "pid")
 SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
-                                    "pid.flock", "sidecar.cbor"}
+                                    "pid.flock", "sidecar.cbor",
+                                    "agents", "config.toml"}  # agents/: store/agentrecord.py
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
