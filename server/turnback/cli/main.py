@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--retry", action="store_true", help="put the backups back again")
     a.add_argument("--dismiss", action="store_true", help="record that you took care of it")
 
+    from .hooks_cmd import add_parsers as add_hook_parsers
+
+    add_hook_parsers(sub, add)  # `hook AGENT` and `hooks install|uninstall|status`
+
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)
     p.add_argument("rest", nargs="*", metavar="SCENARIO")
@@ -164,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         args.rest = split[1]
     else:
         args = parser.parse_args(argv)
+    if args.command in ("hook", "hooks"):  # the agent's fast path: no workbench import up front
+        from .hooks_cmd import run as run_hooks
+
+        try:
+            return int(run_hooks(args) or 0)
+        except TurnbackError as exc:
+            print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+            return EXIT_ERROR
     from . import commands
     from .context import Context
     from .remote import run as through_owner

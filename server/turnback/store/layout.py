@@ -27,7 +27,8 @@ SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions"
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
                                     "pid.flock", "sidecar.cbor",
-                                    "run"}  # the live owner's socket folder (remote/paths.py)
+                                    "run",  # the live owner's socket folder (remote/paths.py)
+                                    "agents", "config.toml"}  # agents/: store/agentrecord.py
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

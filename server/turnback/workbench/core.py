@@ -21,6 +21,7 @@ from ..model.gaps import Gap
 from ..store.layout import Store
 from ..timeline.book import Book
 from ..workspace.fence import Workspace
+from .agentlinks import agent_info, agent_resume
 
 Job = Generator[object, None, object]
 
@@ -225,6 +226,8 @@ class Workbench:
             "recovery": len(self.recovery.records()),
             "frozen": self.state.frozen,
             "parentId": self.state.lineage.get("parentId"),
+            "epoch": self.state.epoch,
+            "agent": agent_info(self),  # agent hooks: resume command, /rewind offer (docs/agents/)
             "workspace": str(self.root),
             # what opening found and did: interrupted transactions finished or rolled back, a torn
             # journal tail cut, operations replayed from the journal
@@ -307,6 +310,9 @@ class Workbench:
         if outcome.status == "committed":
             result["epoch"] = self.state.epoch
             result["headSeq"] = outcome.head_seq
+            resume = agent_resume(self, self.state.turn_count)
+            if resume is not None:
+                result["agentResume"] = resume  # the agent's conversation, resumed at the boundary
             self.events.emit("epoch", {"source": source, "sessionId": self.state.session_id,
                                        "turnCount": self.state.turn_count, "epoch": self.state.epoch})
             self.collection.schedule(source)
