@@ -124,6 +124,7 @@ def test_closing_a_job_at_every_yield_leaves_old_or_new(tmp_path, make_job, rewo
         assert not intents(work)
         sound(work)
         shutil.rmtree(work)
+    print(f"{make_job.__name__} ({kind}): closed at {tried} yields")
     assert tried > 0, "the job never yielded: nothing was cancelled"
 
 
@@ -168,6 +169,7 @@ def test_a_full_disk_at_every_operation_of_a_commit(tmp_path, make_job, rewound)
         assert got in (before, after) or records, f"a full disk from operation {n} left a mix"
         sound(work)
         shutil.rmtree(work)
+    print(f"full disk, {make_job.__name__}: {len(points)} of {counter.count} points, {faulted} faulted")
     assert faulted, f"none of the {len(points)} points hit an operation a full disk refuses"
 
 
@@ -197,6 +199,7 @@ def test_a_power_cut_during_a_rewind_commit_leaves_old_or_new(tmp_path, monkeypa
         outcomes["old" if got == before else "new"] += 1
         sound(work)
         shutil.rmtree(work)
+    print(f"power cut ({kind}): {len(points)} of {total} points, {crashed} crashed, {outcomes}")
     assert crashed and outcomes["old"] and outcomes["new"], (crashed, outcomes)
 
 
@@ -234,11 +237,17 @@ def test_fail_at_every_operation_of_recovery_then_reopen(tmp_path):
         assert not intents(work)
         sound(work)
         shutil.rmtree(work)
+    print(f"recovery: failed at each of {counter.count} operations, {faulted} runs failed")
     assert faulted, "no operation of recovery was faulted"
 
 
-def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path):
+@pytest.mark.parametrize("model", ["process-death", "lose-unsynced"])
+def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypatch, model):
+    if model == "lose-unsynced" and not os.path.exists("/proc/self/fd"):
+        pytest.skip("the crash model needs /proc")
     pristine, before = crashed_mid_apply(tmp_path)
+    if model == "lose-unsynced":
+        monkeypatch.setenv("TURNBACK_CRASH_MODEL", model)
     count_at = fresh(tmp_path, pristine, "count")
     with fsio.faults() as counter:
         Agent(count_at).close()
@@ -253,14 +262,15 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path):
         assert not intents(work)
         sound(work)
         shutil.rmtree(work)
+    print(f"recovery ({model}): {len(points)} of {counter.count} points, {crashed} crashed")
     assert crashed, "no sampled point crashed"
 
 
-def test_fail_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
+def with_a_recovery_record(pristine, monkeypatch):
+    """A rewind whose rollback of a.txt failed: one recovery record; returns (id, files a retry
+    must leave)."""
     from turnback.travel import settle, transaction
 
-    pristine = tmp_path / "pristine"
-    pristine.mkdir()
     a = Agent(pristine)
     three_files(a)
     real = transaction.put_image
@@ -279,6 +289,47 @@ def test_fail_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
     monkeypatch.undo()
     expected = dict(a.files(), **{"a.txt": b"a2"})
     a.close()
+    return rid, expected
+
+
+RETRY_CHILD = ("import sys\nfrom turnback.workbench import Workbench, Options\n"
+               "wb = Workbench.open(sys.argv[1], Options())\n"
+               "rid = wb.recovery.list()['recovery'][0]['id']\n"
+               "wb.recovery.resolve({'id': rid, 'action': 'retry'})\nwb.close()\n")
+
+
+def test_crash_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    rid, expected = with_a_recovery_record(pristine, monkeypatch)
+    crashed, n = 0, 0
+    while True:
+        n += 1
+        work = fresh(tmp_path, pristine, f"rcrash{n}")
+        proc = run_child(RETRY_CHILD, work, crash_at=n)
+        a = Agent(work)
+        try:
+            if proc.returncode == 0:
+                assert a.files() == expected and not recovery_files(work)
+                break
+            assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+            crashed += 1
+            left = a.wb.recovery.list()["recovery"]
+            if left:  # the record outlived the crash: retrying it now finishes the job
+                assert a.wb.recovery.resolve({"id": rid, "action": "retry"})["status"] == "resolved"
+            assert a.files() == expected and not recovery_files(work)
+        finally:
+            a.close()
+        sound(work)
+        shutil.rmtree(work)
+    print(f"resolve retry: crashed at {crashed} operations")
+    assert crashed, "the retry made no operation to crash at"
+
+
+def test_fail_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    rid, expected = with_a_recovery_record(pristine, monkeypatch)
     faulted, n = 0, 0
     while True:
         n += 1
@@ -302,4 +353,5 @@ def test_fail_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
         a.close()
         sound(work)
         shutil.rmtree(work)
+    print(f"resolve retry: failed at {faulted} operations")
     assert faulted, "no operation of the retry was faulted"

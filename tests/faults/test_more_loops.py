@@ -64,6 +64,7 @@ def test_fail_at_sampled_operations_of_a_turn(tmp_path, kind):
         assert got == live, f"a failure at operation {n} of a turn: a reopen disagrees with the live session"
         sound(work)
         shutil.rmtree(work)
+    print(f"turn ({kind}): {faulted} of at most {SAMPLE} sampled points faulted")
     assert faulted, "no sampled operation of the turn was faulted"
 
 
@@ -96,6 +97,7 @@ def test_fail_at_every_operation_of_a_redo_commit(tmp_path):
             assert got == before or recovery_files(work), f"a failure at operation {n} left a mix"
         sound(work)
         shutil.rmtree(work)
+    print(f"redo commit: failed at each of {faulted} operations: {sorted(statuses)}")
     assert faulted and "rolled-back" in statuses, statuses
 
 
@@ -130,6 +132,7 @@ def test_fail_at_every_operation_of_a_pid_store_collection(tmp_path):
             a.close()
         sound(work)
         shutil.rmtree(work)
+    print(f"pid-store collection: failed at each of {total} operations")
     assert total and faulted, "the collection made no file-system operation to fault"
 
 
@@ -186,6 +189,7 @@ def test_an_owner_that_loses_its_lease_mid_operation(tmp_path, make_job, rewound
             assert (files, log) in (before, start), f"stolen at check {k}: not the old state"
         sound(work)
         shutil.rmtree(work)
+    print(f"stale owner, {make_job.__name__}: lease lost at {stolen} checks: {sorted(statuses)}")
     assert stolen, "the operation never checked its lease"
     if make_job is not settle_job:  # the lease lost at the commit point itself: a full rollback
         assert "rolled-back" in statuses, statuses
