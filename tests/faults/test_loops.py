@@ -174,24 +174,36 @@ def test_a_full_disk_at_every_operation_of_a_commit(tmp_path, make_job, rewound)
 
 
 # -- a power cut (lost unsynced writes) at sampled operations of a rewind commit -------------------
+REDO_CHILD = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+g = wb.redo.list()["groups"][0]
+p = wb.redo.prepare({"headSeq": g["headSeq"]})
+assert wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the crash model needs /proc")
-@pytest.mark.parametrize("kind", ["heads", "pid"])
-def test_a_power_cut_during_a_rewind_commit_leaves_old_or_new(tmp_path, monkeypatch, kind):
+@pytest.mark.parametrize("kind,child", [("heads", REWIND_CHILD), ("pid", REWIND_CHILD),
+                                        ("heads", REDO_CHILD)], ids=["rewind", "rewind-pid", "redo"])
+def test_a_power_cut_during_a_commit_leaves_old_or_new(tmp_path, monkeypatch, kind, child):
     pristine = tmp_path / "pristine"
     pristine.mkdir()
-    build(pristine, kind)
+    build(pristine, kind, rewound=child is REDO_CHILD)
     before = snapshot(fresh(tmp_path, pristine, "before"), kind)
     done = fresh(tmp_path, pristine, "done")
-    assert run_child(REWIND_CHILD, done, kind).returncode == 0
+    assert run_child(child, done, kind).returncode == 0
     after = snapshot(done, kind)
-    total = _child_operations(tmp_path, pristine, kind)
+    total = _child_operations(tmp_path, pristine, kind, child)
     monkeypatch.setenv("TURNBACK_CRASH_MODEL", "lose-unsynced")
     points = sorted(random.Random(SEED).sample(range(1, total + 1), min(SAMPLE, total)))
     outcomes = {"old": 0, "new": 0}
     crashed = 0
     for n in points:
         work = fresh(tmp_path, pristine, f"cut{n}")
-        proc = run_child(REWIND_CHILD, work, kind, crash_at=n)
+        proc = run_child(child, work, kind, crash_at=n)
         assert proc.returncode in (0, fsio.CRASH_EXIT), proc.stderr
         crashed += proc.returncode == fsio.CRASH_EXIT  # (the count of operations varies a little)
         got = snapshot(work, kind)
@@ -199,18 +211,19 @@ def test_a_power_cut_during_a_rewind_commit_leaves_old_or_new(tmp_path, monkeypa
         outcomes["old" if got == before else "new"] += 1
         sound(work)
         shutil.rmtree(work)
-    print(f"power cut ({kind}): {len(points)} of {total} points, {crashed} crashed, {outcomes}")
+    print(f"power cut ({kind}, {'redo' if child is REDO_CHILD else 'rewind'}): {len(points)} of {total} points, {crashed} crashed, {outcomes}")
     assert crashed and outcomes["old"] and outcomes["new"], (crashed, outcomes)
 
 
-COUNT_CHILD = REWIND_CHILD.replace("wb = Workbench.open", "from turnback.store import fsio\n"
-                                   "plan = fsio.FaultPlan()\nfsio.install(plan)\nwb = Workbench.open"
-                                   ) + "print(plan.count)\n"
+def _counting(child: str) -> str:
+    return child.replace("wb = Workbench.open", "from turnback.store import fsio\n"
+                         "plan = fsio.FaultPlan()\nfsio.install(plan)\nwb = Workbench.open"
+                         ) + "print(plan.count)\n"
 
 
-def _child_operations(tmp_path, pristine, kind) -> int:
+def _child_operations(tmp_path, pristine, kind, child) -> int:
     work = fresh(tmp_path, pristine, "counted")
-    proc = run_child(COUNT_CHILD, work, kind)
+    proc = run_child(_counting(child), work, kind)
     assert proc.returncode == 0, proc.stderr
     return int(proc.stdout.split()[-1])
 
