@@ -41,6 +41,7 @@ async def test_an_editor_and_two_command_line_clients_share_one_sidecar(ws, serv
         info = await asyncio.to_thread(two.result, "turnback/session/info", {})
         assert info["running"] == begun["turn"] and info["ownership"] == "owner"
         assert info["clients"] == 2
+        assert info["watcher"]["state"] in ("healthy", "starting")  # the owner watches the workspace
         await editor.req("turnback/turn/settle", {"turn": begun["turn"]})
         # the thin client's one-shot call sees the same turns
         log = await asyncio.to_thread(remote.call, ws, "turnback/session/log", {})

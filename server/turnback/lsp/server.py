@@ -266,6 +266,7 @@ class TurnbackServer(LanguageServer):
                         self.kick_collection()
                         self.tasks.append(asyncio.get_running_loop().create_task(
                             self.start_listening()))
+                        self.start_watcher()
                     else:
                         wb.follow()  # the owner's new gaps and heads reach this client too
                         wb.emit_status()
@@ -324,6 +325,20 @@ class TurnbackServer(LanguageServer):
                        loop.create_task(self.observer_loop())]
         if self.wb.is_owner:
             self.tasks.append(loop.create_task(self.start_listening()))
+            self.start_watcher()
+
+    def start_watcher(self) -> None:
+        """The owner watches the workspace, so its sweeps read only what may have changed."""
+        wb = self.wb
+        if (wb.rules is None or getattr(wb, "watcher", None) is not None
+                or os.environ.get("TURNBACK_WATCHER", "on") == "off"):
+            return
+        from ..capture.ignore import IgnoreRules
+        from ..capture.watcher import Watcher
+
+        watcher = Watcher(wb.ws, IgnoreRules(wb.ws))  # its own rules: it runs on its own thread
+        watcher.start()
+        wb.watcher = watcher
 
     async def start_listening(self) -> None:
         """Listen on the private socket; a refusal (an unsafe path) is logged, the server goes on."""
@@ -360,6 +375,8 @@ class TurnbackServer(LanguageServer):
             self.listener.close()
             self.listener = None
             self.wb.live["socket"] = None
+        if getattr(self.wb, "watcher", None) is not None:
+            self.wb.watcher.close()
         try:
             self.wb.close()
         except Exception:
