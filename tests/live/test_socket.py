@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 
@@ -43,7 +44,16 @@ async def test_an_editor_and_two_command_line_clients_share_one_sidecar(ws, serv
         assert info["clients"] == 2
         assert info["watcher"]["state"] in ("healthy", "starting")  # the owner watches the workspace
         await editor.req("turnback/turn/settle", {"turn": begun["turn"]})
-        # the thin client's one-shot call sees the same turns
+        # a real command-line process through the owner, and the thin client's one-shot call
+        import subprocess
+        import sys
+
+        cli = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "turnback", "--workspace",
+                                                       str(ws), "--json", "info"],
+                                      capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 0, cli.stderr
+        shown = json.loads(cli.stdout)
+        assert shown["turnCount"] == 1 and shown["running"] is None and shown["socket"] == path
         log = await asyncio.to_thread(remote.call, ws, "turnback/session/log", {})
         assert [t["prompt"] for t in log["turns"]] == ["from cli one"]
         assert log["turns"][0]["files"][0]["uri"].endswith("/a.txt")
@@ -159,3 +169,72 @@ def test_peer_credentials_of_the_same_user(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+async def test_a_client_of_another_user_is_refused(ws, tmp_path, monkeypatch):
+    """SO_PEERCRED names the connecting user; anyone but the owner's user is closed at once."""
+    from turnback.lsp import sockets
+
+    class Server:
+        def on_clients_changed(self):
+            pass
+
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    listener = sockets.Listener(Server(), str(store))
+    path = await listener.start()
+    monkeypatch.setattr(sockets, "peer_uid", lambda sock: os.getuid() + 1)
+    try:
+        reader, writer = await asyncio.open_unix_connection(path)
+        writer.write(remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/session/info"}))
+        try:
+            answer = await asyncio.wait_for(reader.read(), 5)
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b""  # closed without an answer
+        writer.close()
+        assert not listener.connections
+    finally:
+        listener.close()
+    assert not os.path.lexists(path)
+
+
+async def test_a_client_gone_mid_request_cancels_it_and_the_owner_goes_on(ws, servers):
+    for i in range(3000):  # a pre-turn sweep long enough to be cut in the middle
+        (ws / f"f{i:04}.txt").write_text(f"{i}\n")
+    editor = await servers(ws)
+    path = await _socket_of(editor)
+    s = raw(path, remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/turn/begin",
+                                "params": {"prompt": "abandoned"}}))
+    await asyncio.sleep(0.05)
+    s.close()
+    info = await editor.req("turnback/session/info", {})
+    assert info["ownership"] == "owner"
+    # whether the begin was cut before or after it finished, the session is consistent and usable
+    log = await editor.req("turnback/session/log", {})
+    assert [t["prompt"] for t in log["turns"]] in ([], ["abandoned"])
+    if log["turns"]:
+        await editor.req("turnback/turn/settle", {"turn": 1})
+    n = (await asyncio.to_thread(remote.call, ws, "turnback/turn/begin", {"prompt": "next"}))["turn"]
+    assert n == len(log["turns"]) + 1
+
+
+async def test_the_hook_path_imports_the_standard_library_only(ws, servers):
+    import subprocess
+    import sys
+
+    editor = await servers(ws)
+    await _socket_of(editor)
+    await editor.req("turnback/turn/begin", {"prompt": "hooked"})
+    probe = ("import sys; from turnback.cli.fast import main; rc = main(['--workspace', sys.argv[1], "
+             "'--json', 'turn', 'capture', 'a.txt']); "
+             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', "
+             "'cbor2', 'xxhash', 'psutil', 'pathspec', 'argparse', 'asyncio') or m.startswith("
+             "('turnback.store', 'turnback.workbench', 'turnback.lsp', 'turnback.cli.main'))); "
+             "print('HEAVY', heavy, rc)")
+    proc = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", probe, str(ws)],
+                                   capture_output=True, text=True, cwd=ws, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY [] 0" in proc.stdout, proc.stdout
+    log = await editor.req("turnback/session/log", {})
+    assert log["turns"][0]["prompt"] == "hooked"
