@@ -239,12 +239,20 @@ def boundary_of(wb, a) -> dict:
     return {"kind": "beforeDirectiveAttempt", "directiveId": did, "turn": turn}
 
 
-def _decide(ctx, yes: bool, question: str) -> bool:
+def _decide(ctx, yes: bool, question: str) -> str:
+    """`yes`, `no` (the person answered no) or `unasked` (no terminal to ask on, or --json)."""
     if yes:
-        return True
+        return "yes"
     if ctx.json or not ctx.interactive():
-        return False
-    return ctx.confirm(question)
+        return "unasked"
+    return "yes" if ctx.confirm(question) else "no"
+
+
+def _declined(ctx, answer: str, what: str, flag: str) -> None:
+    if answer == "no":
+        ctx.print("Cancelled: nothing changed.")
+    else:
+        ctx.print(f"Nothing changed. Run again with {flag} to {what}.")
 
 
 def cmd_rewind(ctx) -> int:
@@ -254,16 +262,24 @@ def cmd_rewind(ctx) -> int:
         candidate = wb.rewind.prepare({"boundary": boundary})
         r = _renderer(wb)
         steps = step_index(wb.turns.log({}))
+        keep = bool(ctx.args.keep_user_edits)
+        if candidate.get("noop"):  # the current state: no question, no commit, no epoch
+            ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
+                else ctx.print("Nothing to rewind: turn "
+                               f"{candidate['keep']['turnCount']} is the current state.")
+            return EXIT_OK
         if not ctx.json:
-            ctx.print(*r.candidate(candidate, steps))
-        if not _decide(ctx, ctx.args.yes, "Rewind?"):
+            ctx.print(*r.candidate(candidate, steps, keep_user_edits=keep))
+        answer = _decide(ctx, ctx.args.yes, "Rewind?")
+        if answer != "yes":
             if ctx.json:
                 ctx.emit({"candidate": candidate, "commit": None})
             else:
-                ctx.print("Nothing changed. Run again with --yes to rewind.")
+                _declined(ctx, answer, "rewind", "--yes")
             return EXIT_OK
         ctx.require_owner(wb)
-        result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"]})
+        result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
+                                   "keepUserEdits": keep})
     finally:
         wb.close()
     if ctx.json:
@@ -276,7 +292,7 @@ def cmd_rewind(ctx) -> int:
 def cmd_redo(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
-        listing = wb.redo.list({})
+        listing = wb.redo.list({"all": bool(ctx.args.all)})
         r = _renderer(wb)
         if ctx.args.head is None:
             if ctx.json:
@@ -287,16 +303,19 @@ def cmd_redo(ctx) -> int:
         if wb.store.kind != "heads":
             raise TurnbackError(listing.get("reason", "this store cannot redo"), code="no-heads")
         plan = wb.redo.prepare({"headSeq": ctx.args.head})
+        keep = bool(ctx.args.keep_user_edits)
         if not ctx.json:
-            ctx.print(*r.redo_plan(plan))
-        if not _decide(ctx, ctx.args.yes, "Redo?"):
+            ctx.print(*r.redo_plan(plan, keep_user_edits=keep))
+        answer = _decide(ctx, ctx.args.yes, "Redo?")
+        if answer != "yes":
             if ctx.json:
                 ctx.emit({"plan": plan, "commit": None})
             else:
-                ctx.print("Nothing changed. Run again with --yes to redo.")
+                _declined(ctx, answer, "redo", "--yes")
             return EXIT_OK
         ctx.require_owner(wb)
-        result = wb.redo.commit({"headSeq": ctx.args.head, "planHash": plan["planHash"]})
+        result = wb.redo.commit({"headSeq": ctx.args.head, "planHash": plan["planHash"],
+                                 "keepUserEdits": keep})
     finally:
         wb.close()
     if ctx.json:

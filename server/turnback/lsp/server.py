@@ -128,6 +128,7 @@ class TurnbackServer(LanguageServer):
             wb.follow()  # an observer works from the owner's latest publication, not its own copy
             if spec.kind == "read":
                 return spec.call(wb, params)
+            wb.sessions.guard(params)  # a mutation aimed at a frozen or parked session is refused
             if spec.kind == "mutate":
                 async with self.lock:
                     result = spec.call(wb, params)
@@ -274,7 +275,7 @@ class TurnbackServer(LanguageServer):
                     log.exception("could not take over the store")
 
     # -- captures from editor events ------------------------------------------------------------
-    async def capture_uris(self, uris, phase: str) -> None:
+    async def capture_uris(self, uris, phase: str, by: str = "save") -> None:
         wb = self.wb
         if wb is None or self.closed:
             return
@@ -288,7 +289,7 @@ class TurnbackServer(LanguageServer):
             return
         async with self.lock:
             try:
-                wb.turns.capture_rels(rels, phase=phase)
+                wb.turns.capture_rels(rels, phase=phase, by=by)
             except Exception:
                 log.exception("capture of %s failed", rels)
         self.kick_collection()
@@ -458,7 +459,7 @@ def create_server() -> TurnbackServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched(params: types.DidChangeWatchedFilesParams):
-        await server.capture_uris([c.uri for c in params.changes], "after")
+        await server.capture_uris([c.uri for c in params.changes], "after", "watch")
 
     for spec in METHODS:
         _register(server, spec)

@@ -191,9 +191,9 @@ def _check_objects(store: Store, report: FsckReport) -> None:
                 report.add(Path(fan.path, entry), "unexpected file in objects/")
                 continue
             report.objects_checked += 1
-            if not store.objects.verify(digest):
-                report.add(store.objects.path(digest),
-                           f"object {digest} is damaged: its bytes do not match its digest")
+            damage = store.objects.damage(digest)
+            if damage is not None:
+                report.add(store.objects.path(digest), f"object {digest} is damaged: {damage}")
 
 
 def _lease_epoch(root: Path) -> int | None:
