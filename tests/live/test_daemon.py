@@ -135,9 +135,11 @@ def test_racing_starters_end_with_exactly_one_owner(root):
 
 
 def test_idle_exit_releases_the_lease(root):
-    started = json.loads(tb(root, "--json", "serve", "--background", "--idle-exit", "0.5").stdout)
+    started = json.loads(tb(root, "--json", "serve", "--background", "--idle-exit", "3").stdout)
+    begun = json.loads(tb(root, "--json", "info").stdout)  # within the idle time: it answers
+    assert begun["owner"]["pid"] == started["pid"]
     tb(root, "turn", "begin", "--prompt", "a running turn keeps it alive")
-    time.sleep(1.5)
+    time.sleep(4.5)
     assert psutil.pid_exists(started["pid"]) and remote.owner_socket(root) is not None
     tb(root, "turn", "settle")
     assert wait_gone(started["pid"])
@@ -155,7 +157,12 @@ def test_killing_the_background_owner_mid_turn_leaves_the_store_recoverable(root
     tb(root, "turn", "capture", "a.txt")
     os.kill(started["pid"], signal.SIGKILL)
     assert wait_gone(started["pid"])
-    assert remote.owner_socket(root) is None  # the stale socket is never trusted
+    # the stale socket is never trusted (once the killed process's last thread is gone)
+    deadline = time.monotonic() + 15
+    while remote.owner_socket(root) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert remote.owner_socket(root) is None
+    assert os.path.lexists(started["socket"])
     assert tb(root, "fsck").returncode == 0
     log = json.loads(tb(root, "--json", "log").stdout)
     assert log["turns"][1]["prompt"] == "interrupted" and log["turns"][1]["state"] == "running"

@@ -147,15 +147,30 @@ def test_the_owner_refuses_to_listen_on_an_unsafe_path(ws, tmp_path):
     assert planted.read_text() == "not a socket"
 
 
-def test_a_long_store_path_puts_the_socket_in_the_runtime_folder(tmp_path, monkeypatch):
+async def test_a_long_store_path_puts_the_socket_in_the_runtime_folder(tmp_path, monkeypatch):
+    from turnback.lsp.sockets import Listener
     from turnback.remote.paths import recorded_socket
+
+    class Server:
+        def on_clients_changed(self):
+            pass
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
     (tmp_path / "xdg").mkdir(mode=0o700)
     store = tmp_path / ("d" * 60) / ("e" * 60) / ".turnback"
+    store.mkdir(parents=True, mode=0o700)
     path = preferred_socket(str(store))
     assert path.startswith(str(tmp_path / "xdg" / "turnback")) and len(path) < 108
     assert recorded_socket(str(store)) is None
+    listener = Listener(Server(), str(store))
+    assert await listener.start() == path
+    try:
+        assert recorded_socket(str(store)) == path  # the store records where its owner listens
+        assert stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode) == 0o700
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+    finally:
+        listener.close()
+    assert not os.path.lexists(path) and recorded_socket(str(store)) is None
 
 
 def test_peer_credentials_of_the_same_user(tmp_path):
@@ -238,3 +253,36 @@ async def test_the_hook_path_imports_the_standard_library_only(ws, servers):
     assert "HEAVY [] 0" in proc.stdout, proc.stdout
     log = await editor.req("turnback/session/log", {})
     assert log["turns"][0]["prompt"] == "hooked"
+
+
+async def test_a_second_editor_attaches_to_the_owner(ws, servers):
+    """A second editor's sidecar finds the store owned and becomes one more client of the owner:
+    its requests are answered there and it hears the owner's notifications; when the owner goes
+    away it takes over as before."""
+    first = await servers(ws, "vscode")
+    path = await _socket_of(first)
+    second = await servers(ws, "emacs")
+    begun = await second.req("turnback/turn/begin", {"prompt": "from the second editor"})
+    (ws / "a.txt").write_text("second\n")
+    from lsprotocol import types
+
+    second.notify(types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=second.uri("a.txt"))))
+    info = await second.req("turnback/session/info", {})
+    assert info["owner"]["pid"] == first.process.pid and info["socket"] == path
+    await second.req("turnback/turn/settle", {"turn": begun["turn"]})
+    log = await first.req("turnback/session/log", {})
+    assert log["turns"][0]["prompt"] == "from the second editor"
+    assert [f["uri"] for f in log["turns"][0]["files"]] == [second.uri("a.txt")]
+    cand = await second.req("turnback/rewind/prepare", {"boundary": {"kind": "beforePrompt", "turn": 1}})
+    done = await second.req("turnback/rewind/commit", {"boundary": {"kind": "beforePrompt", "turn": 1},
+                                                       "planHash": cand["planHash"]})
+    assert done["status"] == "committed" and (ws / "a.txt").read_text() == "one\n"
+    await second.until(lambda: second.epochs, what="the owner's epoch, relayed")
+    assert second.epochs == first.epochs
+    # the owner leaves: the second editor owns and listens
+    await first.stop()
+    await second.until(lambda: second.status and second.status[-1]["ownership"] == "owner", timeout=15,
+                       what="the second editor to take over")
+    info = await second.req("turnback/session/info", {})
+    assert info["owner"]["pid"] == second.process.pid
