@@ -91,6 +91,7 @@ _REGISTRY = {
     "scan": "history:run_scan",
     "responsiveness": "responsive:run",
     "collect": "history:run_collect",
+    "agent-hooks": "agenthooks:run",
 }
 
 
@@ -102,7 +103,7 @@ def _load(name: str) -> Callable[[Context], None]:
 
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
-             "long-session", "close-save", "scan", "responsiveness", "collect")
+             "long-session", "close-save", "scan", "responsiveness", "collect", "agent-hooks")
 
 
 # ---------------------------------------------------------------------------------------- output

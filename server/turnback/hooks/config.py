@@ -97,10 +97,11 @@ class HookConfig:
             words = words[1:]
         if not words:
             return "unknown", f"{part!r}: nothing to match"
-        words[0] = os.path.basename(words[0])
+        # `/usr/bin/git push` is `git push`; a rule may also name the path itself (`./deploy.sh`)
+        forms = [words, [os.path.basename(words[0])] + words[1:]]
         best = None
         for rule in self.rules:
-            if rule.matches(words) and (best is None or len(rule.words) > len(best.words)
+            if any(rule.matches(f) for f in forms) and (best is None or len(rule.words) > len(best.words)
                                         or (len(rule.words) == len(best.words)
                                             and best.source == "default")):
                 best = rule
