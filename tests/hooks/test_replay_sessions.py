@@ -18,6 +18,14 @@ if HAVE_SOCKET:
     PATHS.append(pytest.param({}, id="live-sidecar"))
 
 
+@pytest.fixture(autouse=True)
+def stop_background_owner(tmp_path):
+    """A live-sidecar replay starts a background owner; stop it when the test is done."""
+    yield
+    if (tmp_path / "ws" / ".turnback").exists():
+        tb(tmp_path / "ws", "daemon", "stop", check=False)
+
+
 def _steps(log: dict, n: int) -> list[dict]:
     return log["turns"][n - 1]["stepList"]
 
@@ -79,7 +87,7 @@ def test_claude_code_session(tmp_path, env):
     assert ids["Bash: git status --short [scope none: 'git status' -> none (default)]"] \
         in effects["provablyEmpty"]
     assert steps2[2]["id"] in effects["crossedUncompensated"]
-    assert any("session start" in line for line in hook_log(root))
+    assert any("session start" in line for line in hook_log(root)), hook_log(root)
 
 
 @pytest.mark.parametrize("env", PATHS)

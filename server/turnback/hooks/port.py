@@ -96,6 +96,7 @@ DIRECT_METHODS = {
     "turnback/turn/respond": lambda wb, p: wb.turns.respond(p),
     "turnback/turn/settle": lambda wb, p: wb.run(wb.turns.settle_job(p)),
     "turnback/agent/transcript": lambda wb, p: wb.turns.agent_transcript(p),
+    "turnback/session/start": lambda wb, p: wb.sessions.start_params(p),
 }
 
 
