@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import transcript
@@ -29,13 +28,14 @@ from .tools import ToolUse, classify
 
 RESULT_LIMIT = 256 * 1024
 NEW_CONVERSATION = ("startup", "clear", "fork")
+STALE_SECONDS = 30 * 60  # a running turn with no hook event for this long belongs to a dead agent
 PROMPT_CLIP = 300
 
 
-@dataclass
 class Reply:
-    context: str | None = None  # additional context for the model (SessionStart, prompt)
-    message: str | None = None  # a message shown to the person (systemMessage)
+    def __init__(self):
+        self.context: str | None = None  # additional context for the model (SessionStart, prompt)
+        self.message: str | None = None  # a message shown to the person (systemMessage)
 
 
 class Mapper:
@@ -151,9 +151,12 @@ class Mapper:
         self.log(f"{self.key}: session end")
 
     def _close_stale_turns(self, except_key: str) -> None:
-        """Another agent session of this store left a turn running (it died without a Stop)."""
+        """Another agent session left a turn running and has sent nothing for a long time: it died
+        without a Stop or a SessionEnd. (One that is still active is another agent at work.)"""
+        now = time.time()
         for key, other in self.data["sessions"].items():
-            if key != except_key and other.get("turn") is not None:
+            if key != except_key and other.get("turn") is not None \
+                    and now - other.get("active", 0) > STALE_SECONDS:
                 self._close_turn(other, "cancelled", why=f"{key} never stopped; a new session began")
 
     # -- turns ------------------------------------------------------------------------------------
