@@ -80,3 +80,23 @@ def test_claude_codes_own_rewind_is_detected(tmp_path):
     tb(root, "rewind", "--after-response", "1", "--yes")
     assert "def greet" in (root / "src" / "greet.py").read_text()
     assert "hello" not in (root / "src" / "app.py").read_text()
+
+
+def test_resume_under_a_new_session_id_continues_the_same_session(tmp_path):
+    """`claude --resume SESSION --resume-session-at UUID` may go on under a new session id: its
+    transcript holds the resumed turns, so it feeds the same turnback session."""
+    recording, rep = replay_fixture(tmp_path, "claude-code", env=DIRECT)
+    root = rep.workspace
+    tb(root, "rewind", "--after-response", "1", "--yes")
+    before = tb_json(root, "info")["sessionId"]
+    resumed = tmp_path / "resumed.jsonl"
+    lines = rep.transcript.read_text().splitlines()
+    resumed.write_text("\n".join(lines[:8]) + "\n")  # up to a4, the end of turn 1
+    new = {"session_id": "new-id", "transcript_path": str(resumed), "cwd": str(root)}
+    proc = send(root, {**new, "hook_event_name": "SessionStart", "source": "resume"})
+    assert proc.returncode == 0
+    send(root, {**new, "hook_event_name": "UserPromptSubmit", "prompt": "after the resume"})
+    info = tb_json(root, "info")
+    assert info["sessionId"] == before
+    assert [t["prompt"] for t in tb_json(root, "log")["turns"]][-1] == "after the resume"
+    assert any("resumes claude-code:" + SID in line for line in hook_log(root))

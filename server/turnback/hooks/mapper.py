@@ -88,6 +88,16 @@ class Mapper:
              "epoch": info.get("epoch", 0), "turnCount": info.get("turnCount", 0), "offer": None,
              "provisional": info.get("headSeq") is None}
         self.data["sessions"][self.key] = s
+        earlier = self._resumed_from() if (self.ev.source or "") == "resume" else None
+        if earlier is not None:
+            # `claude --resume … --resume-session-at …` may continue under a new session id; its
+            # transcript holds the records of the turns it resumes, so it is the same conversation.
+            old = self.data["sessions"][earlier]
+            s.update(turnback=old["turnback"], turns=dict(old.get("turns", {})),
+                     epoch=old.get("epoch", 0), turnCount=old.get("turnCount", 0),
+                     provisional=old.get("provisional", False))
+            self.log(f"{self.key}: resumes {earlier} (its transcript holds that session's turns)")
+            return s
         if info.get("turnCount", 0) or self._owner_of(info["sessionId"]) is not None:
             parent = None
             if (self.ev.source or "") in ("clear", "fork"):
@@ -96,6 +106,20 @@ class Mapper:
             self._start_session(s, parent, why=f"a new {self.ev.agent} session "
                                                f"({self.ev.source or 'first event'})")
         return s
+
+    def _resumed_from(self) -> str | None:
+        """The known agent session whose turn-ending records this session's transcript contains."""
+        uuids = {r.get("uuid") for r in transcript.records(self.ev.transcript)} - {None}
+        if not uuids:
+            return None
+        best, best_n = None, 0
+        for key, other in self.data["sessions"].items():
+            if key == self.key or other.get("agent") != self.ev.agent:
+                continue
+            n = sum(1 for t in other.get("turns", {}).values() if t.get("uuid") in uuids)
+            if n > best_n:
+                best, best_n = key, n
+        return best
 
     def _start_session(self, s: dict, parent: str | None, *, why: str) -> bool:
         live = self.port.call("turnback/session/info", {})
@@ -316,6 +340,8 @@ class Mapper:
                 params = {"kind": p.get("kind") or "other",
                           "summary": f"{p.get('summary') or p.get('tool')} (began but never "
                                      "finished: denied, failed or interrupted)"}
+                self.log(f"{s['agent']}:{s['sessionId']}: tool call {key} ({p.get('tool')}) began "
+                         f"and never finished; recorded as a gap of turn {n}")
             if n is not None:
                 self.port.call("turnback/turn/step", {"turn": n, **params})
             del s["pending"][key]
