@@ -28,6 +28,7 @@ from .tools import ToolUse, classify
 
 RESULT_LIMIT = 256 * 1024
 NEW_CONVERSATION = ("startup", "clear", "fork")
+FORGET_SECONDS = 90 * 24 * 3600  # an agent session idle this long is not resumed any more
 STALE_SECONDS = 30 * 60  # a running turn with no hook event for this long belongs to a dead agent
 PROMPT_CLIP = 300
 
@@ -68,7 +69,16 @@ class Mapper:
             handler(s)
         s["active"] = time.time()
         self.data["current"] = self.key
+        self._forget_old_sessions()
         return self.reply
+
+    def _forget_old_sessions(self) -> None:
+        """Agent sessions idle for a long time with no turn running leave the record (their turnback
+        sessions stay in the store; only the link to the agent's ids goes)."""
+        cutoff = time.time() - FORGET_SECONDS
+        for key in [k for k, v in self.data["sessions"].items()
+                    if v.get("turn") is None and v.get("active", 0) < cutoff and k != self.key]:
+            del self.data["sessions"][key]
 
     # -- sessions ---------------------------------------------------------------------------------
     def _owner_of(self, turnback_id: str) -> str | None:
