@@ -38,7 +38,7 @@ from ..store import fsio, lineage
 from ..timeline.codec import state_refs
 from . import roots
 from .cache import HeadCache
-from .retention import Decision, decide
+from .retention import Decision, decide, kept_for
 from .scan import HeadFacts, facts_of, list_heads, observe
 
 MAX_STEPS = 8  # steps per slice: a step is one small file read, one retirement, one body, one batch
@@ -271,6 +271,7 @@ class Collector:
         self.phase = "retire"
         decision = self._decide()
         self.kept = set(decision.keep)
+        self.stats["keptFor"] = kept_for(decision)  # why heads stay, for the command line's words
         self._plan_head = self._head_seq()
         self.progress = {"done": 0, "total": len(decision.retire)}
         for seq in decision.retire:

@@ -36,7 +36,10 @@ def command_name(method: str) -> str:
 
 def _info(wb, params):
     obj(params)
-    return wb.info()
+    info = wb.info()
+    running = wb.state.running
+    info.setdefault("running", running.n if running is not None else None)  # for thin clients
+    return info
 
 
 def _status(wb, params):

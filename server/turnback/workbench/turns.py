@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ..errors import InvalidParams, NotFound, OutsideWorkspace, SessionFrozen, TurnRunning, UnknownTurn
+from ..errors import (InvalidParams, NoTurnRunning, NotFound, OutsideWorkspace, SessionFrozen,
+                      TurnRunning, UnknownTurn)
 from ..model.gaps import Gap
 from ..model.images import ABSENT
 from ..model.session import WORKFLOW_LISTS
@@ -86,12 +87,13 @@ class TurnsFeature:
         self.wb.emit_status()
         return {"captured": captured, "gaps": gaps}
 
-    def capture_rels(self, rels, *, phase: str = "after") -> None:
-        """Editor events (save, open, watched change) already turned into workspace paths."""
+    def capture_rels(self, rels, *, phase: str = "after", by: str = "save") -> None:
+        """Editor events (save, open, watched change) already turned into workspace paths; `by` says
+        which (`save` or `watch`), so a rewind can say who made a change between turns."""
         if not self.wb.is_owner:
             return
         for rel in rels:
-            self.wb.recorder.capture(rel, phase=phase)
+            self.wb.recorder.capture(rel, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
@@ -204,6 +206,11 @@ class TurnsFeature:
     def settle_job(self, params):
         p = P.obj(params)
         self.book.require_owner()
+        if p.get("turn") is None:  # the contract: without `turn`, settle the running turn
+            running = self.state.running
+            if running is None:
+                raise NoTurnRunning("no turn is running; there is nothing to settle")
+            p = {**p, "turn": running.n}
         turn = self._running_turn(p)
         status = P.field(p, "status", str, default="settled", choices=TURN_STATES[1:])
         # A settle sweep attributes what a shell command changed behind our back to this turn.
