@@ -40,6 +40,10 @@ def _running(wb, given: int | None) -> int:
 
 # -- serve and bench: other parts of turnback, imported only when asked for -----------------------
 def cmd_serve(ctx) -> int:
+    if getattr(ctx.args, "background", False):
+        from .daemon import serve_background
+
+        return serve_background(ctx)
     for flag in ("socket", "pipe"):
         if getattr(ctx.args, flag, None):
             raise Unavailable(f"turnback serve --{flag} is not supported: the sidecar speaks on "
@@ -68,6 +72,12 @@ def cmd_bench(ctx) -> int:
     if ctx.json and "--json" not in argv:
         argv.append("--json")
     return int(entry(argv) or 0)
+
+
+def cmd_daemon(ctx) -> int:
+    from .daemon import cmd_daemon as run
+
+    return run(ctx)
 
 
 def cmd_demo(ctx) -> int:
@@ -428,6 +438,7 @@ def cmd_recovery(ctx) -> int:
 COMMANDS = {
     "serve": cmd_serve, "demo": cmd_demo, "log": cmd_log, "info": cmd_info, "rewind": cmd_rewind,
     "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
+    "daemon": cmd_daemon,
 }
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -49,6 +49,9 @@ class SessionState:
     fork_point: str = ""  # identity of the place where this line of history last diverged
     last_op: int = 0  # sequence of the last journal operation folded into this state
     frozen: bool = False
+    # Where this session came from: {parentId, forkTurn, worktree, parentStore, meta, notPreserved};
+    # empty for a session nobody forked. Part of the published state, so it commits with the session.
+    lineage: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.known, KnownMap):

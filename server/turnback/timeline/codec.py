@@ -99,6 +99,8 @@ class StateCodec:
             "epoch": state.epoch, "forkPoint": state.fork_point, "lastOp": state.last_op,
             "frozen": state.frozen,
         }
+        if state.lineage:
+            root["lineage"] = state.lineage
         root_digest = put("session", root)
         # The body names the small things directly and every turn's and shard's reference list by
         # the list object's digest: those lists are shared by every publication whose turn or shard
@@ -214,6 +216,7 @@ class StateCodec:
         state.fork_point = root.get("forkPoint", "")
         state.last_op = root.get("lastOp", 0)
         state.frozen = root.get("frozen", False)
+        state.lineage = dict(root.get("lineage") or {})
         return state
 
     def outline(self, body_digest: str) -> tuple[list[str], list[str]]:

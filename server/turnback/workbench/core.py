@@ -21,6 +21,7 @@ from ..model.gaps import Gap
 from ..store.layout import Store
 from ..timeline.book import Book
 from ..workspace.fence import Workspace
+from .agentlinks import agent_info, agent_resume
 
 Job = Generator[object, None, object]
 
@@ -85,9 +86,11 @@ class Workbench:
         self.events = Events()
         self.collecting = False
         self.open_report: dict = {}
+        self.live: dict = {}  # what a serving process adds to info: its socket, clients, watcher
         self._last_status: dict | None = None
         from .collection import CollectionFeature
         from .directives import DirectivesFeature
+        from .sessions import SessionsFeature
         from .travel import RecoveryFeature, RedoFeature, RewindFeature
         from .turns import TurnsFeature
 
@@ -97,6 +100,7 @@ class Workbench:
         self.recovery = RecoveryFeature(self)
         self.directives = DirectivesFeature(self)
         self.collection = CollectionFeature(self)
+        self.sessions = SessionsFeature(self)
 
     # -- opening and closing ----------------------------------------------------------------------
     @classmethod
@@ -125,6 +129,7 @@ class Workbench:
                               "tornJournal": bool(report.torn)}
             if owner is not None:
                 wb.open_report["recovered"] = wb.recovery.recover_interrupted()
+                wb.sessions.tidy()
         except BaseException:
             if owner is not None:
                 owner.release()
@@ -220,10 +225,14 @@ class Workbench:
             "liveGaps": len(self.state.live_gaps),
             "recovery": len(self.recovery.records()),
             "frozen": self.state.frozen,
+            "parentId": self.state.lineage.get("parentId"),
+            "epoch": self.state.epoch,
+            "agent": agent_info(self),  # agent hooks: resume command, /rewind offer (docs/agents/)
             "workspace": str(self.root),
             # what opening found and did: interrupted transactions finished or rolled back, a torn
             # journal tail cut, operations replayed from the journal
             "opened": self.open_report,
+            "socket": None, **self.live,
         }
 
     def status(self) -> dict:
@@ -301,6 +310,9 @@ class Workbench:
         if outcome.status == "committed":
             result["epoch"] = self.state.epoch
             result["headSeq"] = outcome.head_seq
+            resume = agent_resume(self, self.state.turn_count)
+            if resume is not None:
+                result["agentResume"] = resume  # the agent's conversation, resumed at the boundary
             self.events.emit("epoch", {"source": source, "sessionId": self.state.session_id,
                                        "turnCount": self.state.turn_count, "epoch": self.state.epoch})
             self.collection.schedule(source)

@@ -221,11 +221,13 @@ class TurnsFeature:
         return {"headSeq": seq}
 
     # -- log ------------------------------------------------------------------------------------
-    def log(self, params=None) -> dict:
+    def log(self, params=None, *, state=None) -> dict:
+        """The session log of the live session, or of `state` (a parked or frozen session)."""
         P.obj(params)
+        state = state or self.state
         to_uri = self.wb.ws.to_uri
         turns = []
-        for t in self.state.turns:
+        for t in state.turns:
             entry = {
                 "turn": t.n, "kind": t.kind, "prompt": t.prompt, "response": t.response,
                 "state": t.state, "started": t.started, "ended": t.ended,
@@ -240,4 +242,7 @@ class TurnsFeature:
             if t.directive_id:
                 entry["directiveId"] = t.directive_id
             turns.append(entry)
-        return {"turns": turns, "sessionId": self.state.session_id}
+        out = {"turns": turns, "sessionId": state.session_id}
+        if state.lineage:
+            out["lineage"] = state.lineage
+        return out
