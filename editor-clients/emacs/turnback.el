@@ -484,7 +484,8 @@ TITLE heads it; by default it is derived from the candidate's boundary."
   (turnback--one-line (car (split-string (or request "") "\n")) 50))
 
 (defun turnback--render-effects (effects summaries)
-  "The seven effect lists of EFFECTS; step ids get their SUMMARIES (an alist id . text)."
+  "The seven effect lists of EFFECTS.
+Step ids get their SUMMARIES (an alist of id and text)."
   (mapconcat (lambda (cell)
                (let ((ids (turnback--list (plist-get effects (car cell)))))
                  (format "  %-22s %s: %s\n" (substring (symbol-name (car cell)) 1) (cdr cell)
@@ -522,7 +523,8 @@ PLAN is the result of `turnback/redo/prepare'; TITLE heads it."
      "\n" (turnback--keys-line "redo" files) "\n")))
 
 (defun turnback-render-recovery (records &optional root what)
-  "Text describing the outcome of a rolled-back commit of WHAT and its Recovery RECORDS."
+  "Text describing the outcome of a rolled-back commit of WHAT.
+RECORDS are its Recovery records; ROOT shortens paths."
   (let ((what (or what "commit")))
     (if (null records)
         (concat (turnback--heading (format "The %s failed and was rolled back." what))
@@ -534,7 +536,8 @@ PLAN is the result of `turnback/redo/prepare'; TITLE heads it."
               "Use M-x turnback-recovery to retry or dismiss them.\n"))))
 
 (defun turnback-render-recovery-record (record &optional root)
-  "Lines describing one Recovery RECORD: its paths and the images that would put them back."
+  "Lines describing one Recovery RECORD, relative to ROOT.
+Its paths, and the images that would put them back."
   (concat (format "  %s (%s%s): %s\n" (plist-get record :id) (plist-get record :operation)
                   (if (numberp (plist-get record :created))
                       (format-time-string ", %Y-%m-%d %H:%M" (plist-get record :created)) "")
@@ -828,7 +831,8 @@ events, say); the mode line and every command must not wait for it."
     (when (and server (not (turnback--live-p server))) (turnback--on-shutdown server))))
 
 (defun turnback--on-shutdown (server)
-  "Clean up after SERVER's process ended (once, from the sentinel or `turnback--reap')."
+  "Clean up after SERVER's process ended.
+Once, from the sentinel or from `turnback--reap'."
   (unless (process-get (jsonrpc--process server) 'turnback-cleaned-up)
     (process-put (jsonrpc--process server) 'turnback-cleaned-up t)
     (turnback--clean-up server)))
@@ -1149,7 +1153,8 @@ A boundary equal to the current state shows nothing: there is nothing to rewind.
       (turnback--confirm server 'rewind boundary (turnback--annotate server candidate)))))
 
 (defun turnback--annotate (server plan)
-  "PLAN with what the command line shows beside it: step summaries and directive names."
+  "PLAN with what the command line shows beside it.
+Step summaries from SERVER's log and directive names."
   (let* ((log (ignore-errors (turnback--request server :turnback/session/log)))
          (steps (cl-loop for turn in (turnback--list (plist-get log :turns))
                          append (mapcar (lambda (s) (cons (plist-get s :id) (plist-get s :summary)))
@@ -1318,20 +1323,23 @@ For example: (global-set-key (kbd \"C-c t\") \\='turnback-command-map).")
   "Keymap of `turnback-confirm-mode'.")
 
 (define-derived-mode turnback-confirm-mode special-mode "turnback-confirm"
-  "The confirmation of a turnback rewind, redo or fork.  \\<turnback-confirm-mode-map>\
-\\[turnback-confirm-commit] commits, \\[turnback-confirm-commit-keeping-edits] commits but \
-leaves your own edits as they are, \\[turnback-confirm-cancel] cancels."
+  "The confirmation of a turnback rewind, redo or fork.
+\\<turnback-confirm-mode-map>\\[turnback-confirm-commit] commits, \
+\\[turnback-confirm-commit-keeping-edits] commits but leaves your
+own edits as they are, \\[turnback-confirm-cancel] cancels."
   (setq truncate-lines nil))
 
 (defun turnback--render (kind plan root)
-  "The confirmation text of PLAN for KIND (`rewind', `redo' or `fork') relative to ROOT."
+  "The confirmation text of PLAN for KIND, relative to ROOT.
+KIND is `rewind', `redo' or `fork'."
   (pcase kind
     ('redo (turnback-render-redo-plan plan root))
     ('fork (turnback-render-fork-report plan root))
     (_ (turnback-render-candidate plan root))))
 
 (defun turnback--confirm (server kind target plan &optional note)
-  "Show PLAN of KIND for TARGET (a boundary, a head or a turn) in *turnback-confirm*.
+  "Show PLAN of KIND for TARGET in *turnback-confirm*.
+TARGET is a boundary, a head or a turn.
 NOTE, when given, is shown above it.  Return the buffer."
   (let ((buffer (get-buffer-create "*turnback-confirm*")))
     (with-current-buffer buffer
@@ -1381,7 +1389,8 @@ NOTE, when given, is shown above it.  Return the buffer."
     nil))
 
 (defun turnback--commit-request (server kind target plan keep)
-  "Send the commit of PLAN of KIND for TARGET to SERVER (KEEP: keep the user's edits)."
+  "Send the commit of PLAN of KIND for TARGET to SERVER.
+With KEEP, the user's edits are kept."
   (let ((keep (when keep (list :keepUserEdits t))))
     (pcase kind
       ('rewind (turnback--request server :turnback/rewind/commit
@@ -1508,9 +1517,10 @@ Return the warnings about buffers with unsaved changes."
   "Keymap of `turnback-recovery-mode'.")
 
 (define-derived-mode turnback-recovery-mode special-mode "turnback-recovery"
-  "What failed rollbacks could not put back.  \\<turnback-recovery-mode-map>\
-\\[turnback-recovery-retry] retries the record at point (puts its images back), \
-\\[turnback-recovery-dismiss] dismisses it (you took care of it), \\[turnback-recovery-refresh] refreshes.")
+  "What failed rollbacks could not put back.
+\\<turnback-recovery-mode-map>\\[turnback-recovery-retry] retries the record at point (puts its
+images back), \\[turnback-recovery-dismiss] dismisses it (you took care of it),
+\\[turnback-recovery-refresh] refreshes.")
 
 (defun turnback-render-recovery-list (records root)
   "The text of the recovery buffer for RECORDS, relative to ROOT."
@@ -1623,15 +1633,16 @@ Return the warnings about buffers with unsaved changes."
 
 (define-derived-mode turnback-session-mode special-mode "turnback-session"
   "The turns of a turnback session, with actions on the turn at point.
-\\<turnback-session-mode-map>\\[turnback-session-rewind-at-response] rewinds to just after its \
-response, \\[turnback-session-rewind-before-prompt] to just before its prompt, \
-\\[turnback-session-fork] forks at its response, \\[turnback-session-redo] offers Redo, \
-\\[turnback-session-directive] shows its directive, \\[turnback-session-refresh] refreshes, \
+\\<turnback-session-mode-map>\\[turnback-session-rewind-at-response] rewinds to just after its
+response, \\[turnback-session-rewind-before-prompt] to just before its prompt,
+\\[turnback-session-fork] forks at its response, \\[turnback-session-redo] offers Redo,
+\\[turnback-session-directive] shows its directive, \\[turnback-session-refresh] refreshes,
 \\[turnback--next-item] and \\[turnback--previous-item] move between turns."
   (setq truncate-lines t))
 
 (defun turnback-render-session (log info root)
-  "The session view text of LOG (`turnback/session/log') and INFO (`session/info'), relative to ROOT."
+  "The session view text of LOG and INFO, relative to ROOT.
+LOG is `turnback/session/log', INFO `turnback/session/info'."
   (let* ((turns (turnback--list (plist-get log :turns)))
          (gaps (or (plist-get info :liveGaps) 0))
          (recovery (or (plist-get info :recovery) 0)))
@@ -1817,9 +1828,9 @@ branch session from there; model seeds, the clock and provider versions are not 
 
 (define-derived-mode turnback-directive-panel-mode special-mode "turnback-directive"
   "One directive: its request, state, attempts and their answers.
-\\<turnback-directive-panel-mode-map>\\[turnback-directive-panel-begin] begins an attempt (a \
-directive turn), \\[turnback-directive-panel-edit] edits the request, \
-\\[turnback-directive-panel-rewind] rewinds to just before the attempt at point, \
+\\<turnback-directive-panel-mode-map>\\[turnback-directive-panel-begin] begins an attempt (a
+directive turn), \\[turnback-directive-panel-edit] edits the request,
+\\[turnback-directive-panel-rewind] rewinds to just before the attempt at point,
 \\[turnback-directive-panel-refresh] refreshes."
   (setq truncate-lines nil))
 
@@ -1835,7 +1846,8 @@ directive turn), \\[turnback-directive-panel-edit] edits the request, \
      (format "  anchor:  %s:%s\n" (turnback--display-path (plist-get directive :uri) root)
              (1+ (or (turnback--get directive :anchor :line) 0)))
      "\n" (turnback--heading "Request")
-     (turnback--fill (plist-get directive :request))
+     (mapconcat (lambda (line) (concat "  " line "\n"))
+                (split-string (string-trim-right (or (plist-get directive :request) "")) "\n") "")
      "\n" (turnback--heading (if attempts (turnback--plural (length attempts) "attempt") "Attempts"))
      (if (null attempts) "  none yet (b begins one)\n"
        (mapconcat
