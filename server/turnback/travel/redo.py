@@ -44,6 +44,8 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         head = store.heads.read(seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
+        if current is not None and head.session and head.session != current.session_id:
+            continue  # another session's state (parked, a fork's branch): not this session's Redo
         key = (head.turn_count, head.fork_point)
         if key not in best or best[key].seq < head.seq:
             best[key] = head
