@@ -1471,6 +1471,9 @@ about buffers with unsaved changes follow it.  Return the result."
                  (erase-buffer)
                  (insert (turnback-render-recovery (turnback--list (plist-get result :recovery))
                                                    (turnback--root server) what)
+                         (if (plist-get result :message)  ; the server's own sentence about it
+                             (concat "\n" (turnback--fill (plist-get result :message)))
+                           "")
                          "\n")
                  (goto-char (point-min))
                  (setq turnback--confirm-state nil)))
