@@ -358,10 +358,11 @@ from turnback.travel import transaction
 wb = Workbench.open(sys.argv[1])
 try:
     good = wb.store.objects.put(b'as it was\\n')
-    transaction.write_recovery(wb.store, 'txn-a', 'rewind', [{'rel': 'a.txt', 'backup': good}],
-                               'a.txt could not be written back: disk full')
-    transaction.write_recovery(wb.store, 'txn-b', 'redo', [{'rel': 'b.txt', 'backup': good}],
-                               'b.txt could not be written back')
+    left = wb.store.objects.put(b'damaged\\n')  # what the failed rollback left: retry may overwrite it
+    for rid, op, rel, why in (('txn-a', 'rewind', 'a.txt', 'a.txt could not be written back: disk full'),
+                              ('txn-b', 'redo', 'b.txt', 'b.txt could not be written back')):
+        record = transaction.recovery_record(rid, op, [{'rel': rel, 'backup': good, 'left': left}], why)
+        assert transaction.write_recovery(wb.store, record)
 finally:
     wb.close()
 ")
