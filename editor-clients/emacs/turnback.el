@@ -1078,7 +1078,16 @@ A sidecar that stopped shows as \" TB:stopped\"."
                            (concat " " (propertize (turnback-directive-label d)
                                                    'face (if detached 'turnback-directive-detached
                                                            'turnback-directive)
-                                                   'help-echo (turnback-directive-help d)))))))))))
+                                                   'mouse-face 'highlight
+                                                   'keymap (turnback--directive-label-map d)
+                                                   'help-echo (concat (turnback-directive-help d)
+                                                                      "\nmouse-1: the directive panel")))))))))))
+
+(defun turnback--directive-label-map (directive)
+  "A keymap for DIRECTIVE's label: a click opens its panel."
+  (let ((map (make-sparse-keymap)))
+    (define-key map [mouse-1] (lambda () (interactive) (turnback-directive-panel directive)))
+    map))
 
 (defun turnback-refresh-directives (&optional server)
   "Fetch every directive from SERVER and redraw the overlays."
