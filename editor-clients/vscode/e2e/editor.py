@@ -146,9 +146,16 @@ class Workbench:
         # Wait for the workbench to restore (the explorer shows the folder).
         self.page.wait_for_selector(".explorer-folders-view, .monaco-workbench .part.sidebar", timeout=60_000)
 
-    def shot(self, name: str) -> Path:
+    def shot(self, name: str, around=None, margin: int = 24) -> Path:
+        """A screenshot of the window, or of the part of it around a locator (for the docs)."""
         path = self.shots / f"{name}.png"
-        self.page.screenshot(path=str(path))
+        clip = None
+        if around is not None:
+            box = around.bounding_box()
+            if box:
+                clip = {"x": max(0, box["x"] - margin), "y": max(0, box["y"] - margin),
+                        "width": box["width"] + 2 * margin, "height": box["height"] + 2 * margin}
+        self.page.screenshot(path=str(path), clip=clip)
         return path
 
     # -- the command palette and quick picks ------------------------------------------------------
@@ -229,7 +236,20 @@ class Workbench:
         if not sidebar.locator(".composite.title", has_text="Turnback Session").is_visible():
             self.page.locator(".activitybar .action-item .action-label[aria-label^='Turnback']").first.click()
         sidebar.locator(".composite.title", has_text="Turnback Session").wait_for(timeout=15_000)
-        self.page.mouse.move(700, 450)  # away from the activity bar's tooltip
+        self.widen_sidebar(480)
+        self.page.mouse.move(900, 450)  # away from the activity bar's tooltip
+
+    def widen_sidebar(self, width: int) -> None:
+        """Drag the sash at the sidebar's right edge, as a person widens a narrow view."""
+        box = self.page.locator(".part.sidebar").bounding_box()
+        if not box or box["width"] >= width - 5:
+            return
+        edge = box["x"] + box["width"]
+        y = box["y"] + box["height"] / 2
+        self.page.mouse.move(edge, y)
+        self.page.mouse.down()
+        self.page.mouse.move(box["x"] + width, y, steps=5)
+        self.page.mouse.up()
 
     def _session_list(self):
         return self.page.locator(".part.sidebar .monaco-list")

@@ -5,7 +5,9 @@ step leaves a screenshot under the build folder (see conftest.shots)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,6 +17,8 @@ from editor import Browser, CodeServer, Workbench, wait_until
 from workspace import APP_V1, APP_V3, FAREWELL, PROMPTS, UTIL_V2, image_bytes, make_workspace
 
 TYPED = "# edited in the editor"
+RECOVERED = "Goodbye notes, as the backup has them.\n"
+PLANT = Path(__file__).resolve().parents[1] / "fixtures" / "plant_recovery.py"
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +86,14 @@ def test_the_session_view_lists_the_turns(vscode):
     assert [r.split(" | ")[0] for r in rows[:3]] == [
         f"Turn 3: {PROMPTS[2]}", f"Turn 2: {PROMPTS[1]}", f"Turn 1: {PROMPTS[0]}"], rows
     ui.shot("03-session-view")
+    # Turn 3 opened: its files, as the docs show the view.
+    ui.session_row(f"Turn 3: {PROMPTS[2]}").click()
+    wait_until("turn 3's files", lambda: any(r.startswith("farewell.md | created") for r in ui.session_rows()))
+    ui.session_row("farewell.md").hover()
+    ui.shot("docs-session-view", around=ui.page.locator(".part.sidebar .monaco-list").first.locator(".monaco-list-rows"),
+            margin=40)
+    ui.session_row(f"Turn 3: {PROMPTS[2]}").click()
+    wait_until("turn 3 closed", lambda: not any(r.startswith("farewell.md") for r in ui.session_rows()))
 
 
 def test_a_directive_codelens_shows_its_state(vscode):
@@ -104,6 +116,7 @@ def test_rewind_at_this_response_confirms_then_restores_disk_and_editor(vscode):
     ui.context_menu(ui.session_row(f"Turn 2: {PROMPTS[1]}"), "Rewind at This Response")
     message, detail = ui.dialog_texts()
     ui.shot("05-rewind-confirmation")
+    ui.shot("docs-rewind-confirmation", around=ui.dialog())
     # Both sides of the boundary, the files, the gaps and the effects.
     assert "keep 2 turns, discard 1 turn" in message, message
     assert f"Keeps: turns 1–2, ending with turn 2 “{PROMPTS[1]}”" in detail, detail
@@ -143,11 +156,15 @@ def test_redo_brings_the_state_back(vscode):
 
 def test_a_save_in_the_editor_reaches_the_server_as_a_capture(vscode):
     # A save belongs to a turn only while one runs; the command line begins one while no editor owns
-    # the store, then the editor comes back and the person edits and saves.
+    # the store, then the editor comes back and the person edits and saves. A failed rollback's
+    # recovery record is left at the same time, for the next test.
     vscode.shut()
     turnback, root = vscode.tools["turnback"], vscode.root
     subprocess.run([turnback, "--workspace", str(root), "turn", "begin", "--prompt", "Edit by hand"],
                    check=True, capture_output=True, cwd=root)
+    (root / "farewell.md").write_text("half-writ")
+    subprocess.run([sys.executable, str(PLANT), str(root), "farewell.md", RECOVERED, "disk full while restoring farewell.md"],
+                   check=True, capture_output=True)
     vscode.launch()
     ui = vscode.ui
     wait_until("the status bar item", lambda: ui.status_item("turnback").is_visible(), timeout=60)
@@ -163,12 +180,30 @@ def test_a_save_in_the_editor_reaches_the_server_as_a_capture(vscode):
                lambda: any(r.startswith("Turn 4: Edit by hand | running") and "1 file" in r for r in ui.session_rows()),
                timeout=30)
     ui.shot("10-save-captured")
+
+
+def test_recovery_from_the_status_bar_retry_puts_the_file_back(vscode):
+    ui, root = vscode.ui, vscode.root
+    item = wait_until("the recovery count", lambda: (ui.status_item("turnback").inner_text().strip().endswith("1")
+                                                     and ui.status_item("turnback")), timeout=30)
+    item.click()
+    message, detail = ui.dialog_texts()
+    ui.shot("11-recovery")
+    assert "could not put everything back" in message, message
+    assert "disk full while restoring farewell.md" in detail and "farewell.md ← image" in detail, detail
+    ui.dialog_button("Retry")
+    wait_until("farewell.md put back", lambda: (root / "farewell.md").read_text() == RECOVERED)
+    wait_until("the notification", lambda: any(n.startswith("Put back: farewell.md") for n in ui.notifications()))
+    wait_until("no recovery count", lambda: not ui.status_item("turnback").inner_text().strip().endswith("1"))
+    ui.shot("12-recovered")
+
+
+def test_the_session_log_has_the_save_as_a_capture(vscode):
     vscode.shut()
+    turnback, root = vscode.tools["turnback"], vscode.root
     log = subprocess.run([turnback, "--workspace", str(root), "--json", "log"], check=True,
                          capture_output=True, text=True, cwd=root).stdout
-    import json
-
     turn4 = json.loads(log)["turns"][3]
     files = {f["path"]: f for f in turn4["files"]}
-    assert list(files) == ["app.py"], turn4
+    assert "app.py" in files, turn4
     assert image_bytes(root, files["app.py"]["after"]) == (APP_V3 + TYPED).encode()
