@@ -119,6 +119,61 @@ describe("a rewind commit reports $/progress on the token the client sends", () 
     });
 });
 
+describe("against the real server: the user's own edits, nothing to do, the lineage", () => {
+    let s: Session;
+    before(async () => {
+        const root = tempWorkspace();
+        const fs = await import("node:fs");
+        fs.writeFileSync(`${root}/a.txt`, "one\n");
+        s = await startSession(root);
+    });
+    after(async () => {
+        await s?.close();
+    });
+
+    test("an edit saved between turns is flagged; Keep My Edits leaves it, the turn's change is undone", async () => {
+        const { turn } = await s.api.turnBegin({ kind: "chat", prompt: "agent edits" });
+        await s.save("a.txt", "two\n");
+        await s.save("b.txt", "agent file\n");
+        await s.api.turnSettle({ turn, status: "settled" });
+        await s.save("a.txt", "two, and my own line\n"); // the user, between turns
+        await s.sync();
+        const ui = answering(KEEP_MY_EDITS.rewind);
+        const out = await rewindFlow(s.api, { kind: "beforePrompt", turn: 1 }, ui, { root: s.root });
+        const c = ui.shown[0];
+        assert.match(c.detail, /restore  a\.txt  ✎ your edit \(saved in the editor\)/, c.detail);
+        assert.equal(c.alternative, KEEP_MY_EDITS.rewind);
+        assert.equal(out.status, "committed", out.message);
+        assert.equal(s.read("a.txt"), "two, and my own line\n", "the user's edit stays");
+        assert.equal(s.read("b.txt"), undefined, "the turn's new file is gone");
+    });
+
+    test("a rewind to where the session already is: nothing to do, no dialog", async () => {
+        const { turn } = await s.api.turnBegin({ kind: "chat", prompt: "one more" });
+        await s.save("c.txt", "c\n");
+        await s.api.turnSettle({ turn, status: "settled" });
+        const ui = answering();
+        const out = await rewindFlow(s.api, { kind: "afterResponse", turn }, ui, { root: s.root });
+        assert.equal(out.status, "nothing-to-do", out.message);
+        assert.equal(ui.shown.length, 0);
+        assert.equal(s.read("c.txt"), "c\n");
+    });
+
+    test("two sessions in the store: the view's lineage lists both, this one marked", async () => {
+        assert.equal(lineageNode((await s.api.sessionList()).sessions), undefined, "one session: no lineage node");
+        const first = (await s.api.sessionInfo()).sessionId;
+        await s.conn.sendRequest("turnback/session/start", {});
+        const { sessions } = await s.api.sessionList();
+        const node = lineageNode(sessions)!;
+        assert.equal(node.label, "Sessions (2)");
+        const labels = node.children!.map((c) => c.label);
+        const now = (await s.api.sessionInfo()).sessionId;
+        assert.notEqual(now, first);
+        assert.ok(labels.includes(`● ${now.slice(0, 8)}`), JSON.stringify(labels));
+        assert.ok(labels.includes(first.slice(0, 8)), JSON.stringify(labels));
+    });
+});
+
 // -- flows against a recording API (server parts built in parallel) -------------------------------
 
 const BOUNDARY: Boundary = { kind: "afterResponse", turn: 1 };
