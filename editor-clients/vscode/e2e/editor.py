@@ -112,11 +112,17 @@ class CodeServer:
                 self.proc.wait()
         self.proc = None
 
+    def extension_logs(self) -> list[Path]:
+        """The extension's output channel of every window so far, as VS Code writes it under the
+        user-data folder, oldest first."""
+        return sorted((Path(p) for p in glob.glob(str(
+            self.user_data / "logs" / "*" / "exthost*" / "output_logging_*" / "*Turnback.log"))),
+            key=os.path.getmtime)
+
     def extension_log(self) -> str:
-        """The extension's output channel, as VS Code writes it under the user-data folder."""
-        paths = sorted(glob.glob(str(self.user_data / "logs" / "*" / "exthost*" / "output_logging_*" / "*Turnback.log")),
-                       key=os.path.getmtime)
-        return Path(paths[-1]).read_text() if paths else ""
+        """The output channel of the latest window."""
+        paths = self.extension_logs()
+        return paths[-1].read_text() if paths else ""
 
 
 class Browser:
@@ -271,6 +277,10 @@ class Workbench:
         menu.wait_for(state="visible", timeout=10_000)
         menu.hover()
         self.page.keyboard.press("Enter")
+        try:
+            menu.wait_for(state="hidden", timeout=3_000)
+        except Exception:  # the key went elsewhere (a busy machine): a plain click then
+            menu.click()
 
     def inline_action(self, row, title: str) -> None:
         """The icon button a tree row shows on hover."""

@@ -17,6 +17,7 @@ from editor import Browser, CodeServer, Workbench, wait_until
 from workspace import APP_V1, APP_V3, FAREWELL, PROMPTS, UTIL_V2, image_bytes, make_workspace
 
 TYPED = "# edited in the editor"
+MINE = "# my own line, saved between turns"
 RECOVERED = "Goodbye notes, as the backup has them.\n"
 PLANT = Path(__file__).resolve().parents[1] / "fixtures" / "plant_recovery.py"
 
@@ -49,8 +50,7 @@ def vscode(tools, scratch, shots):
             env.ui.shot("zz-last")
         except Exception:
             pass
-        log = server.extension_log()
-        (shots / "Turnback.log").write_text(log)
+        (shots / "Turnback.log").write_text("\n".join(f"== {p}\n{p.read_text()}" for p in server.extension_logs()))
         (shots / "code-server.log").write_text(server.log_path.read_text() if server.log_path.exists() else "")
         browser.close()
         server.stop()
@@ -154,14 +154,44 @@ def test_redo_brings_the_state_back(vscode):
     ui.shot("09-after-redo")
 
 
+def test_rewind_keep_my_edits_leaves_the_users_own_save(vscode):
+    ui, root = vscode.ui, vscode.root
+    ui.open_file("app.py")
+    wait_until("app.py", lambda: ui.editor_text() == APP_V3)
+    type_at_end(ui, MINE + "\n")
+    wait_until("the save on disk", lambda: (root / "app.py").read_text() == APP_V3 + MINE + "\n")
+    ui.show_session_view()
+    ui.context_menu(ui.session_row(f"Turn 2: {PROMPTS[1]}"), "Rewind at This Response")
+    message, detail = ui.dialog_texts()
+    ui.shot("10-rewind-with-my-edit")
+    assert "app.py" in detail and "✎ your edit (saved in the editor)" in detail, detail
+    assert "Your own edits, made by no discarded turn (1): app.py." in detail, detail
+    ui.dialog_button("Rewind, Keep My Edits")
+    wait_until("farewell.md deleted", lambda: not (root / "farewell.md").exists())
+    assert (root / "app.py").read_text() == APP_V3 + MINE + "\n", "the user's file is left as it was"
+    assert ui.editor_text() == APP_V3 + MINE + "\n"
+    wait_until("the notification", lambda: any("your own edits left as they were" in n for n in ui.notifications()))
+    ui.shot("11-kept-my-edit")
+
+
+def type_at_end(ui, text: str) -> None:
+    """Click into the editor, go to the end, type, save."""
+    ui.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
+    ui.page.keyboard.press("Control+End")
+    ui.page.keyboard.type(text)
+    ui.page.keyboard.press("Control+S")
+
+
 def test_a_save_in_the_editor_reaches_the_server_as_a_capture(vscode):
     # A save belongs to a turn only while one runs; the command line begins one while no editor owns
     # the store, then the editor comes back and the person edits and saves. A failed rollback's
     # recovery record is left at the same time, for the next test.
     vscode.shut()
     turnback, root = vscode.tools["turnback"], vscode.root
-    subprocess.run([turnback, "--workspace", str(root), "turn", "begin", "--prompt", "Edit by hand"],
-                   check=True, capture_output=True, cwd=root)
+    began = subprocess.run([turnback, "--workspace", str(root), "turn", "begin", "--prompt", "Edit by hand"],
+                           check=True, capture_output=True, text=True, cwd=root)
+    vscode.hand_turn, before = int(began.stdout.strip()), (root / "app.py").read_text()
+    vscode.saved = before + TYPED
     (root / "farewell.md").write_text("half-writ")
     subprocess.run([sys.executable, str(PLANT), str(root), "farewell.md", RECOVERED, "disk full while restoring farewell.md"],
                    check=True, capture_output=True)
@@ -169,17 +199,14 @@ def test_a_save_in_the_editor_reaches_the_server_as_a_capture(vscode):
     ui = vscode.ui
     wait_until("the status bar item", lambda: ui.status_item("turnback").is_visible(), timeout=60)
     ui.open_file("app.py")
-    wait_until("app.py", lambda: ui.editor_text() == APP_V3)
-    ui.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
-    ui.page.keyboard.press("Control+End")
-    ui.page.keyboard.type(TYPED)
-    ui.page.keyboard.press("Control+S")
-    wait_until("the save on disk", lambda: (root / "app.py").read_text() == APP_V3 + TYPED)
+    wait_until("app.py", lambda: ui.editor_text() == before)
+    type_at_end(ui, TYPED)
+    wait_until("the save on disk", lambda: (root / "app.py").read_text() == vscode.saved)
     ui.show_session_view()
-    wait_until("turn 4 with the saved file in the view",
-               lambda: any(r.startswith("Turn 4: Edit by hand | running") and "1 file" in r for r in ui.session_rows()),
-               timeout=30)
-    ui.shot("10-save-captured")
+    row = f"Turn {vscode.hand_turn}: Edit by hand | running"
+    wait_until("the running turn with the saved file in the view",
+               lambda: any(r.startswith(row) and "1 file" in r for r in ui.session_rows()), timeout=30)
+    ui.shot("12-save-captured")
 
 
 def test_recovery_from_the_status_bar_retry_puts_the_file_back(vscode):
@@ -188,14 +215,14 @@ def test_recovery_from_the_status_bar_retry_puts_the_file_back(vscode):
                                                      and ui.status_item("turnback")), timeout=30)
     item.click()
     message, detail = ui.dialog_texts()
-    ui.shot("11-recovery")
+    ui.shot("13-recovery")
     assert "could not put everything back" in message, message
     assert "disk full while restoring farewell.md" in detail and "farewell.md ← image" in detail, detail
     ui.dialog_button("Retry")
     wait_until("farewell.md put back", lambda: (root / "farewell.md").read_text() == RECOVERED)
     wait_until("the notification", lambda: any(n.startswith("Put back: farewell.md") for n in ui.notifications()))
     wait_until("no recovery count", lambda: not ui.status_item("turnback").inner_text().strip().endswith("1"))
-    ui.shot("12-recovered")
+    ui.shot("14-recovered")
 
 
 def test_the_session_log_has_the_save_as_a_capture(vscode):
@@ -203,7 +230,8 @@ def test_the_session_log_has_the_save_as_a_capture(vscode):
     turnback, root = vscode.tools["turnback"], vscode.root
     log = subprocess.run([turnback, "--workspace", str(root), "--json", "log"], check=True,
                          capture_output=True, text=True, cwd=root).stdout
-    turn4 = json.loads(log)["turns"][3]
-    files = {f["path"]: f for f in turn4["files"]}
-    assert "app.py" in files, turn4
-    assert image_bytes(root, files["app.py"]["after"]) == (APP_V3 + TYPED).encode()
+    turn = json.loads(log)["turns"][vscode.hand_turn - 1]
+    assert turn["prompt"] == "Edit by hand" and turn["state"] == "running", turn
+    files = {f["path"]: f for f in turn["files"]}
+    assert "app.py" in files, turn
+    assert image_bytes(root, files["app.py"]["after"]) == vscode.saved.encode()

@@ -242,6 +242,7 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
     lines.push("");
     lines.push(...gapSection(c.gaps ?? [], root));
     const effects = effectLines(c.effects);
+    lines.push("");
     lines.push(effects.length ? "Effects of the discarded steps:" : "Effects: no step to account for.");
     lines.push(...effects);
     if (c.directives?.length) {

@@ -217,6 +217,7 @@ describe("the user's own edits: flagged in the confirmation, kept on request (ke
         assert.match(c.detail, /restore  notes\.md  ✎ your edit \(saved in the editor\)/);
         assert.match(c.detail, /Your own edits, made by no discarded turn \(1\): notes\.md\./);
         assert.equal(c.alternative, KEEP_MY_EDITS.rewind);
+        assert.match(c.detail, /\n\nGaps: none, everything in range was captured\.\n\nEffects: no step to account for\./, "sections apart");
         assert.match(confirmationText(c), /\[ Rewind \]  \[ Rewind, Keep My Edits \]  \[ Cancel \]/);
         assert.equal(renderCandidate({ ...candidate({ files: [candidate().files[0]] }), boundary: BOUNDARY }).alternative, undefined);
     });
