@@ -59,10 +59,11 @@ def vscode(tools, scratch, shots):
 def test_the_server_starts(vscode):
     ui = vscode.ui
     wait_until("the status bar item", lambda: ui.status_item("turnback").is_visible(), timeout=60)
-    log = wait_until("the server to answer", lambda: "turnback: starting" in vscode.server.extension_log()
+    log = wait_until("the server to answer", lambda: "turnback: running: session" in vscode.server.extension_log()
                      and vscode.server.extension_log(), timeout=60)
+    assert f"running: session {vscode.facts['info']['sessionId']}, owner, 3 turn(s), 1 gap(s)" in log, log
     assert "unrecognized arguments" not in log
-    assert "is not running" not in ui.status_item("turnback").inner_text()
+    assert ui.status_item("turnback").locator(".codicon-circle-slash").count() == 0, "not the stopped icon"
     ui.shot("01-server-started")
 
 
@@ -197,15 +198,17 @@ def test_a_save_in_the_editor_reaches_the_server_as_a_capture(vscode):
                    check=True, capture_output=True)
     vscode.launch()
     ui = vscode.ui
-    wait_until("the status bar item", lambda: ui.status_item("turnback").is_visible(), timeout=60)
+    ui.show_session_view()
+    row = f"Turn {vscode.hand_turn}: Edit by hand | running"
+    # The server is up once the view shows the running turn (with no file yet): a save before that
+    # reaches no server (the settle sweep would still catch it).
+    wait_until("the running turn in the view", lambda: row in ui.session_rows(), timeout=90)
     ui.open_file("app.py")
     wait_until("app.py", lambda: ui.editor_text() == before)
     type_at_end(ui, TYPED)
     wait_until("the save on disk", lambda: (root / "app.py").read_text() == vscode.saved)
-    ui.show_session_view()
-    row = f"Turn {vscode.hand_turn}: Edit by hand | running"
     wait_until("the running turn with the saved file in the view",
-               lambda: any(r.startswith(row) and "1 file" in r for r in ui.session_rows()), timeout=30)
+               lambda: f"{row} · 1 file" in ui.session_rows(), timeout=30)
     ui.shot("12-save-captured")
 
 
@@ -223,6 +226,19 @@ def test_recovery_from_the_status_bar_retry_puts_the_file_back(vscode):
     wait_until("the notification", lambda: any(n.startswith("Put back: farewell.md") for n in ui.notifications()))
     wait_until("no recovery count", lambda: not ui.status_item("turnback").inner_text().strip().endswith("1"))
     ui.shot("14-recovered")
+
+
+def test_restart_server_from_the_palette(vscode):
+    ui = vscode.ui
+    running = lambda: vscode.server.extension_log().count("turnback: running: session")  # noqa: E731
+    before = running()
+    ui.run_command("Turnback: Restart Server")
+    wait_until("the new server to answer", lambda: running() == before + 1, timeout=90)
+    assert ui.status_item("turnback").locator(".codicon-circle-slash").count() == 0, "not the stopped icon"
+    ui.page.locator(".part.sidebar .codicon-refresh").first.click()  # the view's Refresh button
+    wait_until("the view from the new server",
+               lambda: any(r.startswith(f"Turn {vscode.hand_turn}: Edit by hand") for r in ui.session_rows()), timeout=30)
+    ui.shot("15-restarted")
 
 
 def test_the_session_log_has_the_save_as_a_capture(vscode):

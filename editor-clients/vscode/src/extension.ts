@@ -95,7 +95,9 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
             // The language client restarted a crashed server by itself: what we showed is stale.
             void refreshFromServer(true);
         }
-        if (e.newState === State.Stopped) {
+        // Only the current client speaks for the status bar: a client stopped by a restart reports
+        // Stopped after its successor may already have shown the new server's status.
+        if (e.newState === State.Stopped && client === c) {
             statusItem.text = "$(circle-slash) turnback";
             statusItem.tooltip = "turnback: the server is not running. Click to show its output.";
             statusItem.backgroundColor = undefined;
@@ -119,6 +121,13 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
         return;
     }
     context.subscriptions.push({ dispose: () => void c.stop() });
+    try {
+        const info = await api.sessionInfo();
+        output.appendLine(`turnback: running: session ${info.sessionId}, ${info.ownership}, ${info.turnCount} turn(s), ` +
+            `${info.liveGaps} gap(s), ${info.recovery} recovery record(s)`);
+    } catch (err) {
+        output.appendLine(failureMessage("reading the session", err));
+    }
     await refreshFromServer();
 }
 
