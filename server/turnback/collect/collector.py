@@ -211,6 +211,28 @@ class Collector:
             self.stats["observations"] += 1
         return facts
 
+    def _off_loop(self, fn, *args):
+        """Run a blocking call (an fsync) in a thread, pausing between short waits; its error, if
+        any, is raised here."""
+        box: dict = {}
+
+        def run() -> None:
+            try:
+                box["value"] = fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - handed to the job below
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, name="turnback-collect-sync", daemon=True)
+        worker.start()
+        while True:
+            worker.join(0.002)
+            if not worker.is_alive():
+                break
+            yield from self._pause()
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
     def _child_scan(self, seqs: list[int]):
         """Observe `seqs` in the batch child; None if the child could not do it (then the caller
         scans in process)."""
@@ -300,7 +322,9 @@ class Collector:
                 self.wb.book.require_owner()
             if seq in self.kept or seq == self._head_seq():
                 continue
-            self.store.heads.retire(seq)
+            # Unlinked now, made durable below with one folder sync off the loop: under load one
+            # fsync per head held the loop 8-20 ms a retirement. Nothing is deleted before that sync.
+            fsio.unlink(self.store.heads.path(seq), missing_ok=True)
             self.retired.add(seq)
             self.known.pop(seq, None)
             self.cache.drop(seq)
@@ -308,6 +332,8 @@ class Collector:
             self.progress["done"] += 1
             if self._tick():
                 yield from self._pause()
+        if self.stats["headsRetired"]:
+            yield from self._off_loop(fsio.fsync_dir, self.store.heads.dir)
         # Newest first: the current head's body is marked in the first marking slice.
         for seq in sorted(self.kept, reverse=True):
             if seq in self.known:
