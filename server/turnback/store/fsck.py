@@ -112,6 +112,9 @@ def _check_mode(p: Path, report: FsckReport) -> None:
         report.add(p, f"folder mode is {mode:o}, expected 700")
     elif statmod.S_ISREG(st.st_mode) and mode != 0o600:
         report.add(p, f"file mode is {mode:o}, expected 600")
+    elif statmod.S_ISSOCK(st.st_mode) and p.parent.name == "run" and p.parent.parent.name:
+        if mode != 0o600:  # the live owner's private socket (remote/paths.py), or a dead one's
+            report.add(p, f"socket mode is {mode:o}, expected 600")
     elif not (statmod.S_ISDIR(st.st_mode) or statmod.S_ISREG(st.st_mode) or statmod.S_ISLNK(st.st_mode)):
         report.add(p, "special file inside the store")
 

@@ -23,10 +23,12 @@ from .records import decode_record, encode_record
 FORMAT_VERSION = 2  # 2: objects may be zstd envelopes (store/envelope.py)
 READABLE_FORMATS = (1, 2)  # a format-1 store reads as it is; its owner's open upgrades it to 2
 KINDS = ("heads", "pid")
-SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache")
+SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
-                                    "pid.flock", "sidecar.cbor"}
+                                    "pid.flock", "sidecar.cbor",
+                                    "run",  # the live owner's socket folder (remote/paths.py)
+                                    "agents", "config.toml"}  # agents/: store/agentrecord.py
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

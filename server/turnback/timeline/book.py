@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorruptStore, NotOwner
+from ..errors import CorruptStore, NotOwner, TurnbackError
 from ..model.session import SessionState
 from ..store import journal as journal_mod
 from ..store.heads import HeadRecord
@@ -49,6 +49,9 @@ class Book:
         self.journal = journal  # None for an observer
         self.published_op = state.last_op
         self.last_publish = time.monotonic()
+        # Transactions whose outcome is not durable yet (txn id -> retry returning True once it is).
+        # While any is left, nothing else is written: see travel/transaction.py.
+        self.unsettled: dict = {}
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
@@ -101,6 +104,18 @@ class Book:
             info = _owner_info(self.store)
             raise NotOwner(_not_owner_message(info), data={"owner": info})
         self.owner.check()
+        if self.unsettled:
+            self._settle_first()
+
+    def _settle_first(self) -> None:
+        for txn, retry in list(self.unsettled.items()):
+            if retry():
+                del self.unsettled[txn]
+        if self.unsettled:
+            raise TurnbackError(
+                "an interrupted rewind or redo could not be finished or rolled back yet (the disk "
+                "refuses writes); nothing else is changed until it is, and its intent record stays "
+                "for the next open", code="recovery-pending", data={"txns": sorted(self.unsettled)})
 
     def record(self, op: dict, *, sync: bool = False) -> dict:
         """Append one operation to the journal, then fold it into the state."""
@@ -197,7 +212,7 @@ class Book:
         return False
 
     def close(self) -> None:
-        if self.owner is not None and self.dirty:
+        if self.owner is not None and self.dirty and not self.unsettled:
             self.publish()
         if self.journal is not None:
             self.journal.close()

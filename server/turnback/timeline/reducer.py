@@ -50,6 +50,8 @@ def _image(state: SessionState, op: dict) -> None:
         bucket = state.between.setdefault(state.turn_count, {})
         first_before = bucket[rel][0] if rel in bucket else op["before"]
         bucket[rel] = (first_before, after)
+        if op.get("by"):
+            state.between_by[(state.turn_count, rel)] = op["by"]
     state.known[rel] = after
 
 
