@@ -44,7 +44,9 @@ class StateCodec:
 
     def __init__(self, objects):
         self.objects = objects
-        self._confirmed: dict[str, int] = {}
+        # digest -> (raw size, stored size): present and unchanged while its file keeps that stored
+        # size (one lstat, where the raw size of an envelope would cost an open and a read).
+        self._confirmed: dict[str, tuple[int, int]] = {}
         self._shard_cache: dict[int, tuple] = {}  # shard -> ((map id, shard, generation), digest, list)
         self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix, chunks)
         self._lists_by_key: dict[str, str] = {}  # turn or shard digest -> its reference list
@@ -56,10 +58,11 @@ class StateCodec:
 
     def _put(self, data: bytes) -> str:
         digest = self.objects.hasher.digest(data)
-        if self._confirmed.get(digest) == len(data) and self.objects.stat(digest) == len(data):
+        seen = self._confirmed.get(digest)
+        if seen is not None and seen[0] == len(data) and self._stored(digest) == seen[1]:
             return digest
         digest = self.objects.put(data)
-        self._confirmed[digest] = len(data)
+        self._confirmed[digest] = (len(data), self._stored(digest))
         return digest
 
     # -- write ----------------------------------------------------------------------------------
@@ -164,7 +167,7 @@ class StateCodec:
             text = b"".join(self.objects.get(c) for c in chunks)
             doc["response"] = text.decode("utf-8")
             for c in chunks:
-                self._confirmed[c] = self.objects.stat(c) or 0
+                self._confirm(c)
         turn = Turn.from_dict(doc)
         if chunks is not None:
             self._chunks[(session_id, turn.n, turn.started)] = (
@@ -172,8 +175,17 @@ class StateCodec:
         return turn
 
     def _present(self, digest: str) -> bool:
-        size = self._confirmed.get(digest)
-        return size is not None and self.objects.stat(digest) == size
+        seen = self._confirmed.get(digest)
+        return seen is not None and self._stored(digest) == seen[1]
+
+    def _stored(self, digest: str) -> int:
+        stored = getattr(self.objects, "stored_size", None)  # an object store without envelopes
+        size = stored(digest) if stored is not None else self.objects.stat(digest)
+        return -1 if size is None else size
+
+    def _confirm(self, digest: str) -> None:
+        """Remember an object just read whole (and so verified)."""
+        self._confirmed[digest] = (self.objects.stat(digest) or 0, self._stored(digest))
 
     # -- read -----------------------------------------------------------------------------------
     def read_body(self, body_digest: str, *, skip=()) -> dict:
@@ -230,7 +242,7 @@ class StateCodec:
 
     def _get(self, digest: str, kind: str) -> dict:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
-        self._confirmed[digest] = self.objects.stat(digest) or 0
+        self._confirm(digest)
         return payload
 
 
