@@ -87,8 +87,13 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
                             "nothing was changed", code="io-error") from exc
     files = [{"rel": rel, "to": to, "backup": backups[rel],
               "dirs": [] if to == ABSENT else missing_folders(ws, rel)} for rel, to in changes]
+    try:
+        base = oc.base_of(oc.current_mark(store))
+    except oc.OutcomeUnknown as exc:
+        raise TurnbackError(f"cannot start the {operation}: {exc}; nothing was changed",
+                            code="io-error") from exc
     intent = {"id": txn, "operation": operation, "created": time.time(), "body": body,
-              "files": files, "base": oc.base_of(oc.current_mark(store))}
+              "files": files, "base": base}
     intent_path = Path(store.txn_dir) / f"{txn}.cbor"
     try:
         write_record(intent_path, INTENT_KIND, intent)
@@ -168,8 +173,11 @@ def _after_failure(book, ws, intent, intent_path, new_state, applied, cause, max
 def _finish(book, new_state, txn: str, intent_path: Path, seq: int | None = None) -> Outcome:
     book.adopt(new_state)
     if seq is None and book.store.kind == "heads":  # the commit write failed late but is durable
-        book.head = book.store.heads.current()
-        seq = book.head.seq
+        try:
+            book.head = book.store.heads.current()
+            seq = book.head.seq
+        except (OSError, TurnbackError):
+            pass  # committed all the same; only the head number in the reply is unknown
     remove_record(intent_path)  # the outcome is durable; a leftover intent is found superseded
     return Outcome("committed", txn, seq)
 
