@@ -79,7 +79,8 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     txn = uuid.uuid4().hex
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
-        body, backups, before = yield from _prepare(book, ws, changes, new_state, max_bytes)
+        body, backups, before = yield from _prepare(
+            book, ws, changes, new_state, max_bytes, operation in ("rewind", "redo"))
         if before is not None:
             book.commit_body(*before)  # the disk as it is now, for Redo (see the module doc)
     except OSError as exc:
@@ -122,7 +123,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     return result
 
 
-def _prepare(book, ws, changes, new_state, max_bytes):
+def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
     """Back up every file the plan touches and write the new state (and the before state, when the
     disk holds images the session never captured), in one durability batch."""
     objects = book.store.objects
@@ -139,7 +140,7 @@ def _prepare(book, ws, changes, new_state, max_bytes):
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
         body = book.codec.write(new_state)
-        before = _before_state(book, backups)
+        before = _before_state(book, backups) if keep_before else None
         before_body = book.codec.write(before) if before is not None else None
     return body, backups, (None if before is None else (before, before_body))
 
