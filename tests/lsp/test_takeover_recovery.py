@@ -1,6 +1,6 @@
-"""Over stdio: the owner is killed in the middle of a rewind's file writes while a second
-`turnback serve` watches as an observer; the observer takes the store over and recovers the
-interrupted transaction before it accepts work (issue 11)."""
+"""Over stdio: the owner is killed in the middle of a rewind's file writes; a second `turnback serve`
+takes the store over and recovers the interrupted transaction before it accepts work (issue 11).
+(A second editor started while the owner lives now attaches to it, so it starts after the kill.)"""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _state(root):
                  for rel in ("a.txt", "b.txt", "gen/00.txt", "gen/19.txt"))
 
 
-async def test_an_observer_takes_over_from_an_owner_killed_mid_commit(ws, servers, tmp_path):
+async def test_a_second_serve_takes_over_from_an_owner_killed_mid_commit(ws, servers, tmp_path):
     tb = await servers(ws, "emacs")
     await turn(tb, "first", {"a.txt": "two\n"})
     edits = {f"gen/{i:02}.txt": f"generated {i}\n" for i in range(20)}
@@ -53,9 +53,6 @@ async def test_an_observer_takes_over_from_an_owner_killed_mid_commit(ws, server
         shutil.copytree(ws, root, symlinks=True)
         victim = await servers(root, "emacs", env={"TURNBACK_CRASH_AT": str(crash_at)})
         await victim.until(lambda: not victim.status[-1]["collecting"], what="start-up collection")
-        watcher = await servers(root, "vscode")
-        seen = await watcher.req("turnback/session/info", {})  # attached to the victim, not owning
-        assert seen["owner"]["pid"] == victim.process.pid, seen
         cand = await victim.req("turnback/rewind/prepare", {"boundary": boundary})
         commit = asyncio.ensure_future(victim.req(
             "turnback/rewind/commit", {"boundary": boundary, "planHash": cand["planHash"]}))
@@ -67,15 +64,10 @@ async def test_an_observer_takes_over_from_an_owner_killed_mid_commit(ws, server
         if victim.process.returncode != fsio.CRASH_EXIT:
             continue  # this point fell outside the commit (operation counts vary a little)
         tried += 1
-        # The watcher was attached to the victim (its status said "owner" for the victim); it must
-        # now own the store itself.
-        for _ in range(150):
-            info = await watcher.req("turnback/session/info", {})
-            if info["ownership"] == "owner" and info["owner"]["pid"] == watcher.process.pid:
-                break
-            await asyncio.sleep(0.1)
-        else:
-            raise AssertionError(f"the attached editor never took over: {info}")
+        watcher = await servers(root, "vscode")  # a second serve, after the owner died
+        await watcher.until(lambda: watcher.status[-1]["ownership"] == "owner", timeout=15,
+                            what="the observer to take over")
+        info = await watcher.req("turnback/session/info", {})
         txn = root / ".turnback" / "txn"
         assert not [p for p in txn.iterdir() if not fsio.is_temp_name(p.name)]
         assert (_state(root), info["turnCount"]) in {(old, 2), (new, 1)}, (crash_at, info)

@@ -79,7 +79,8 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     txn = uuid.uuid4().hex
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
-        body, backups, before = yield from _prepare(book, ws, changes, new_state, max_bytes)
+        body, backups, before = yield from _prepare(
+            book, ws, changes, new_state, max_bytes, operation in ("rewind", "redo"))
         if before is not None:
             book.commit_body(*before)  # the disk as it is now, for Redo (see the module doc)
     except OSError as exc:
@@ -87,8 +88,13 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
                             "nothing was changed", code="io-error") from exc
     files = [{"rel": rel, "to": to, "backup": backups[rel],
               "dirs": [] if to == ABSENT else missing_folders(ws, rel)} for rel, to in changes]
+    try:
+        base = oc.base_of(oc.current_mark(store))
+    except oc.OutcomeUnknown as exc:
+        raise TurnbackError(f"cannot start the {operation}: {exc}; nothing was changed",
+                            code="io-error") from exc
     intent = {"id": txn, "operation": operation, "created": time.time(), "body": body,
-              "files": files, "base": oc.base_of(oc.current_mark(store))}
+              "files": files, "base": base}
     intent_path = Path(store.txn_dir) / f"{txn}.cbor"
     try:
         write_record(intent_path, INTENT_KIND, intent)
@@ -117,7 +123,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     return result
 
 
-def _prepare(book, ws, changes, new_state, max_bytes):
+def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
     """Back up every file the plan touches and write the new state (and the before state, when the
     disk holds images the session never captured), in one durability batch."""
     objects = book.store.objects
@@ -134,7 +140,7 @@ def _prepare(book, ws, changes, new_state, max_bytes):
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
         body = book.codec.write(new_state)
-        before = _before_state(book, backups)
+        before = _before_state(book, backups) if keep_before else None
         before_body = book.codec.write(before) if before is not None else None
     return body, backups, (None if before is None else (before, before_body))
 
@@ -168,8 +174,11 @@ def _after_failure(book, ws, intent, intent_path, new_state, applied, cause, max
 def _finish(book, new_state, txn: str, intent_path: Path, seq: int | None = None) -> Outcome:
     book.adopt(new_state)
     if seq is None and book.store.kind == "heads":  # the commit write failed late but is durable
-        book.head = book.store.heads.current()
-        seq = book.head.seq
+        try:
+            book.head = book.store.heads.current()
+            seq = book.head.seq
+        except (OSError, TurnbackError):
+            pass  # committed all the same; only the head number in the reply is unknown
     remove_record(intent_path)  # the outcome is durable; a leftover intent is found superseded
     return Outcome("committed", txn, seq)
 
