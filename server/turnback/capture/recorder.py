@@ -47,6 +47,7 @@ class Recorder:
 
     # -- one path -----------------------------------------------------------------------------
     def capture(self, rel: str, *, phase: str = "after") -> tuple[Captured, list[Gap]]:
+        self.book.require_owner()  # reading stores the image: no object write without ownership
         read = read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
         running = self.state.running
         turn_n = running.n if running else None
@@ -55,25 +56,29 @@ class Recorder:
             self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]}, sync=True)
             return Captured(rel, None, None), [gap]
         image = read.digest if read.status == "ok" else ABSENT
-        gaps = self._observe(rel, image, phase=phase)
+        gaps = self._observe(rel, image, phase=phase, mode=read.mode)
         self._clear_read_gaps([rel])
         self.book.sync()
         entry = running.files.get(rel) if running else None
         return Captured(rel, image, entry.checkpoint if entry else None, bool(entry)), gaps
 
-    def _observe(self, rel: str, image: Image, *, phase: str) -> list[Gap]:
+    def _observe(self, rel: str, image: Image, *, phase: str, mode: int | None = None) -> list[Gap]:
         state = self.state
         running = state.running
         known = state.known.get(rel)
         if running is not None and rel in running.files:
-            if running.files[rel].after != image:
-                self._image(rel, running.n, running.files[rel].before, image)
+            entry = running.files[rel]
+            if entry.after != image or _mode_moved(entry.after_mode, mode):
+                self._image(rel, running.n, entry.before, image, mode=mode)
             return []
-        if known == image:
+        if known == image and not _mode_moved(state.known.mode(rel), mode):
+            if mode is not None and state.known.mode(rel) is None:
+                self.book.record({"op": "seen", "images": {rel: image}, "modes": {rel: mode}})
             return []
         if known is None and phase == "before":
             # The disk image read just before a tool writes is the before-image we lacked.
-            self.book.record({"op": "seen", "images": {rel: image}})
+            self.book.record({"op": "seen", "images": {rel: image},
+                              **({"modes": {rel: mode}} if mode is not None else {})})
             return []
         gaps: list[Gap] = []
         before = known if known is not None else self._fallback_before(rel)
@@ -82,7 +87,7 @@ class Recorder:
                       "turnback never saw this file before it changed")
             self.book.record({"op": "gaps", "turn": gap.turn, "add": [gap.to_dict()]})
             gaps.append(gap)
-        self._image(rel, running.n if running else None, before, image)
+        self._image(rel, running.n if running else None, before, image, mode=mode)
         return gaps
 
     def _fallback_before(self, rel: str) -> Image:
@@ -91,9 +96,19 @@ class Recorder:
             return ABSENT
         return UNKNOWN
 
-    def _image(self, rel: str, turn: int | None, before: Image, after: Image) -> None:
-        self.book.record({"op": "image", "rel": rel, "turn": turn, "before": before, "after": after,
-                          "ts": time.time()})
+    def _image(self, rel: str, turn: int | None, before: Image, after: Image, *,
+               mode: int | None = None) -> None:
+        """One change; with the permission bits of the new image and of the one it replaces."""
+        op = {"op": "image", "rel": rel, "turn": turn, "before": before, "after": after,
+              "ts": time.time()}
+        known = self.state.known
+        before_mode = known.mode(rel) if before not in (ABSENT, UNKNOWN) and before == known.get(rel) \
+            else None
+        if mode is not None and after != ABSENT:
+            op["mode"] = mode
+        if before_mode is not None:
+            op["beforeMode"] = before_mode
+        self.book.record(op)
 
     def _clear_read_gaps(self, rels) -> None:
         clear = [[rel, reason] for rel in rels for reason in READ_GAPS
@@ -116,22 +131,31 @@ class Recorder:
                     and rel not in gap_rels and not self._ignored(rel)}
         observations = list(result.images.items()) + [(rel, ABSENT) for rel in
                                                        set(result.absent) | vanished]
+        seen_modes: dict[str, int] = {}
         for rel, image in observations:
             known = state.known.get(rel)
             in_turn = running is not None and rel in running.files
-            if (running.files[rel].after if in_turn else known) == image:
+            mode = result.modes.get(rel) if image != ABSENT else None
+            last_mode = running.files[rel].after_mode if in_turn else state.known.mode(rel)
+            if (running.files[rel].after if in_turn else known) == image \
+                    and not _mode_moved(last_mode, mode):
+                if mode is not None and last_mode is None and not in_turn:
+                    seen_modes[rel] = mode  # learnt, not changed
                 continue
             if known is None and not self.covered and not in_turn:
                 seen[rel] = image  # the first sweep learns the workspace; nothing changed
+                if mode is not None:
+                    seen_modes[rel] = mode
                 continue
             changed += 1
             if in_turn:
-                self._image(rel, turn_n, running.files[rel].before, image)
+                self._image(rel, turn_n, running.files[rel].before, image, mode=mode)
             else:
                 self._image(rel, turn_n, known if known is not None else self._fallback_before(rel),
-                            image)
-        if seen or not state.config.get("swept"):
-            self.book.record({"op": "seen", "images": seen, "covered": True})
+                            image, mode=mode)
+        if seen or seen_modes or not state.config.get("swept"):
+            self.book.record({"op": "seen", "images": seen, "covered": True,
+                              **({"modes": seen_modes} if seen_modes else {})})
         new = {(rel, reason) for rel, reason in result.gaps}
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS}
         add = [Gap(rel, reason, turn_n).to_dict() for rel, reason in sorted(new - old)]
@@ -144,3 +168,8 @@ class Recorder:
 
     def _ignored(self, rel: str) -> bool:
         return self.rules is not None and self.rules.ignored(rel, False)
+
+
+def _mode_moved(last: int | None, now: int | None) -> bool:
+    """A change of permission bits alone (chmod +x) counts as a change, once both are known."""
+    return last is not None and now is not None and last != now

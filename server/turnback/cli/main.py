@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--retry", action="store_true", help="put the backups back again")
     a.add_argument("--dismiss", action="store_true", help="record that you took care of it")
 
+    from .takeover import register as register_takeover
+    register_takeover(add)
+
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)
     p.add_argument("rest", nargs="*", metavar="SCENARIO")

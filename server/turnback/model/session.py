@@ -37,6 +37,8 @@ class SessionState:
     # Changes seen while no turn ran, keyed by how many turns existed then: between[k] happened after
     # turn k and before turn k+1. Each path keeps its first before-image and its latest after-image.
     between: dict[int, dict[str, tuple[Image, Image]]] = field(default_factory=dict)
+    # The permission bits each path had just before its first change in between[k] (None: unknown).
+    between_modes: dict[int, dict[str, int | None]] = field(default_factory=dict)
     known: KnownMap = field(default_factory=KnownMap)  # the last known image of every path
     directives: dict[str, Directive] = field(default_factory=dict)
     workflow: dict[str, list] = field(default_factory=lambda: {k: [] for k in WORKFLOW_LISTS})

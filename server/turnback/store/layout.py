@@ -20,7 +20,8 @@ from .heads import HeadStore
 from .objects import ObjectStore
 from .records import decode_record, encode_record
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: images carry permission bits (and objects may be compressed)
+READABLE_FORMATS = (1, 2)  # a format-1 store reads as it is: its images have no recorded mode
 KINDS = ("heads", "pid")
 SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
@@ -61,6 +62,9 @@ class Store:
         if path.is_symlink():
             raise SymlinkRefused(f"the store folder {path} is a symbolic link; refusing to follow it",
                                  data={"path": str(path)})
+        # From now on the store folder itself is reached from its parent without following a link:
+        # a store moved away and linked back mid-session gets no write (store/anchored.py).
+        fsio.fence_root(path.absolute().parent)
         fmt = path / "FORMAT"
         if not os.path.lexists(fmt):
             if not create:
@@ -105,11 +109,13 @@ class Store:
                               f"format {FORMAT_VERSION}. Upgrade turnback to use it.",
                               data={"path": str(path), "version": version})
         kind, store_id, seed = body.get("kind"), body.get("store_id"), body.get("seed")
-        if (version != FORMAT_VERSION or kind not in KINDS or not isinstance(store_id, str)
+        if (version not in READABLE_FORMATS or kind not in KINDS or not isinstance(store_id, str)
                 or not isinstance(seed, int) or not 0 <= seed < 1 << 64):
             raise RecordError(f"corrupt record {fmt}: FORMAT fields are missing or invalid",
                               data={"path": str(fmt), "offset": 4})
-        return cls(path, kind, store_id, seed, float(body.get("created", 0.0)))
+        store = cls(path, kind, store_id, seed, float(body.get("created", 0.0)))
+        store.format_version = version
+        return store
 
     def journal_path(self, session_id: str) -> Path:
         if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):

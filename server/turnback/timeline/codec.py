@@ -87,9 +87,11 @@ class StateCodec:
         for k, changes in state.between.items():
             between[k] = {rel: list(pair) for rel, pair in changes.items()}
             refs.update(i for pair in changes.values() for i in pair if is_digest(i))
+        between_modes = {k: dict(v) for k, v in state.between_modes.items() if v}
         root = {
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             "turns": turn_digests, "between": between,
+            **({"betweenModes": between_modes} if between_modes else {}),
             "known": known_digests,  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
@@ -128,8 +130,10 @@ class StateCodec:
                     and self._present(cached[2]):
                 digest, ref_list = cached[1], cached[2]
             else:
-                shard = known.shard(i)
-                digest = self._put(dumps("known", {"map": shard}))
+                shard, modes = known.shard(i), known.shard_modes(i)
+                # modes only when some are known: a shard without any encodes as it always did
+                digest = self._put(dumps("known", {"map": shard, "modes": modes} if modes
+                                         else {"map": shard}))
                 shard_refs = {im for im in shard.values() if is_digest(im)} | {digest}
                 ref_list = self._ref_list(digest, shard_refs)
                 self._shard_cache[i] = (key, digest, ref_list)
@@ -198,10 +202,13 @@ class StateCodec:
         state.turns = [self._read_turn(state.session_id, d) for d in root["turns"]]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
-        known = {}
+        state.between_modes = {int(k): dict(v) for k, v in root.get("betweenModes", {}).items()}
+        known, modes = {}, {}
         for shard in root["known"]:
-            known.update(self._get(shard, "known")["map"])
-        state.known = KnownMap(known)
+            doc = self._get(shard, "known")
+            known.update(doc["map"])
+            modes.update(doc.get("modes", {}))  # format 1 stores carry none: modes unknown
+        state.known = KnownMap(known, modes)
         state.directives = {d["id"]: Directive.from_dict(d)
                             for d in self._get(root["directives"], "directives")["items"]}
         state.workflow = {k: list(v) for k, v in self._get(root["workflow"], "workflow").items()}
