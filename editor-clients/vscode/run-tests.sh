@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The VS Code client's suite, as CI runs it: install the locked dependencies, build with tsc (no
-# errors allowed), then the plain-Node tests against the REAL `turnback serve`.
+# The VS Code client's suites, as CI runs them: install the locked dependencies, build with tsc (no
+# errors allowed), the plain-Node tests against the REAL `turnback serve` (fast), then the
+# real-editor suite (e2e/run.sh: the packaged extension in code-server, driven through headless
+# Chromium; the proof). TURNBACK_SKIP_REAL_EDITOR=1 runs the plain-Node tests only.
 #
 # The server command comes from TURNBACK_SERVER (a command line), else `turnback serve` from PATH,
 # else the repository's .venv when it has one.
@@ -25,4 +27,8 @@ else
 fi
 npm run build
 npm test
-npm run test:integration   # skips cleanly without a VS Code build (VSCODE_EXECUTABLE)
+if [ "${TURNBACK_SKIP_REAL_EDITOR:-}" = 1 ]; then
+  echo "real-editor suite skipped (TURNBACK_SKIP_REAL_EDITOR=1)"
+else
+  e2e/run.sh
+fi

@@ -64,7 +64,13 @@ class NoTurnRunning(TurnbackError):
 
 
 class SessionFrozen(TurnbackError):
-    code = "session-frozen"
+    code = "frozen"  # the contract's name (PROTOCOL.md, Fork)
+
+
+class NotCurrent(TurnbackError):
+    """A request names a session that exists but is not the live one (and is not frozen)."""
+
+    code = "not-current"
 
 
 class NotFound(TurnbackError):

@@ -31,8 +31,7 @@ def test_scenario_reports_figures_and_passes_its_check(scenario, workdir, capsys
         if "baseline" in line and isinstance(line["value"], (int, float)) and line["baseline"]:
             assert line["ratio"] == pytest.approx(line["value"] / line["baseline"], rel=1e-3)
     unavailable = [line for line in mine if line["figure"] == "unavailable"]
-    if unavailable:
-        pytest.skip(f"{scenario} is unavailable in this build: {unavailable[0]['reason']}")
+    assert not unavailable, f"{scenario} is unavailable: {unavailable[0]['reason']}"
     verdict = [line for line in mine if line["figure"] == "correct"]
     assert len(verdict) == 1, mine
     assert verdict[0]["value"] == 1, verdict[0].get("reason")
@@ -64,3 +63,31 @@ def test_a_fast_wrong_answer_fails_the_command(monkeypatch, workdir, capsys):
     assert code == 1
     assert verdict and verdict[0]["value"] == 0
     assert "rewound file" in verdict[0]["reason"]
+
+
+def test_a_scenario_whose_subject_does_not_import_fails(monkeypatch, workdir, capsys):
+    """An import error is a broken build: the scenario fails and the command exits 1 (it used to say
+    `unavailable` and the smoke test skipped it)."""
+    import sys
+
+    for name in [m for m in sys.modules if m.startswith("turnback.collect")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "turnback.collect", None)  # `import turnback.collect` raises
+    code, lines = _run(capsys, "responsiveness", "--scale", "tiny", "--json",
+                       "--workdir", str(workdir / "noimport"))
+    verdict = [line for line in lines if line["scenario"] == "responsiveness"
+               and line["figure"] in ("correct", "unavailable")]
+    assert code == 1
+    assert verdict and verdict[0]["figure"] == "correct" and verdict[0]["value"] == 0
+    assert "ImportError" in verdict[0]["reason"] or "ModuleNotFoundError" in verdict[0]["reason"]
+
+
+def test_an_unavailable_scenario_fails_the_command(monkeypatch, workdir, capsys):
+    from turnback.bench import runner
+
+    def unavailable(ctx):
+        raise runner.Unavailable("its subject cannot be measured here")
+    monkeypatch.setattr(runner, "_load", lambda name: unavailable)
+    code, lines = _run(capsys, "scan", "--scale", "tiny", "--json", "--workdir", str(workdir / "u"))
+    assert code == 1
+    assert [line["figure"] for line in lines if line["scenario"] == "scan"][0] == "unavailable"

@@ -1,69 +1,46 @@
-"""Fixtures for capture tests: a workspace with a store folder and an object store.
+"""Fixtures for capture tests: a workspace with a store folder and a real object store.
 
-The real ObjectStore is used when it is importable; otherwise (while the store floor is still being
-built) a small in-memory double with the same public methods stands in.
+Every test runs against the real `ObjectStore` in a temporary folder (no in-memory stand-in, no skip):
+what a sweep or a read stores is what a session would store. `CountingObjects` is that store with two
+test conveniences: how many puts it saw, and the bytes it holds.
 """
 
 from __future__ import annotations
 
-import os
-import stat
+import tempfile
 from pathlib import Path
 
 import pytest
-import xxhash
 
+from turnback.store.digest import Hasher
+from turnback.store.objects import ObjectStore
 from turnback.workspace import Workspace
 
 
-class MemoryObjects:
-    """put / put_file / get / has / stat, in memory; records what was stored."""
+class CountingObjects(ObjectStore):
+    """The real object store, counting puts (a test asserts that a refused file was never stored)."""
 
-    def __init__(self) -> None:
-        self.blobs: dict[str, bytes] = {}
+    def __init__(self, root: Path):
+        super().__init__(Path(root), Hasher(12345))
         self.puts = 0
 
     def put(self, data: bytes) -> str:
-        d = xxhash.xxh3_128_hexdigest(bytes(data))
-        self.blobs[d] = bytes(data)
         self.puts += 1
-        return d
+        return super().put(data)
 
     def put_file(self, path, *, max_bytes=None):
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                from turnback.errors import InvalidParams
-                raise InvalidParams("not a regular file")
-            chunks = []
-            while b := os.read(fd, 1 << 20):
-                chunks.append(b)
-        finally:
-            os.close(fd)
-        data = b"".join(chunks)
-        if max_bytes is not None and len(data) > max_bytes:
-            from turnback.errors import TooLarge
-            raise TooLarge("too large", data={"size": len(data), "limit": max_bytes})
-        return self.put(data), len(data)
+        self.puts += 1
+        return super().put_file(path, max_bytes=max_bytes)
 
-    def get(self, digest: str) -> bytes:
-        return self.blobs[digest]
-
-    def has(self, digest: str) -> bool:
-        return digest in self.blobs
-
-    def stat(self, digest: str):
-        b = self.blobs.get(digest)
-        return None if b is None else len(b)
+    @property
+    def blobs(self) -> dict[str, bytes]:
+        """Every stored object's bytes, by digest (read back and verified)."""
+        return {d: self.get(d) for d in self.list()}
 
 
-def _real_store(path: Path):
-    try:
-        from turnback.store.digest import Hasher
-        from turnback.store.objects import ObjectStore
-    except ImportError:
-        return None
-    return ObjectStore(path, Hasher(12345))
+def real_objects(root: Path | None = None) -> CountingObjects:
+    """A real object store in `root`, or in a fresh temporary folder (for property tests)."""
+    return CountingObjects(Path(root) if root is not None else Path(tempfile.mkdtemp()) / "objects")
 
 
 @pytest.fixture
@@ -73,16 +50,12 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(root, ".turnback")
 
 
-@pytest.fixture(params=["real", "memory"])
-def objects(request, ws: Workspace):
-    if request.param == "real":
-        store = _real_store(ws.store_path / "objects")
-        if store is None:
-            pytest.skip("turnback.store.objects is not available yet")
-        return store
-    return MemoryObjects()
+@pytest.fixture
+def objects(ws: Workspace) -> CountingObjects:
+    return real_objects(ws.store_path / "objects")
 
 
 @pytest.fixture
-def mem_objects() -> MemoryObjects:
-    return MemoryObjects()
+def mem_objects(objects) -> CountingObjects:
+    """The name older tests use; it is the same real store."""
+    return objects

@@ -124,7 +124,7 @@ _NAMES = ["a", "b", "c", "x1", "x2", "foo", "doc", "build", "deep", "keep", "kee
                       min_size=1, max_size=12))
 def test_walk_agrees_with_git(tmp_path_factory, root_rules, sub_rules, sub, files):
     from turnback.capture.sweep import StatCache, sweep
-    from sweepkit import MemoryObjects
+    from sweepkit import real_objects
 
     root = tmp_path_factory.mktemp("gitdiff", numbered=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -144,7 +144,7 @@ def test_walk_agrees_with_git(tmp_path_factory, root_rules, sub_rules, sub, file
                          check=True, capture_output=True).stdout
     expected = {p.decode() for p in out.split(b"\0") if p}
     w = Workspace(root, ".turnback")
-    got = set(sweep(w, MemoryObjects(), StatCache(), max_bytes=100).images)
+    got = set(sweep(w, real_objects(), StatCache(), max_bytes=100).images)
     assert got == expected
 
 

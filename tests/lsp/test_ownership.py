@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from turnback.lsp.sockets import Listener
 from turnback.store import fsio
 from turnback.store.fsck import fsck
 from turnback.workbench import Workbench
@@ -197,10 +198,13 @@ async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_pat
         wb = Workbench.open(probe)
         if wb.collection.pending:  # the server collects at start ("resume") before anything else
             wb.run(wb.collection.job())
+        listener = Listener(None, str(wb.store.path))  # an owner also sets up its private socket
+        await listener.start()
         opened = plan.count
         cand = wb.rewind.prepare({"boundary": boundary})
         assert wb.rewind.commit({"boundary": boundary, "planHash": cand["planHash"]})["status"] == "committed"
         committed = plan.count
+        listener.close()
         wb.close()
     assert committed - opened > 10
     # early (before the intent is durable), in the middle of the file writes, near the very end

@@ -28,17 +28,27 @@ def test_groups_offer_the_newest_settled_head_of_each_state_but_not_the_current_
     a.turn("three", {"a.txt": "3"})
     heads = [a.wb.store.heads.read(s) for s in a.wb.store.heads.list_seqs()]
     assert any(not h.settled for h in heads)
-    assert a.wb.redo.list()["groups"] == [
-        {"headSeq": h.seq, "turnCount": h.turn_count, "forkPoint": h.fork_point,
-         "created": h.created, "lastPrompt": h.last_prompt}
-        for h in sorted(heads, key=lambda h: -h.seq)
-        if h.settled and h.turn_count < 3 and h.seq == max(
-            x.seq for x in heads if x.settled and x.turn_count == h.turn_count)]
+    expected = [h for h in sorted(heads, key=lambda h: -h.seq)
+                if h.settled and h.turn_count < 3 and h.seq == max(
+                    x.seq for x in heads if x.settled and x.turn_count == h.turn_count)]
+    # Before any rewind every earlier state is an ancestor of the current one: nothing to redo,
+    # but the whole history is one request away.
+    listing = a.wb.redo.list()
+    assert listing["groups"] == [] and listing["hidden"] == len(expected)
+    assert not listing["available"] and "all states" in listing["reason"]
+    every = a.wb.redo.list({"all": True})["groups"]
+    assert [(g["headSeq"], g["turnCount"], g["forkPoint"], g["created"], g["lastPrompt"])
+            for g in every] == [(h.seq, h.turn_count, h.fork_point, h.created, h.last_prompt)
+                                for h in expected]
+    assert all(g["ancestor"] for g in every)
     rewind(a, {"kind": "beforePrompt", "turn": 2})
     groups = a.wb.redo.list()["groups"]
-    counts = [g["turnCount"] for g in groups]
-    assert 3 in counts and 2 in counts  # the states the rewind left behind
-    assert all(g["forkPoint"] != a.wb.state.fork_point or g["turnCount"] != 1 for g in groups)
+    # What the rewind left behind, newest first, and not the 1-turn ancestor of the current state.
+    assert [g["turnCount"] for g in groups] == [3, 2]
+    assert [g["headSeq"] for g in groups] == sorted((g["headSeq"] for g in groups), reverse=True)
+    assert not any(g["ancestor"] for g in groups)
+    assert groups[0]["changes"] == {"files": 1, "paths": ["a.txt"]}
+    assert 1 in [g["turnCount"] for g in a.wb.redo.list({"all": True})["groups"]]
 
 
 def test_redo_brings_back_files_conversation_and_retained_artifacts(agent):

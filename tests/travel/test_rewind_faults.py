@@ -11,7 +11,7 @@ from sessionkit import Agent, crash_every_operation, normalised_log
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
-from turnback.travel import transaction
+from turnback.travel import settle, transaction
 
 REWIND = """
 import sys
@@ -133,6 +133,7 @@ def test_a_failed_rollback_becomes_a_visible_recovery_record(agent, monkeypatch)
         return real(ws, objects, rel, image, **kw)
 
     monkeypatch.setattr(transaction, "put_image", flaky)
+    monkeypatch.setattr(settle, "put_image", flaky)  # the rollback's writes
     boundary = {"kind": "beforePrompt", "turn": 2}
     c = a.wb.rewind.prepare({"boundary": boundary})
     out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})

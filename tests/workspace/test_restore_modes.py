@@ -77,7 +77,6 @@ def test_a_format_1_store_opens_and_keeps_todays_behaviour(agent, tmp_path):
     os.chmod(fmt, 0o600)
     fmt.unlink()
     records.write_record(fmt, "format", body)
-    store = Store.open(a.root / ".turnback")
-    assert store.format_version == 1
+    assert Store.open(a.root / ".turnback", create=False).version == 1
     a.reopen()
     assert a.log()["turns"][0]["prompt"] == "one"

@@ -89,6 +89,10 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     const c = new LanguageClient("turnback", "Turnback", serverOptions, clientOptions);
     state.attach(c);
     c.onDidChangeState((e) => {
+        if (e.newState === State.Running && e.oldState === State.Starting && client === c && state.status) {
+            // The language client restarted a crashed server by itself: what we showed is stale.
+            void refreshFromServer(true);
+        }
         if (e.newState === State.Stopped) {
             statusItem.text = "$(circle-slash) turnback";
             statusItem.tooltip = "turnback: the server is not running. Click to show its output.";
@@ -131,12 +135,12 @@ async function notInstalled(cmd: ServerCommand): Promise<void> {
 }
 
 /** Status, directives and the tree from requests (the notifications only carry changes). */
-async function refreshFromServer(): Promise<void> {
+async function refreshFromServer(force = false): Promise<void> {
     if (!api) {
         return;
     }
     try {
-        if (!state.status) {
+        if (!state.status || force) {
             try {
                 state.setStatus(await api.sessionStatus());
             } catch {
@@ -499,7 +503,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand(Commands.redo, redo),
         vscode.commands.registerCommand(Commands.showGaps, showGaps),
         vscode.commands.registerCommand(Commands.editDirectiveRequest, editDirectiveRequest),
-        vscode.commands.registerCommand(Commands.refreshSession, () => refreshFromServer()),
+        vscode.commands.registerCommand(Commands.refreshSession, () => refreshFromServer(true)),
         vscode.commands.registerCommand(Commands.showOutput, () => output.show()),
         vscode.commands.registerCommand(Commands.restartServer, async () => {
             const old = client;
@@ -519,6 +523,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 lenses.changed();
             } else if (change.kind === "epoch") {
                 tree.refresh();
+            }
+        }),
+        // A capture changes no field of turnback/status, so no notification follows a save: refresh
+        // the view ourselves (the server has the didSave before the refresh's session/log request).
+        vscode.workspace.onDidSaveTextDocument((doc) => {
+            if (doc.uri.scheme === "file") {
+                tree.refreshSoon();
             }
         }),
         vscode.workspace.onDidChangeConfiguration(async (e) => {

@@ -18,7 +18,7 @@ import time
 from .common import copy_store_tree, verify_objects
 from .history import _figures_of_history, build, census
 from .lspclient import LspClient
-from .runner import Unavailable, percentile
+from .runner import percentile
 
 PERIOD = 0.010
 
@@ -60,14 +60,10 @@ async def _session(root, expect_session: str) -> dict:
 
 
 def run(ctx) -> None:
-    try:
-        import turnback.lsp.server  # noqa: F401
-    except ImportError as exc:
-        raise Unavailable(f"the server (turnback serve) is not part of this build ({exc})") from None
-    try:
-        import turnback.collect  # noqa: F401
-    except ImportError as exc:
-        raise Unavailable(f"the collector is not part of this build ({exc})") from None
+    # Both subjects are built: an import error is a broken build and fails the scenario.
+    import turnback.collect  # noqa: F401
+    import turnback.lsp.server  # noqa: F401
+
     h = build(ctx)
     _figures_of_history(ctx, h)
     root = ctx.work / "responsiveness" / "ws"

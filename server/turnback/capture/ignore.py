@@ -4,15 +4,18 @@ Sources, in git's order of precedence (first decisive answer wins):
 
 1. the `.gitignore` in the path's own folder, then each parent folder's, up to the root's; patterns in
    a nested file are relative to the folder that holds it, and a deeper file overrides a shallower one;
-2. `.git/info/exclude` (patterns relative to the root).
+2. `.git/info/exclude` (patterns relative to the root);
+3. the default list of editor and tool droppings (`DEFAULT_IGNORE`, below), lowest of all, so a
+   `.gitignore` line `!name` re-includes one of them; `capture.defaultIgnore` in the
+   `initializationOptions` replaces the list (`[]` turns it off). See docs/capture.md.
 
 Within one file the last matching pattern wins and `!pattern` re-includes (pathspec compiles each
 pattern with git's exact rules, including directory-only patterns and anchoring; see `_Rules` for how
 we apply them). As in git, a path inside
 an ignored folder cannot be re-included by a negation: `ignored` checks the ancestors first.
 
-Always skipped, whatever the rules say: any `.git` component (git never tracks one) and turnback's
-store. Not read: the user's global `core.excludesFile` and `$GIT_DIR/info/exclude` of a worktree whose
+Always skipped, whatever the rules say: any `.git` component (git never tracks one), turnback's
+store, and turnback's own temporary files (names holding `.tbtmp.`, written by every atomic write). Not read: the user's global `core.excludesFile` and `$GIT_DIR/info/exclude` of a worktree whose
 `.git` is a file; an unreadable, symlinked, oversized or undecodable `.gitignore` contributes no rules
 (git itself refuses symlinked `.gitignore` files); a pattern pathspec cannot parse is skipped, like git.
 
@@ -28,7 +31,25 @@ import stat as _stat
 
 import pathspec
 
+from ..store.fsio import is_temp_name
 from ..workspace.fence import Workspace
+
+# Editor and tool droppings: scratch files that come and go around a save and are never the user's
+# work. gitignore syntax; each line says whose it is.
+DEFAULT_IGNORE = (
+    "\\#*#",             # Emacs auto-save files (the backslash: `#` starts a comment)
+    ".#*",              # Emacs lock files (dangling symbolic links)
+    "*~",               # Emacs (and many others') backup files
+    ".*.sw[po]",        # Vim swap files (.x.swp, .x.swo)
+    "4913",             # Vim's probe that a folder is writable
+    "*___jb_tmp___",    # JetBrains safe-write temporaries
+    "*___jb_old___",
+    "*.vsctmp",         # VS Code atomic-save temporaries
+    ".*.tmp.*",         # atomic-save temporaries of other editors and tools (.x.tmp.1234)
+    ".goutputstream-*",  # GNOME (gedit) atomic-save temporaries
+    "*.kate-swp",       # Kate swap files
+    "sed[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]",  # `sed -i` (sedXXXXXX)
+)
 
 MAX_IGNORE_FILE = 1 << 20  # a .gitignore larger than this is not read (it would stall the loop)
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -118,9 +139,16 @@ def _read_rules_file(path: str) -> list[str] | None:
     return text.splitlines()
 
 
+def is_own_temp(rel: str) -> bool:
+    """A temporary file turnback itself writes (temp + fsync + rename): never captured."""
+    return is_temp_name(rel.rsplit("/", 1)[-1])
+
+
 class IgnoreRules:
-    def __init__(self, ws: Workspace):
+    def __init__(self, ws: Workspace, defaults=DEFAULT_IGNORE):
         self.ws = ws
+        self.defaults = tuple(defaults)
+        self._default_rules = _parse(self.defaults) if self.defaults else None
         self._specs: dict[str, _Rules | None] = {}
         self._exclude: _Rules | None = None
         self._exclude_loaded = False
@@ -182,7 +210,8 @@ class IgnoreRules:
 
     @staticmethod
     def _always(rel: str) -> bool:
-        return rel == ".git" or rel.startswith(".git/") or rel.endswith("/.git") or "/.git/" in rel
+        return (rel == ".git" or rel.startswith(".git/") or rel.endswith("/.git") or "/.git/" in rel
+                or is_own_temp(rel))
 
     def match(self, rel: str, is_dir: bool) -> bool:
         """The verdict for `rel` itself, assuming none of its parent folders is ignored.
@@ -202,7 +231,19 @@ class IgnoreRules:
             verdict = spec.verdict(rel + probe_suffix)
             if verdict is not None:
                 return bool(verdict)
+        if self._default_rules is not None:
+            verdict = self._default_rules.verdict(rel + probe_suffix)
+            if verdict is not None:
+                return bool(verdict)
         return False
+
+    def junk(self, rel: str) -> bool:
+        """True for turnback's own temporaries and the default droppings (unless a rule re-includes
+        one): names no capture source should record, whoever reports them."""
+        if is_own_temp(rel):
+            return True
+        return self._default_rules is not None and self._default_rules.verdict(rel) is True \
+            and self.match(rel, False)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """True when capture should skip `rel` (a file, or with is_dir a folder and all it holds)."""

@@ -8,11 +8,13 @@ sweep has covered the path, else `unknown` with a gap) and hands the book one op
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, Image
+from .ignore import is_own_temp
 from .reader import read_image
 
 # Gap reasons a later successful read of the same path makes obsolete.
@@ -28,12 +30,15 @@ class Captured:
 
 
 class Recorder:
-    def __init__(self, book, ws, *, max_bytes: int, rules=None):
+    def __init__(self, book, ws, *, max_bytes: int, rules=None, junk=None):
         self.book = book
         self.ws = ws
         self.max_bytes = max_bytes
         self.rules = rules  # IgnoreRules when sweeps are on; None means no sweep covers anything
         self._covered = False  # True once a full sweep has seen the workspace in this process
+        # Names never recorded, whoever reports them: turnback's own temporaries and the default
+        # editor and tool droppings (capture/ignore.py). Without it, only turnback's temporaries.
+        self.junk = junk or is_own_temp
 
     @property
     def covered(self) -> bool:
@@ -46,23 +51,29 @@ class Recorder:
         return self.book.state
 
     # -- one path -----------------------------------------------------------------------------
-    def capture(self, rel: str, *, phase: str = "after") -> tuple[Captured, list[Gap]]:
+    def capture(self, rel: str, *, phase: str = "after", by: str = "hook") -> tuple[Captured, list[Gap]]:
+        if self.junk(rel):
+            return Captured(rel, None, None), []  # scratch files are no one's work: not history
         self.book.require_owner()  # reading stores the image: no object write without ownership
         read = read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
         running = self.state.running
         turn_n = running.n if running else None
         if read.status not in ("ok", "absent"):
-            gap = Gap(rel, read.status, turn_n, getattr(read, "detail", "") or "")
+            detail = getattr(read, "detail", "") or ""
+            if read.status == "too-large" and getattr(read, "size", None):
+                detail = too_large_detail(read.size, self.max_bytes)
+            gap = Gap(rel, read.status, turn_n, detail)
             self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]}, sync=True)
             return Captured(rel, None, None), [gap]
         image = read.digest if read.status == "ok" else ABSENT
-        gaps = self._observe(rel, image, phase=phase, mode=read.mode)
+        gaps = self._observe(rel, image, phase=phase, by=by, mode=read.mode)
         self._clear_read_gaps([rel])
         self.book.sync()
         entry = running.files.get(rel) if running else None
         return Captured(rel, image, entry.checkpoint if entry else None, bool(entry)), gaps
 
-    def _observe(self, rel: str, image: Image, *, phase: str, mode: int | None = None) -> list[Gap]:
+    def _observe(self, rel: str, image: Image, *, phase: str, by: str,
+                 mode: int | None = None) -> list[Gap]:
         state = self.state
         running = state.running
         known = state.known.get(rel)
@@ -82,12 +93,14 @@ class Recorder:
             return []
         gaps: list[Gap] = []
         before = known if known is not None else self._fallback_before(rel)
+        if before == ABSENT and image == ABSENT:
+            return []  # absent before and after: nothing changed, so no checkpoint
         if before == UNKNOWN:
             gap = Gap(rel, "unknown-before-image", running.n if running else None,
                       "turnback never saw this file before it changed")
             self.book.record({"op": "gaps", "turn": gap.turn, "add": [gap.to_dict()]})
             gaps.append(gap)
-        self._image(rel, running.n if running else None, before, image, mode=mode)
+        self._image(rel, running.n if running else None, before, image, by=by, mode=mode)
         return gaps
 
     def _fallback_before(self, rel: str) -> Image:
@@ -97,10 +110,12 @@ class Recorder:
         return UNKNOWN
 
     def _image(self, rel: str, turn: int | None, before: Image, after: Image, *,
-               mode: int | None = None) -> None:
+               by: str | None = None, mode: int | None = None) -> None:
         """One change; with the permission bits of the new image and of the one it replaces."""
         op = {"op": "image", "rel": rel, "turn": turn, "before": before, "after": after,
               "ts": time.time()}
+        if turn is None and by:
+            op["by"] = by  # who made a change between turns: named when a rewind would undo it
         known = self.state.known
         before_mode = known.mode(rel) if before not in (ABSENT, UNKNOWN) and before == known.get(rel) \
             else None
@@ -152,19 +167,29 @@ class Recorder:
                 self._image(rel, turn_n, running.files[rel].before, image, mode=mode)
             else:
                 self._image(rel, turn_n, known if known is not None else self._fallback_before(rel),
-                            image, mode=mode)
+                            image, by="sweep", mode=mode)
         if seen or seen_modes or not state.config.get("swept"):
             self.book.record({"op": "seen", "images": seen, "covered": True,
                               **({"modes": seen_modes} if seen_modes else {})})
         new = {(rel, reason) for rel, reason in result.gaps}
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS}
-        add = [Gap(rel, reason, turn_n).to_dict() for rel, reason in sorted(new - old)]
+        add = [Gap(rel, reason, turn_n, self._detail(rel, reason)).to_dict()
+               for rel, reason in sorted(new - old)]
         clear = [list(key) for key in sorted(old - new)]
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
         self._covered = True
         self.book.sync()
         return changed
+
+    def _detail(self, rel: str, reason: str) -> str:
+        """The size and the limit of a file too large to capture, as a person reads them."""
+        if reason != "too-large":
+            return ""
+        try:
+            return too_large_detail(os.lstat(self.ws.abs_path(rel)).st_size, self.max_bytes)
+        except OSError:
+            return ""
 
     def _ignored(self, rel: str) -> bool:
         return self.rules is not None and self.rules.ignored(rel, False)
@@ -173,3 +198,16 @@ class Recorder:
 def _mode_moved(last: int | None, now: int | None) -> bool:
     """A change of permission bits alone (chmod +x) counts as a change, once both are known."""
     return last is not None and now is not None and last != now
+
+
+def size_words(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def too_large_detail(size: int, limit: int) -> str:
+    """`21 MiB, over the 16 MiB limit`: what the confirmation and the mode line say."""
+    return f"{size_words(size)}, over the {size_words(limit)} limit"

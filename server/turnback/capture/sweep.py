@@ -48,6 +48,7 @@ import xxhash
 from ..store import fsio
 from ..workspace.fence import Workspace
 from .ignore import IgnoreRules
+from .parallel import ParallelReader
 from .reader import ImageStat, read_image
 
 RACY_MARGIN_NS = 2_000_000_000
@@ -219,57 +220,72 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
     shadowed: set[str] = set()  # folders whose contents we do not look at (ignored, links, unreadable)
     units = 0
     stack = [""]
-    while stack:
-        folder = stack.pop()
-        where = ws.root / folder if folder else ws.root
-        try:
-            with os.scandir(where) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            if not folder:
-                raise
-            continue  # vanished since it was listed: whatever was cached under it is absent
-        except OSError:
-            if not folder:
-                raise
-            res.gaps.append((folder, "unreadable"))
-            shadowed.add(folder)
-            continue
-        for entry in entries:
-            units += 1
-            rel = entry.name if not folder else f"{folder}/{entry.name}"
+    pool: ParallelReader | None = None  # started once this sweep proves to be a big read
+    try:
+        while stack:
+            folder = stack.pop()
+            where = ws.root / folder if folder else ws.root
             try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                present.add(rel)
-                res.gaps.append((_printable(rel), "unreadable"))  # a name no URI can carry
-                continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_link = not is_dir and entry.is_symlink()
-                is_file = not is_dir and not is_link and entry.is_file(follow_symlinks=False)
+                with os.scandir(where) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except (FileNotFoundError, NotADirectoryError):
+                if not folder:
+                    raise
+                continue  # vanished since it was listed: whatever was cached under it is absent
             except OSError:
-                present.add(rel)
-                res.gaps.append((rel, "unreadable"))
+                if not folder:
+                    raise
+                res.gaps.append((folder, "unreadable"))
+                shadowed.add(folder)
                 continue
-            if is_dir:
-                if ws.in_store(rel) or rules.match(rel, True):
-                    shadowed.add(rel)
-                else:
-                    stack.append(rel)
-            elif is_link:
-                present.add(rel)
-                if not rules.match(rel, False) and not _editor_lock(entry.name):
-                    res.gaps.append((rel, "symlink"))
-                shadowed.add(rel)  # if it used to be a folder, its old contents are not "absent"
-            elif is_file:
-                present.add(rel)
-                if not rules.match(rel, False):
-                    units += _visit_file(ws, objects, cache, entry, rel, res, present, started,
-                                         max_bytes, verify_objects)
-            if units >= budget_files:
-                units = 0
-                yield SweepProgress(res.walked, res.hashed)
+            for entry in entries:
+                units += 1
+                rel = entry.name if not folder else f"{folder}/{entry.name}"
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:
+                    present.add(rel)
+                    res.gaps.append((_printable(rel), "unreadable"))  # a name no URI can carry
+                    continue
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_link = not is_dir and entry.is_symlink()
+                    is_file = not is_dir and not is_link and entry.is_file(follow_symlinks=False)
+                except OSError:
+                    present.add(rel)
+                    res.gaps.append((rel, "unreadable"))
+                    continue
+                if is_dir:
+                    if ws.in_store(rel) or rules.match(rel, True):
+                        shadowed.add(rel)
+                    else:
+                        stack.append(rel)
+                elif is_link:
+                    present.add(rel)
+                    if not rules.match(rel, False) and not _editor_lock(entry.name):
+                        res.gaps.append((rel, "symlink"))
+                    shadowed.add(rel)  # if it used to be a folder, its old contents are not "absent"
+                elif is_file:
+                    present.add(rel)
+                    if not rules.match(rel, False):
+                        units += _visit_file(ws, objects, cache, entry, rel, res, present, started,
+                                             max_bytes, verify_objects, pool)
+                        if pool is None and ParallelReader.wanted(objects, res.hashed):
+                            pool = ParallelReader(ws, objects, max_bytes=max_bytes)
+                if pool is not None:
+                    units += _take(pool.done(block=False), cache, res, present, started)
+                    while pool.full:  # bounded: wait for the workers, a short slice at a time
+                        units += _take(pool.done(block=True), cache, res, present, started)
+                        yield SweepProgress(res.walked, res.hashed)
+                if units >= budget_files:
+                    units = 0
+                    yield SweepProgress(res.walked, res.hashed)
+        while pool is not None and len(pool):  # the last reads still in the workers
+            units += _take(pool.done(block=True), cache, res, present, started)
+            yield SweepProgress(res.walked, res.hashed)
+    finally:
+        if pool is not None:
+            pool.close()
     for rel in list(cache):
         if rel in res.images:
             continue
@@ -279,7 +295,8 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
     return res
 
 
-def _visit_file(ws, objects, cache, entry, rel, res, present, started, max_bytes, verify) -> int:
+def _visit_file(ws, objects, cache, entry, rel, res, present, started, max_bytes, verify,
+                pool=None) -> int:
     """Look at one regular file; returns the extra budget units spent hashing."""
     res.walked += 1
     try:
@@ -300,7 +317,19 @@ def _visit_file(ws, objects, cache, entry, rel, res, present, started, max_bytes
     if digest is not None and (not verify or objects.has(digest)):
         res.images[rel] = digest
         return 0
-    got = read_image(ws, rel, objects, max_bytes=max_bytes, check_parents=False)
+    if pool is not None and pool.takes(st.st_size):
+        pool.submit(rel, st.st_size)  # its result comes back through _take
+        return 1
+    return _apply(rel, read_image(ws, rel, objects, max_bytes=max_bytes, check_parents=False),
+                  cache, res, present, started)
+
+
+def _take(done, cache, res, present, started) -> int:
+    return sum(_apply(rel, got, cache, res, present, started) for rel, got in done)
+
+
+def _apply(rel, got, cache, res, present, started) -> int:
+    """Record one read's outcome; returns the budget units it cost."""
     if got.status == "ok":
         assert got.digest is not None and got.stat is not None
         res.hashed += 1

@@ -40,6 +40,10 @@ def _running(wb, given: int | None) -> int:
 
 # -- serve and bench: other parts of turnback, imported only when asked for -----------------------
 def cmd_serve(ctx) -> int:
+    if getattr(ctx.args, "background", False):
+        from .daemon import serve_background
+
+        return serve_background(ctx)
     for flag in ("socket", "pipe"):
         if getattr(ctx.args, flag, None):
             raise Unavailable(f"turnback serve --{flag} is not supported: the sidecar speaks on "
@@ -68,6 +72,12 @@ def cmd_bench(ctx) -> int:
     if ctx.json and "--json" not in argv:
         argv.append("--json")
     return int(entry(argv) or 0)
+
+
+def cmd_daemon(ctx) -> int:
+    from .daemon import cmd_daemon as run
+
+    return run(ctx)
 
 
 def cmd_demo(ctx) -> int:
@@ -229,12 +239,20 @@ def boundary_of(wb, a) -> dict:
     return {"kind": "beforeDirectiveAttempt", "directiveId": did, "turn": turn}
 
 
-def _decide(ctx, yes: bool, question: str) -> bool:
+def _decide(ctx, yes: bool, question: str) -> str:
+    """`yes`, `no` (the person answered no) or `unasked` (no terminal to ask on, or --json)."""
     if yes:
-        return True
+        return "yes"
     if ctx.json or not ctx.interactive():
-        return False
-    return ctx.confirm(question)
+        return "unasked"
+    return "yes" if ctx.confirm(question) else "no"
+
+
+def _declined(ctx, answer: str, what: str, flag: str) -> None:
+    if answer == "no":
+        ctx.print("Cancelled: nothing changed.")
+    else:
+        ctx.print(f"Nothing changed. Run again with {flag} to {what}.")
 
 
 def cmd_rewind(ctx) -> int:
@@ -244,16 +262,24 @@ def cmd_rewind(ctx) -> int:
         candidate = wb.rewind.prepare({"boundary": boundary})
         r = _renderer(wb)
         steps = step_index(wb.turns.log({}))
+        keep = bool(ctx.args.keep_user_edits)
+        if candidate.get("noop"):  # the current state: no question, no commit, no epoch
+            ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
+                else ctx.print("Nothing to rewind: turn "
+                               f"{candidate['keep']['turnCount']} is the current state.")
+            return EXIT_OK
         if not ctx.json:
-            ctx.print(*r.candidate(candidate, steps))
-        if not _decide(ctx, ctx.args.yes, "Rewind?"):
+            ctx.print(*r.candidate(candidate, steps, keep_user_edits=keep))
+        answer = _decide(ctx, ctx.args.yes, "Rewind?")
+        if answer != "yes":
             if ctx.json:
                 ctx.emit({"candidate": candidate, "commit": None})
             else:
-                ctx.print("Nothing changed. Run again with --yes to rewind.")
+                _declined(ctx, answer, "rewind", "--yes")
             return EXIT_OK
         ctx.require_owner(wb)
-        result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"]})
+        result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
+                                   "keepUserEdits": keep})
     finally:
         wb.close()
     if ctx.json:
@@ -266,7 +292,7 @@ def cmd_rewind(ctx) -> int:
 def cmd_redo(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
-        listing = wb.redo.list({})
+        listing = wb.redo.list({"all": bool(ctx.args.all)})
         r = _renderer(wb)
         if ctx.args.head is None:
             if ctx.json:
@@ -277,16 +303,19 @@ def cmd_redo(ctx) -> int:
         if wb.store.kind != "heads":
             raise TurnbackError(listing.get("reason", "this store cannot redo"), code="no-heads")
         plan = wb.redo.prepare({"headSeq": ctx.args.head})
+        keep = bool(ctx.args.keep_user_edits)
         if not ctx.json:
-            ctx.print(*r.redo_plan(plan))
-        if not _decide(ctx, ctx.args.yes, "Redo?"):
+            ctx.print(*r.redo_plan(plan, keep_user_edits=keep))
+        answer = _decide(ctx, ctx.args.yes, "Redo?")
+        if answer != "yes":
             if ctx.json:
                 ctx.emit({"plan": plan, "commit": None})
             else:
-                ctx.print("Nothing changed. Run again with --yes to redo.")
+                _declined(ctx, answer, "redo", "--yes")
             return EXIT_OK
         ctx.require_owner(wb)
-        result = wb.redo.commit({"headSeq": ctx.args.head, "planHash": plan["planHash"]})
+        result = wb.redo.commit({"headSeq": ctx.args.head, "planHash": plan["planHash"],
+                                 "keepUserEdits": keep})
     finally:
         wb.close()
     if ctx.json:
@@ -409,6 +438,7 @@ def cmd_recovery(ctx) -> int:
 COMMANDS = {
     "serve": cmd_serve, "demo": cmd_demo, "log": cmd_log, "info": cmd_info, "rewind": cmd_rewind,
     "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
+    "daemon": cmd_daemon,
 }
 from .takeover import cmd_takeover  # noqa: E402  (a command of its own module)
 

@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refused: turnback never listens on TCP (its private socket is a Unix one)")
     t.add_argument("--pipe", metavar="NAME",
                    help="refused: use --stdio (named pipes are not supported)")
+    t.add_argument("--background", action="store_true",
+                   help="start a detached owner on the private socket (log: <store>/run/daemon.log)")
+    p.add_argument("--idle-exit", type=float, metavar="SECONDS", default=None,
+                   help="with --background: exit after this long with no client and no running turn")
+    p = add("daemon", "report on (status) or stop the background owner of this workspace")
+    p.add_argument("action", choices=("status", "stop"))
 
     p = add("demo", "run a scripted session end to end in a temporary workspace and check it")
     p.add_argument("--keep", metavar="DIR", help="run in DIR (new or empty) and leave it there")
@@ -103,10 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="discard an attempt at a directive (its latest, or --turn N) and all later turns")
     p.add_argument("--turn", type=int, metavar="N", help="with --before-directive: which attempt")
     p.add_argument("--yes", action="store_true", help="commit without asking")
+    p.add_argument("--keep-user-edits", action="store_true",
+                   help="leave the files listed as your own edits as they are now")
 
-    p = add("redo", "list Redo groups, or bring one back with --head")
+    p = add("redo", "list what rewinds left behind, or bring one back with --head")
     p.add_argument("--head", type=int, metavar="SEQ")
+    p.add_argument("--all", action="store_true",
+                   help="list every earlier state, also those the current one grew from")
     p.add_argument("--yes", action="store_true", help="commit without asking")
+    p.add_argument("--keep-user-edits", action="store_true",
+                   help="leave the files listed as your own edits as they are now")
 
     add("gc", "one full collection of unreferenced heads and objects")
     add("fsck", "verify every record and object of the store; exit 0 only when sound")
@@ -117,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_mutually_exclusive_group()
     a.add_argument("--retry", action="store_true", help="put the backups back again")
     a.add_argument("--dismiss", action="store_true", help="record that you took care of it")
+
+    from .hooks_cmd import add_parsers as add_hook_parsers
+
+    add_hook_parsers(sub, add)  # `hook AGENT` and `hooks install|uninstall|status`
 
     from .takeover import register as register_takeover
     register_takeover(add)
@@ -155,11 +171,23 @@ def main(argv: list[str] | None = None) -> int:
         args.rest = split[1]
     else:
         args = parser.parse_args(argv)
+    if args.command in ("hook", "hooks"):  # the agent's fast path: no workbench import up front
+        from .hooks_cmd import run as run_hooks
+
+        try:
+            return int(run_hooks(args) or 0)
+        except TurnbackError as exc:
+            print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+            return EXIT_ERROR
     from . import commands
     from .context import Context
+    from .remote import run as through_owner
 
     ctx = Context(args)
     try:
+        routed = through_owner(args, stdout=ctx.stdout, stderr=ctx.stderr, stdin=ctx.stdin)
+        if routed is not None:  # a live owner answered: the store was never opened here
+            return routed
         return int(commands.dispatch(ctx) or 0)
     except NotOwner as exc:
         ctx.fail(exc)

@@ -34,6 +34,15 @@ GAP_TEXT = {
 
 ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep"}
 
+# Who made a user edit (FilePlan.userEditBy), in words.
+USER_EDIT_TEXT = {"editor-save": "saved in the editor", "disk-change": "changed on disk",
+                  "capture-request": "captured between turns",
+                  "uncaptured": "changed on disk, not captured yet"}
+
+# Why a collection kept a head (collect/retention.py), in words, most important first.
+KEPT_TEXT = {"current": "the current state", "group": "Redo state(s)", "recent": "newest state(s)",
+             "young": "state(s) younger than the grace period"}
+
 
 def short(digest) -> str:
     """A digest as a person reads it: eight characters, or what it means when it is not one."""
@@ -47,6 +56,15 @@ def short(digest) -> str:
 def clip(text: str | None, n: int = 70) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def size(n) -> str:
+    """A byte count as a person reads it."""
+    n = int(n or 0)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def when(ts) -> str:
@@ -102,6 +120,10 @@ class Renderer:
                 out.append("  files:")
                 width = max(len(self.path(f)) for f in files)
                 for f in files:
+                    if f.get("before") == "absent" and f.get("after") == "absent":
+                        out.append(f"    {self.path(f):<{width}}  created and removed in this turn "
+                                   "(a transient: nothing to put back)")
+                        continue
                     out.append(f"    {self.path(f):<{width}}  {short(f.get('before'))} -> "
                                f"{short(f.get('after'))}  checkpoint {f.get('checkpoint')}")
             steps = t.get("stepList")
@@ -117,7 +139,8 @@ class Renderer:
         return out
 
     # -- rewind -----------------------------------------------------------------------------------
-    def candidate(self, c: dict, steps: dict[str, dict] | None = None) -> list[str]:
+    def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
+                  keep_user_edits: bool = False) -> list[str]:
         steps = steps or {}
         keep, discard = c["keep"], c["discard"]
         out = ["Keeps:"]
@@ -135,6 +158,7 @@ class Renderer:
         else:
             out.append("  no turns")
         out.extend(self.files(c.get("files", [])))
+        out.extend(self.user_edits(c.get("files", []), keep_user_edits))
         gaps = c.get("gaps", [])
         out.append(f"What this rewind cannot undo ({len(gaps)} gap(s)):" if gaps
                    else "Gaps: none, every captured file can be put back")
@@ -170,15 +194,30 @@ class Renderer:
         for f in files:
             action = ACTION_TEXT.get(f.get("action"), f.get("action"))
             line = f"  {action:<8} {self.path(f):<{width}}  {short(f.get('from'))} -> {short(f.get('to'))}"
-            if f.get("externalChange"):
-                line += "  ! changed outside turnback since the last capture; this edit is overwritten"
+            if f.get("userEdit") and f.get("action") != "unchanged":
+                line += "  ! your edit (" + USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
             out.append(line)
         return out
+
+    def user_edits(self, files: list[dict], keep: bool) -> list[str]:
+        """The changes no discarded turn made: overwritten, or (with --keep-user-edits) kept."""
+        edits = [f for f in files if f.get("userEdit") and f.get("action") != "unchanged"]
+        if keep:
+            head = "Your edits that stay as they are (--keep-user-edits):"
+        else:
+            head = "Your edits that will be overwritten (--keep-user-edits leaves them):"
+        if not edits:
+            return ["Your edits that will be overwritten: none"]
+        return [head] + [f"  {self.path(f)}  ({USER_EDIT_TEXT.get(f.get('userEditBy'), 'no turn made it')})"
+                         for f in edits]
 
     def commit(self, result: dict, what: str) -> list[str]:
         status = result.get("status")
         if status == "committed":
             out = [f"{what} committed (epoch {result.get('epoch')}, head {result.get('headSeq')})"]
+            out.extend(f"  kept as it was: {self.path(u)}" for u in result.get("kept", []))
+        elif status == "nothing-to-do":
+            out = [f"nothing to {what}: this is the current state"]
         elif status == "stale":
             out = [f"{what} not done: something changed since it was prepared (stale); prepare it again"]
         else:
@@ -191,16 +230,32 @@ class Renderer:
     def redo_list(self, result: dict) -> list[str]:
         groups = result.get("groups", [])
         if not groups:
-            return [f"nothing to redo: {result.get('reason', 'no groups')}"]
-        out = ["Redo groups (states a rewind left behind; `turnback redo --head SEQ` brings one back):"]
+            return [f"nothing to redo: {result.get('reason', 'no groups')}"
+                    + (" (`turnback redo --all`)" if result.get("hidden") else "")]
+        if result.get("all"):
+            out = ["Every earlier state, newest first (`turnback redo --head SEQ` brings one back):"]
+        else:
+            out = ["States a rewind left behind, newest first (`turnback redo --head SEQ` brings one "
+                   "back):"]
         for g in groups:
+            changes = g.get("changes") or {}
+            what = ""
+            if "files" in changes:
+                what = (f"; changes {changes['files']} file(s)"
+                        + (": " + ", ".join(changes["paths"]) if changes.get("paths") else "")
+                        + ("…" if changes["files"] > len(changes.get("paths", [])) else ""))
+            mark = " (earlier on this line)" if g.get("ancestor") else ""
             out.append(f"  head {g['headSeq']:<4} {g['turnCount']} turn(s), last prompt "
-                       f"\u201c{clip(g.get('lastPrompt'), 50)}\u201d, saved {when(g.get('created'))}")
+                       f"\u201c{clip(g.get('lastPrompt'), 50)}\u201d, saved {when(g.get('created'))}"
+                       f"{what}{mark}")
+        if result.get("hidden") and not result.get("all"):
+            out.append(f"  ({result['hidden']} earlier state(s) of the current line: `turnback redo --all`)")
         return out
 
-    def redo_plan(self, plan: dict) -> list[str]:
-        out = [f"Brings back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
+    def redo_plan(self, plan: dict, *, keep_user_edits: bool = False) -> list[str]:
+        out = [f"Would bring back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
         out.extend(self.files(plan.get("files", [])))
+        out.extend(self.user_edits(plan.get("files", []), keep_user_edits))
         for g in plan.get("gaps", []):
             out.append(f"  gap: {self.gap(g)}")
         if plan.get("summary"):
@@ -232,10 +287,19 @@ class Renderer:
 
     @staticmethod
     def stats(stats: dict) -> list[str]:
-        return [f"collection: {stats.get('headsRetired', 0)} head(s) retired, "
-                f"{stats.get('objectsDeleted', 0)} object(s) deleted, "
-                f"{stats.get('bytesFreed', 0)} bytes freed, {stats.get('bytesKept', 0)} bytes kept "
-                f"({stats.get('slices', 0)} slice(s), longest {stats.get('maxSliceMs', 0)} ms)"]
+        """What a collection freed, and why it kept the rest (slice timings stay in --json)."""
+        retired, deleted = stats.get("headsRetired", 0), stats.get("objectsDeleted", 0)
+        if retired or deleted:
+            out = [f"freed {size(stats.get('bytesFreed', 0))}: {retired} old state(s) retired, "
+                   f"{deleted} unreferenced object(s) deleted"]
+        else:
+            out = ["freed nothing: every state is still needed"]
+        kept = stats.get("keptFor") or {}
+        reasons = [f"{kept[k]} {KEPT_TEXT[k]}" if k != "current" else KEPT_TEXT[k]
+                   for k in KEPT_TEXT if kept.get(k)]
+        out.append(f"kept {size(stats.get('bytesKept', 0))}"
+                   + (": " + ", ".join(reasons) if reasons else ""))
+        return out
 
     @staticmethod
     def fsck(report) -> list[str]:

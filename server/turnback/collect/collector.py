@@ -34,11 +34,11 @@ import cbor2
 
 from ..errors import TurnbackError
 from ..store.digest import is_digest
-from ..store import fsio
+from ..store import fsio, lineage
 from ..timeline.codec import state_refs
 from . import roots
 from .cache import HeadCache
-from .retention import Decision, decide
+from .retention import Decision, decide, kept_for
 from .scan import HeadFacts, facts_of, list_heads, observe
 
 MAX_STEPS = 8  # steps per slice: a step is one small file read, one retirement, one body, one batch
@@ -84,6 +84,7 @@ class Collector:
         self._pins_key = None
         self._records_seen: set[tuple[str, str]] = set()
         self._sidecar_bodies: set[str] = set()
+        self._sessions_seen = None  # signature of the session records last looked at
         self._plan_head: int | None = None
         self.progress = {"done": 0, "total": 0}
         self.stats = {"headsRetired": 0, "objectsDeleted": 0, "bytesFreed": 0, "bytesKept": 0,
@@ -270,6 +271,7 @@ class Collector:
         self.phase = "retire"
         decision = self._decide()
         self.kept = set(decision.keep)
+        self.stats["keptFor"] = kept_for(decision)  # why heads stay, for the command line's words
         self._plan_head = self._head_seq()
         self.progress = {"done": 0, "total": len(decision.retire)}
         for seq in decision.retire:
@@ -328,6 +330,7 @@ class Collector:
                 self._pins_key = key
         except TurnbackError as exc:
             self._block(f"a journal could not be read: {exc.message}")
+        self._session_roots()
         try:
             txn_names, recovery_names = roots.record_names(self.store)
         except OSError as exc:
@@ -351,6 +354,18 @@ class Collector:
             pass  # finished meanwhile: looked at again before the next deletion
         except TurnbackError as exc:
             self._block(f"a transaction or recovery record could not be read: {exc.message}")
+
+    def _session_roots(self) -> None:
+        """The last state of every parked or frozen session (and of a fork's parent) is a root."""
+        try:
+            signature = lineage.names_signature(self.store)
+            if signature == self._sessions_seen:
+                return
+            for session_id, body in lineage.parked_bodies(self.store):
+                self._queue(body, f"session {session_id}")
+            self._sessions_seen = signature
+        except TurnbackError as exc:
+            self._block(f"a session record could not be read: {exc.message}")
 
     def _queue(self, body: str, origin: str) -> None:
         if body not in self.marked_bodies:

@@ -25,6 +25,15 @@ class Decision:
     retire: list[int] = field(default_factory=list)  # oldest first
 
 
+def kept_for(d: Decision) -> dict[str, int]:
+    """How many heads were kept for each reason, each head counted once under its first reason."""
+    out: dict[str, int] = {}
+    for reasons in d.keep.values():
+        first = next((r for r in ("current", "group", "recent", "young") if r in reasons), reasons[0])
+        out[first] = out.get(first, 0) + 1
+    return out
+
+
 def decide(facts: dict[int, HeadFacts], *, now: float, grace_heads: int, grace_seconds: float,
            protect=()) -> Decision:
     d = Decision()

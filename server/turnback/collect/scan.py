@@ -8,8 +8,8 @@ child (`collect/child.py`), so the parent can warm its cache from either:
 
 `mtime_ns` and `record_size` are the record file's, as the folder scan stats them: head records are
 immutable, so a cached entry is reused while a record of that seq with that size and modification time
-exists (a copied store keeps both, so its cache stays warm). `body_size` is the size of the body
-object, or -1 when it is missing. Nothing here reads a body: a cold scan reads only the
+exists (a copied store keeps both, so its cache stays warm). `body_size` is the stored size of the
+body object (on disk, so compressed if it is), or -1 when it is missing. Nothing here reads a body: a cold scan reads only the
 tiny head records.
 """
 

@@ -36,7 +36,10 @@ def command_name(method: str) -> str:
 
 def _info(wb, params):
     obj(params)
-    return wb.info()
+    info = wb.info()
+    running = wb.state.running
+    info.setdefault("running", running.n if running is not None else None)  # for thin clients
+    return info
 
 
 def _status(wb, params):
@@ -47,7 +50,9 @@ def _status(wb, params):
 METHODS: list[Method] = [
     Method("turnback/session/info", "read", _info),
     Method("turnback/session/status", "read", _status),
-    Method("turnback/session/log", "read", lambda wb, p: wb.turns.log(p)),
+    Method("turnback/session/log", "read", lambda wb, p: wb.sessions.log(p)),
+    Method("turnback/session/list", "read", lambda wb, p: wb.sessions.list(p)),
+    Method("turnback/session/start", "mutate", lambda wb, p: wb.sessions.start_params(p)),
     Method("turnback/turn/begin", "job", lambda wb, p: wb.turns.begin_job(p), "turnback: sweeping the workspace"),
     Method("turnback/turn/capture", "mutate", lambda wb, p: wb.turns.capture(p)),
     Method("turnback/turn/step", "mutate", lambda wb, p: wb.turns.step(p)),

@@ -54,6 +54,13 @@ class TurnbackServer(LanguageServer):
         self.collect_wake = asyncio.Event()
         self.tasks: list[asyncio.Task] = []
         self._tokens = itertools.count(1)
+        self.listener = None       # the private socket (sockets.Listener) while this server owns
+        self.extra_methods: dict[str, Method] = {}  # socket-only methods (the daemon's stop)
+        self.last_client_seen = time.monotonic()
+        self.background = False    # a `serve --background` owner (daemon.py): stoppable by request
+        self.stop_event: asyncio.Event | None = None
+        self.extra_methods["turnback/daemon/stop"] = Method("turnback/daemon/stop", "read",
+                                                            self._stop_requested)
 
     # -- plumbing -------------------------------------------------------------------------------
     def workbench(self) -> Workbench:
@@ -72,9 +79,12 @@ class TurnbackServer(LanguageServer):
         if method is None or self.closed:
             return
         try:
-            self.protocol.notify(method, payload)
+            if self.protocol.writer is not None:
+                self.protocol.notify(method, payload)
         except Exception:  # a broken pipe must not break the workbench operation that emitted
             log.exception("could not send %s", method)
+        if self.listener is not None:
+            self.listener.broadcast(method, payload)
 
     def kick_collection(self) -> None:
         self.collect_wake.set()
@@ -118,6 +128,7 @@ class TurnbackServer(LanguageServer):
             wb.follow()  # an observer works from the owner's latest publication, not its own copy
             if spec.kind == "read":
                 return spec.call(wb, params)
+            wb.sessions.guard(params)  # a mutation aimed at a frozen or parked session is refused
             if spec.kind == "mutate":
                 async with self.lock:
                     result = spec.call(wb, params)
@@ -254,6 +265,8 @@ class TurnbackServer(LanguageServer):
                     if wb.try_take_over():
                         log.info("the owner went away; this server now owns the store")
                         self.kick_collection()
+                        self.tasks.append(asyncio.get_running_loop().create_task(
+                            self.start_listening()))
                     else:
                         wb.follow()  # the owner's new gaps and heads reach this client too
                         wb.emit_status()
@@ -261,7 +274,7 @@ class TurnbackServer(LanguageServer):
                     log.exception("could not take over the store")
 
     # -- captures from editor events ------------------------------------------------------------
-    async def capture_uris(self, uris, phase: str) -> None:
+    async def capture_uris(self, uris, phase: str, by: str = "save") -> None:
         wb = self.wb
         if wb is None or self.closed:
             return
@@ -275,7 +288,7 @@ class TurnbackServer(LanguageServer):
             return
         async with self.lock:
             try:
-                wb.turns.capture_rels(rels, phase=phase)
+                wb.turns.capture_rels(rels, phase=phase, by=by)
             except Exception:
                 log.exception("capture of %s failed", rels)
         self.kick_collection()
@@ -295,13 +308,59 @@ class TurnbackServer(LanguageServer):
             except Exception:
                 log.exception("capture of opened %s failed", rel)
 
+    def _stop_requested(self, wb, params) -> dict:
+        if not self.background or self.stop_event is None:
+            raise TurnbackError("this owner serves an editor over stdio; it stops when the editor "
+                                "closes its turnback session", code="not-background")
+        asyncio.get_running_loop().call_soon(self.stop_event.set)
+        return {"stopping": True, "pid": os.getpid()}
+
     # -- lifecycle ------------------------------------------------------------------------------
+    def start_tasks(self) -> None:
+        """The background work of an opened workbench: collection, lease renewal, take-over polling,
+        and (for an owner) the private socket."""
+        loop = asyncio.get_running_loop()
+        self.tasks += [loop.create_task(self.collection_loop()),
+                       loop.create_task(self.lease_loop()),
+                       loop.create_task(self.observer_loop())]
+        if self.wb.is_owner:
+            self.tasks.append(loop.create_task(self.start_listening()))
+
+    async def start_listening(self) -> None:
+        """Listen on the private socket; a refusal (an unsafe path) is logged, the server goes on."""
+        from .sockets import Listener
+
+        if self.listener is not None or self.closed or not self.wb.is_owner:
+            return
+        listener = Listener(self, str(self.wb.store.path))
+        try:
+            path = await listener.start()
+        except Exception as exc:
+            log.error("not listening on a socket: %s", exc)
+            self.wb.live["socketError"] = str(exc)
+            return
+        if self.closed:
+            listener.close()
+            return
+        self.listener = listener
+        self.wb.live["socket"] = path
+        self.on_clients_changed()
+
+    def on_clients_changed(self) -> None:
+        self.last_client_seen = time.monotonic()
+        if self.wb is not None and self.listener is not None:
+            self.wb.live["clients"] = len(self.listener.connections)
+
     def close_workbench(self) -> None:
         if self.wb is None or self.closed:
             return
         self.closed = True
         for task in self.tasks:
             task.cancel()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+            self.wb.live["socket"] = None
         try:
             self.wb.close()
         except Exception:
@@ -354,9 +413,7 @@ def create_server() -> TurnbackServer:
         if wb is None:
             return
         loop = asyncio.get_running_loop()
-        server.tasks += [loop.create_task(server.collection_loop()),
-                         loop.create_task(server.lease_loop()),
-                         loop.create_task(server.observer_loop())]
+        server.start_tasks()
         wb.emit_status(force=True)
         server.kick_collection()
         if server.client_supports("workspace.did_change_watched_files.dynamic_registration"):
@@ -385,7 +442,7 @@ def create_server() -> TurnbackServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change_watched(params: types.DidChangeWatchedFilesParams):
-        await server.capture_uris([c.uri for c in params.changes], "after")
+        await server.capture_uris([c.uri for c in params.changes], "after", "watch")
 
     for spec in METHODS:
         _register(server, spec)

@@ -39,6 +39,9 @@ class SessionState:
     between: dict[int, dict[str, tuple[Image, Image]]] = field(default_factory=dict)
     # The permission bits each path had just before its first change in between[k] (None: unknown).
     between_modes: dict[int, dict[str, int | None]] = field(default_factory=dict)
+    # Who made each loose change, when a capture source said: (k, rel) -> "save", "watch", "sweep"
+    # or "hook". A rewind names it when it lists the change as a user edit.
+    between_by: dict[tuple[int, str], str] = field(default_factory=dict)
     known: KnownMap = field(default_factory=KnownMap)  # the last known image of every path
     directives: dict[str, Directive] = field(default_factory=dict)
     workflow: dict[str, list] = field(default_factory=lambda: {k: [] for k in WORKFLOW_LISTS})
@@ -48,6 +51,9 @@ class SessionState:
     fork_point: str = ""  # identity of the place where this line of history last diverged
     last_op: int = 0  # sequence of the last journal operation folded into this state
     frozen: bool = False
+    # Where this session came from: {parentId, forkTurn, worktree, parentStore, meta, notPreserved};
+    # empty for a session nobody forked. Part of the published state, so it commits with the session.
+    lineage: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.known, KnownMap):

@@ -9,9 +9,14 @@ symlink, unlink, mkdir, rmdir, truncate, chmod, utime, syncfs. A fault plan rais
 with CRASH_EXIT) *before* the operation numbered `fail_at` (or `crash_at`) runs; numbering starts at 1
 when the plan is installed. Without a plan the cost is one global lookup per operation.
 
-Limitation, on purpose: a simulated crash is `os._exit`, so data that was written but not fsynced is
-still in the page cache and survives. The fault loops prove ordering and atomicity, not power-loss
-behaviour of the disk.
+Fault models (all in `FaultPlan`, so every loop uses the same seam):
+- fail at operation N (`fail_at`), or from N on (`sticky`, like a device that went away);
+- a full disk (`disk_full_at`): from operation N on, creates, writes, fsyncs, mkdirs and links fail
+  with ENOSPC while unlinks, renames and rmdirs still succeed, as on a real full file system;
+- a crash at operation N (`crash_at`): the process exits with CRASH_EXIT. Plain, that is process
+  death (unsynced data survives in the page cache); with `lose_unsynced` it is a power cut: every
+  write not followed by an fsync of its file and every name change not followed by an fsync of its
+  folder is undone first (`store/crashfs.py`), so ordering is proven against power loss too.
 """
 
 from __future__ import annotations
@@ -45,46 +50,72 @@ class FaultInjected(OSError):
 
 
 class FaultPlan:
-    """Fail (raise) or crash (exit) at one numbered mutating operation.
+    """Fail (raise) or crash (exit) at one numbered mutating operation; see the module doc.
 
-    With `sticky=True` every operation from `fail_at` on fails, like a full disk.
-    """
+    With `sticky=True` every operation from `fail_at` on fails. `faulted` counts the operations the
+    plan actually failed (a loop that faulted nothing proves nothing)."""
 
     def __init__(self, fail_at: int | None = None, crash_at: int | None = None,
-                 errno: int = _errno.EIO, *, sticky: bool = False):
+                 errno: int = _errno.EIO, *, sticky: bool = False, disk_full_at: int | None = None,
+                 lose_unsynced: bool = False):
         self.fail_at = fail_at
         self.crash_at = crash_at
         self.errno = errno
         self.sticky = sticky
+        self.disk_full_at = disk_full_at
         self.count = 0
+        self.faulted = 0
         self.log: list[str] = []
+        self.unsynced = None
+        if lose_unsynced:
+            from .crashfs import UnsyncedJournal
+            self.unsynced = UnsyncedJournal()
 
-    def tick(self, op: str, path: object) -> None:
+    def tick(self, op: str, path: object, src: object = None) -> None:
         self.count += 1
         self.log.append(f"{op} {path}")
         n = self.count
         if self.crash_at is not None and n == self.crash_at:
-            # Flush nothing, run no handlers: as close to a power cut as a process can get.
-            os._exit(CRASH_EXIT)
+            self.crash()
         if self.fail_at is not None and (n == self.fail_at or (self.sticky and n > self.fail_at)):
+            self.faulted += 1
             raise FaultInjected(self.errno, f"injected fault at operation {n} ({op})", str(path))
+        if self.disk_full_at is not None and n >= self.disk_full_at and op in SPACE_OPS:
+            self.faulted += 1
+            raise FaultInjected(_errno.ENOSPC, f"injected full disk at operation {n} ({op})",
+                                str(path))
+        if self.unsynced is not None:
+            self.unsynced.before(op, path, src)
 
+    def crash(self) -> None:
+        """Stop here, as a power cut would (with `lose_unsynced`) or as a killed process."""
+        if self.unsynced is not None:
+            self.unsynced.lose_unsynced()
+        # Flush nothing, run no handlers: as close to a power cut as a process can get.
+        os._exit(CRASH_EXIT)
+
+
+# What a full disk refuses; unlink, rename and rmdir free or keep space and still succeed.
+SPACE_OPS = frozenset({"create", "write", "fsync", "fsync_dir", "mkdir", "link", "symlink",
+                       "truncate", "chmod", "utime", "syncfs"})
 
 _plan: FaultPlan | None = None
 
 
-def _tick(op: str, path: object) -> None:
+def _tick(op: str, path: object, src: object = None) -> None:
     if _plan is not None:
-        _plan.tick(op, path)
+        _plan.tick(op, path, src)
 
 
 @contextlib.contextmanager
 def faults(fail_at: int | None = None, crash_at: int | None = None, *,
-           errno: int = _errno.EIO, sticky: bool = False) -> Iterator[FaultPlan]:
-    """Install a fault plan for the duration of the block; yields it (`.count`, `.log`)."""
+           errno: int = _errno.EIO, sticky: bool = False, disk_full_at: int | None = None,
+           lose_unsynced: bool = False) -> Iterator[FaultPlan]:
+    """Install a fault plan for the duration of the block; yields it (`.count`, `.faulted`, `.log`)."""
     global _plan
     previous = _plan
-    plan = FaultPlan(fail_at, crash_at, errno, sticky=sticky)
+    plan = FaultPlan(fail_at, crash_at, errno, sticky=sticky, disk_full_at=disk_full_at,
+                     lose_unsynced=lose_unsynced)
     _plan = plan
     try:
         yield plan
@@ -99,13 +130,18 @@ def install(plan: FaultPlan | None) -> None:
 
 
 def install_from_env(environ: dict | None = None) -> FaultPlan | None:
-    """Honour TURNBACK_CRASH_AT=N / TURNBACK_FAIL_AT=N so a test can kill a subprocess at operation N."""
+    """Honour TURNBACK_CRASH_AT=N / TURNBACK_FAIL_AT=N / TURNBACK_DISK_FULL_AT=N (and
+    TURNBACK_FAULT_STICKY=1, TURNBACK_CRASH_MODEL=lose-unsynced) so a test can fault a subprocess."""
     env = os.environ if environ is None else environ
     crash = env.get("TURNBACK_CRASH_AT")
     fail = env.get("TURNBACK_FAIL_AT")
-    if not crash and not fail:
+    full = env.get("TURNBACK_DISK_FULL_AT")
+    if not crash and not fail and not full:
         return None
-    plan = FaultPlan(fail_at=int(fail) if fail else None, crash_at=int(crash) if crash else None)
+    plan = FaultPlan(fail_at=int(fail) if fail else None, crash_at=int(crash) if crash else None,
+                     sticky=env.get("TURNBACK_FAULT_STICKY") == "1",
+                     disk_full_at=int(full) if full else None,
+                     lose_unsynced=env.get("TURNBACK_CRASH_MODEL") == "lose-unsynced")
     install(plan)
     return plan
 
@@ -181,14 +217,14 @@ def fsync_dir(path: StrPath) -> None:
 
 def rename(src: StrPath, dst: StrPath) -> None:
     """Atomically replace dst with src (POSIX rename). The caller syncs the folder."""
-    _tick("rename", dst)
+    _tick("rename", dst, src)
     with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
         os.replace(src_name, dst_name, src_dir_fd=src_at, dst_dir_fd=dst_at)
 
 
 def link(src: StrPath, dst: StrPath) -> None:
     """Hard link; fails with FileExistsError if dst exists, which makes it an atomic exclusive publish."""
-    _tick("link", dst)
+    _tick("link", dst, src)
     with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
         os.link(src_name, dst_name, src_dir_fd=src_at, dst_dir_fd=dst_at, follow_symlinks=False)
 
@@ -263,9 +299,32 @@ def truncate(path_or_fd, size: int) -> None:
 
 def chmod(path: StrPath, mode: int) -> None:
     _tick("chmod", path)
-    fd = _open_at(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never chmod through a link
+    try:  # never chmod through a link: through a descriptor opened without following one
+        fd = _open_at(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno not in (_errno.ENXIO, _errno.EOPNOTSUPP, _errno.EACCES) or _O_PATH is None:
+            raise
+        _chmod_by_o_path(path, mode)  # a socket (or a file we may not read): no readable fd
+        return
     try:
         os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+_O_PATH = getattr(os, "O_PATH", None)
+
+
+def _chmod_by_o_path(path: StrPath, mode: int) -> None:
+    """chmod an entry that cannot be opened for reading, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW)
+    does: an O_PATH|O_NOFOLLOW descriptor, refused if it is a link, changed through /proc."""
+    fd = _open_at(path, _O_PATH)
+    try:
+        import stat as _stat
+
+        if _stat.S_ISLNK(os.fstat(fd).st_mode):
+            raise OSError(_errno.ELOOP, "refusing to chmod a symbolic link", str(path))
+        os.chmod(f"/proc/self/fd/{fd}", mode)
     finally:
         os.close(fd)
 
@@ -404,7 +463,7 @@ def rename_noreplace(src: StrPath, dst: StrPath) -> None:
     NotImplementedError where the system or the file system does not offer it (nothing changed)."""
     if _libc_renameat2 is None:
         raise NotImplementedError("renameat2 is not available")
-    _tick("rename", dst)
+    _tick("rename", dst, src)
     with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
         rc = _libc_renameat2(_AT_FDCWD if src_at is None else src_at, os.fsencode(src_name),
                              _AT_FDCWD if dst_at is None else dst_at, os.fsencode(dst_name),

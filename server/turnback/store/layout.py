@@ -20,26 +20,30 @@ from .heads import HeadStore
 from .objects import ObjectStore
 from .records import decode_record, encode_record
 
-FORMAT_VERSION = 2  # 2: images carry permission bits (and objects may be compressed)
-READABLE_FORMATS = (1, 2)  # a format-1 store reads as it is: its images have no recorded mode
+FORMAT_VERSION = 2  # 2: objects may be zstd envelopes (store/envelope.py); images carry their modes
+READABLE_FORMATS = (1, 2)  # a format-1 store reads as it is; its owner's open upgrades it to 2
 KINDS = ("heads", "pid")
-SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache")
+SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
-                                    "pid.flock", "sidecar.cbor"}
+                                    "pid.flock", "sidecar.cbor",
+                                    "run",  # the live owner's socket folder (remote/paths.py)
+                                    "agents", "config.toml"}  # agents/: store/agentrecord.py
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class Store:
     """An opened store. Opening never takes ownership; see `ownership()`."""
 
-    def __init__(self, path: Path, kind: str, store_id: str, seed: int, created: float):
+    def __init__(self, path: Path, kind: str, store_id: str, seed: int, created: float,
+                 version: int = FORMAT_VERSION):
         self.path = path
+        self.version = version
         self.kind = kind
         self.store_id = store_id
         self.created = created
         self.hasher = Hasher(seed)
-        self.objects = ObjectStore(path / "objects", self.hasher)
+        self.objects = ObjectStore(path / "objects", self.hasher, compress=version >= 2)
         self.heads = HeadStore(path / "heads")  # present for both kinds; pid stores leave it empty
         self.format_path = path / "FORMAT"
         self.journal_dir = path / "journal"
@@ -80,7 +84,17 @@ class Store:
             for name in SUBDIRS:
                 if not (path / name).is_dir():
                     fsio.mkdir(path / name)
+            if store.version < FORMAT_VERSION:
+                store._upgrade()
         return store
+
+    def _upgrade(self) -> None:
+        """Say format 2 in FORMAT (same id, seed and kind), then write envelopes. Every format-1
+        object stays valid as it is; only a turnback that reads format 2 may open the store after."""
+        body = decode_record(fsio.read_file(self.format_path), path=str(self.format_path), kind="format")
+        fsio.write_atomic(self.format_path, encode_record("format", {**body, "format": FORMAT_VERSION}))
+        self.version = FORMAT_VERSION
+        self.objects.compress = True
 
     @classmethod
     def _create(cls, path: Path, kind: str) -> None:
@@ -113,9 +127,7 @@ class Store:
                 or not isinstance(seed, int) or not 0 <= seed < 1 << 64):
             raise RecordError(f"corrupt record {fmt}: FORMAT fields are missing or invalid",
                               data={"path": str(fmt), "offset": 4})
-        store = cls(path, kind, store_id, seed, float(body.get("created", 0.0)))
-        store.format_version = version
-        return store
+        return cls(path, kind, store_id, seed, float(body.get("created", 0.0)), version)
 
     def journal_path(self, session_id: str) -> Path:
         if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):

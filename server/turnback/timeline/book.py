@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorruptStore, NotOwner
+from ..errors import CorruptStore, NotOwner, TurnbackError
 from ..model.session import SessionState
 from ..store import journal as journal_mod
 from ..store.heads import HeadRecord
@@ -51,6 +51,9 @@ class Book:
         self.published_op = state.last_op
         self.last_publish = time.monotonic()
         self.on_lost: list = []  # called once when this owner finds its ownership gone
+        # Transactions whose outcome is not durable yet (txn id -> retry returning True once it is).
+        # While any is left, nothing else is written: see travel/transaction.py.
+        self.unsettled: dict = {}
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
@@ -115,6 +118,18 @@ class Book:
         except NotOwner:
             self.lose_ownership()
             raise
+        if self.unsettled:
+            self._settle_first()
+
+    def _settle_first(self) -> None:
+        for txn, retry in list(self.unsettled.items()):
+            if retry():
+                del self.unsettled[txn]
+        if self.unsettled:
+            raise TurnbackError(
+                "an interrupted rewind or redo could not be finished or rolled back yet (the disk "
+                "refuses writes); nothing else is changed until it is, and its intent record stays "
+                "for the next open", code="recovery-pending", data={"txns": sorted(self.unsettled)})
 
     def lose_ownership(self) -> None:
         """Become a read-only observer: another process took the store (its epoch is newer)."""
@@ -174,7 +189,9 @@ class Book:
 
         Written inside the owner's fence: ownership is checked under the lock a takeover needs, so a
         head (or sidecar) is never published at an epoch that another owner has superseded."""
-        self.require_owner()
+        if self.owner is None:
+            info = _owner_info(self.store)
+            raise NotOwner(_not_owner_message(info), data={"owner": info})
         try:
             with self.owner.fenced():
                 return self._write_commit(state, body, txn)
@@ -236,7 +253,7 @@ class Book:
         return False
 
     def close(self) -> None:
-        if self.owner is not None and self.dirty:
+        if self.owner is not None and self.dirty and not self.unsettled:
             self.publish()
         if self.journal is not None:
             self.journal.close()

@@ -92,6 +92,7 @@ class StateCodec:
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             "turns": turn_digests, "between": between,
             **({"betweenModes": between_modes} if between_modes else {}),
+            "betweenBy": [[k, rel, by] for (k, rel), by in state.between_by.items()],
             "known": known_digests,  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
@@ -100,6 +101,8 @@ class StateCodec:
             "epoch": state.epoch, "forkPoint": state.fork_point, "lastOp": state.last_op,
             "frozen": state.frozen,
         }
+        if state.lineage:
+            root["lineage"] = state.lineage
         root_digest = put("session", root)
         # The body names the small things directly and every turn's and shard's reference list by
         # the list object's digest: those lists are shared by every publication whose turn or shard
@@ -203,6 +206,7 @@ class StateCodec:
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
         state.between_modes = {int(k): dict(v) for k, v in root.get("betweenModes", {}).items()}
+        state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
         known, modes = {}, {}
         for shard in root["known"]:
             doc = self._get(shard, "known")
@@ -219,7 +223,17 @@ class StateCodec:
         state.fork_point = root.get("forkPoint", "")
         state.last_op = root.get("lastOp", 0)
         state.frozen = root.get("frozen", False)
+        state.lineage = dict(root.get("lineage") or {})
         return state
+
+    def outline(self, body_digest: str) -> tuple[list[str], list[str]]:
+        """(turn digests, known-shard digests) of a published state: enough to tell whether one
+        state's turns are a prefix of another's and which paths differ, without reading turns."""
+        root = self._get(self.read_body(body_digest)["root"], "session")
+        return list(root["turns"]), list(root["known"])
+
+    def known_shard(self, digest: str) -> dict:
+        return dict(self._get(digest, "known")["map"])
 
     def _get(self, digest: str, kind: str) -> dict:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")

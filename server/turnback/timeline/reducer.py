@@ -56,6 +56,8 @@ def _image(state: SessionState, op: dict) -> None:
             modes[rel] = before_mode
         first_before = bucket[rel][0] if rel in bucket else op["before"]
         bucket[rel] = (first_before, after)
+        if op.get("by"):
+            state.between_by[(state.turn_count, rel)] = op["by"]
     state.known[rel] = after
     state.known.set_mode(rel, mode)
 

@@ -18,6 +18,7 @@ from ..model.images import ABSENT, UNKNOWN
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
 from .rewind import _file, _unique, _wire_gap, plan_hash
+from .user_edits import kept_paths, user_edit_fields
 
 
 @dataclass
@@ -28,9 +29,15 @@ class RedoPlan:
     modes: dict = field(default_factory=dict)  # (rel, image) -> permission bits, as in rewind
 
 
-def groups(store, current: SessionState | None, current_head) -> list[dict]:
+def groups(store, current: SessionState | None, current_head, codec=None, *,
+           everything: bool = False) -> list[dict]:
     """Settled heads grouped by (settled turn count, fork point); the newest head of each group,
-    leaving out the group of the current state. Newest first."""
+    leaving out the group of the current state. Newest first.
+
+    With a codec, each group says whether it is an `ancestor` of the current state (its turns are a
+    prefix of the current turns: an earlier moment of this very line, nothing a rewind left behind)
+    and what bringing it back would change (`changes`: how many paths differ, the first few).
+    Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded."""
     if store.kind != "heads":
         return []
     best: dict[tuple, object] = {}
@@ -42,10 +49,42 @@ def groups(store, current: SessionState | None, current_head) -> list[dict]:
         if key not in best or best[key].seq < head.seq:
             best[key] = head
     here = (current.settled_turn_count, current.fork_point) if current else None
-    out = [{"headSeq": h.seq, "turnCount": h.turn_count, "forkPoint": h.fork_point,
-            "created": h.created, "lastPrompt": h.last_prompt}
-           for key, h in best.items() if key != here]
+    mine = _outline(codec, current_head)
+    out = []
+    for key, h in best.items():
+        if key == here:
+            continue
+        group = {"headSeq": h.seq, "turnCount": h.turn_count, "forkPoint": h.fork_point,
+                 "created": h.created, "lastPrompt": h.last_prompt}
+        theirs = _outline(codec, h)
+        if mine is not None and theirs is not None:
+            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])]
+            group["changes"] = _differing_paths(codec, mine[1], theirs[1], current)
+            if group["ancestor"] and not everything:
+                continue
+        out.append(group)
     return sorted(out, key=lambda g: -g["headSeq"])
+
+
+def _outline(codec, head):
+    if codec is None or head is None:
+        return None
+    try:
+        return codec.outline(head.body)
+    except Exception:  # noqa: BLE001 - an unreadable head is listed without the extras, fsck reports it
+        return None
+
+
+def _differing_paths(codec, mine: list[str], theirs: list[str], current, shown: int = 5) -> dict:
+    """Paths whose image differs between two states, reading only the known shards that differ."""
+    paths: list[str] = []
+    for a, b in zip(mine, theirs):
+        if a == b:
+            continue
+        here, there = codec.known_shard(a), codec.known_shard(b)
+        paths.extend(rel for rel, image in there.items() if here.get(rel) != image)
+    paths.sort()
+    return {"files": len(paths), "paths": paths[:shown]}
 
 
 def prepare(store, codec, state: SessionState, current_head, ws, head_seq, *, max_bytes: int) -> RedoPlan:
@@ -76,6 +115,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     # both states gives redo nothing to do.
     paths = sorted(rel for rel, to in target_state.known.items() if to != state.known.get(rel))
     on_disk = yield from disk_images_job(ws, paths, store.objects.hasher, max_bytes=max_bytes)
+    loose = _last_loose(state)
     for rel in paths:
         to = target_state.known[rel]
         now, problem = on_disk[rel]
@@ -92,7 +132,9 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             files.append(_file(ws, rel, "unchanged", now, to, external))
         else:
             changes.append((rel, to))
-            files.append(_file(ws, rel, "delete" if to == ABSENT else "restore", now, to, external))
+            action = "delete" if to == ABSENT else "restore"
+            files.append(_file(ws, rel, action, now, to, external,
+                               **user_edit_fields(action, external, loose.get(rel, False))))
             if to != ABSENT and target_state.known.mode(rel) is not None:
                 modes[(rel, to)] = target_state.known.mode(rel)
             if now != ABSENT and current_mode(ws, rel) is not None:
@@ -104,9 +146,12 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
               "files": files, "gaps": [_wire_gap(ws, g) for g in gaps]}
     result["planHash"] = plan_hash(store.objects.hasher, result)
     restored = len([f for f in files if f["action"] != "unchanged"])
-    result["summary"] = (f"Brings back head {head_seq}: {head.turn_count} turn(s), last prompt "
+    edits = kept_paths(files)
+    result["summary"] = (f"Would bring back head {head_seq}: {head.turn_count} turn(s), last prompt "
                          f"\u201c{head.last_prompt[:60]}\u201d; writes or deletes {restored} file(s). "
-                         "Directive records stay as they are now; no step is run again.")
+                         + (f"Overwrites edits no turn of that state made: {', '.join(edits)}; "
+                            "commit with keepUserEdits to leave them as they are. " if edits else "")
+                         + "Directive records stay as they are now; no step is run again.")
     new_state = copy.deepcopy(target_state)
     unreachable = {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
     for rel, image in state.known.items():
@@ -119,3 +164,16 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.last_op = state.last_op
     new_state.frozen = False
     return RedoPlan(result, new_state, changes, modes)
+
+
+def _last_loose(state: SessionState) -> dict:
+    """Paths whose latest change in the current state was made between turns (nobody's turn), with the
+    capture source of it: a redo that replaces them undoes the user's edit."""
+    last: dict[str, object] = {}
+    for k in range(0, state.turn_count + 1):
+        turn = state.turn(k) if k else None
+        for rel in (turn.files if turn else {}):
+            last[rel] = False
+        for rel in state.between.get(k, {}):
+            last[rel] = state.between_by.get((k, rel))
+    return {rel: by for rel, by in last.items() if by is not False}

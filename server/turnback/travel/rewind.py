@@ -23,8 +23,9 @@ from ..errors import InvalidParams, TurnRunning, UnknownTurn
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
-from ..timeline.checkpoints import checkpoint, checkpoint_modes
+from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_text
+from .user_edits import USER_EDIT_WORDS, keep_user_edits, user_edit_fields
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
 
@@ -37,6 +38,14 @@ class Derived:
     # (rel, image) -> permission bits to write it with: the targets, and what is on disk now (for a
     # rollback); see disk.planned_modes
     modes: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def noop(self) -> bool:
+        return bool(self.candidate.get("noop"))
+
+    def keeping_user_edits(self, state: SessionState) -> "Derived":
+        """The same plan with the user's edits left as they are now (`keepUserEdits`)."""
+        return keep_user_edits(self, state)
 
 
 def keep_count(state: SessionState, boundary: dict) -> int:
@@ -79,6 +88,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     target_modes = checkpoint_modes(state, keep + 1)
     modes: dict = {}
     on_disk = yield from disk_images_job(ws, sorted(target), objects.hasher, max_bytes=max_bytes)
+    loose = _loose_changes(state, keep + 1)
+    transients = _transients(state, keep + 1)
     gaps: list[Gap] = []
     files, changes = [], []
     unreachable: set[str] = set()
@@ -100,6 +111,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             continue
         want_mode, now_mode = target_modes.get(rel), current_mode(ws, rel)
         if to == now and (want_mode is None or want_mode == now_mode):
+            if rel in transients:
+                continue  # created and removed inside a turn: a transient, nothing to do
             action = "unchanged"
         else:
             action = "delete" if to == ABSENT else "restore"
@@ -108,7 +121,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
                 modes[(rel, to)] = want_mode
             if now_mode is not None and now != ABSENT:
                 modes.setdefault((rel, now), now_mode)  # a rollback puts the old bits back
-        files.append(_file(ws, rel, action, now, to, external))
+        files.append(_file(ws, rel, action, now, to, external,
+                           **user_edit_fields(action, external, loose.get(rel, False))))
 
     for turn in discarded:
         gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
@@ -154,9 +168,32 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         "directives": consequences,
         "workflowCleared": workflow,
     }
+    if not discarded:
+        # The boundary is the current state: nothing to rewind, no confirmation, no epoch.
+        candidate["files"] = []
+        candidate["noop"] = True
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
     return Derived(candidate, new_state, changes, modes)
+
+
+def _transients(state: SessionState, n: int) -> set[str]:
+    """Paths whose every recorded change since turn n began was absent -> absent: files created and
+    removed inside one turn (a tool's scratch file). They were never there at any boundary."""
+    seen: dict[str, bool] = {}
+    for rel, before, after, _turn in changes_from(state, n):
+        seen[rel] = seen.get(rel, True) and before == ABSENT and after == ABSENT
+    return {rel for rel, yes in seen.items() if yes}
+
+
+def _loose_changes(state: SessionState, n: int) -> dict[str, str | None]:
+    """Paths changed between turns from the start of turn n on (no turn made those changes), with
+    who made the latest of them when a capture source said (None when it did not)."""
+    out: dict[str, str | None] = {}
+    for k in range(n, state.turn_count + 1):
+        for rel in state.between.get(k, {}):
+            out[rel] = state.between_by.get((k, rel))
+    return out
 
 
 def plan_hash(hasher, candidate: dict) -> str:
@@ -169,6 +206,7 @@ def _new_state(state: SessionState, keep: int, target: dict, directives) -> Sess
     new.turns = new.turns[:keep]
     new.between = {k: v for k, v in new.between.items() if k <= keep}
     new.between_modes = {k: v for k, v in new.between_modes.items() if k <= keep}
+    new.between_by = {key: by for key, by in new.between_by.items() if key[0] <= keep}
     for rel, to in target.items():
         if to not in (UNKNOWN, None):
             new.known[rel] = to
@@ -201,9 +239,11 @@ def _text_after(ws, objects, rel: str, target: dict, max_bytes: int) -> str | No
     return read_text(ws, rel, max_bytes=max_bytes)
 
 
-def _file(ws, rel, action, now, to, external) -> dict:
-    return {"uri": ws.to_uri(rel), "path": rel, "action": action,
-            "from": now, "to": to, "externalChange": bool(external)}
+def _file(ws, rel, action, now, to, external, *, userEdit=False, **more) -> dict:
+    out = {"uri": ws.to_uri(rel), "path": rel, "action": action,
+           "from": now, "to": to, "externalChange": bool(external), "userEdit": bool(userEdit)}
+    out.update(more)
+    return out
 
 
 def _wire_gap(ws, g: Gap) -> dict:
@@ -221,6 +261,9 @@ def _unique(gaps: list[Gap]) -> list[Gap]:
 
 
 def summary(c: dict) -> str:
+    if c.get("noop"):
+        return ("Nothing to rewind: this is the current state of the session. No file changes and "
+                "no turn is discarded.")
     keep, discard = c["keep"], c["discard"]
     parts = []
     if keep["turnCount"]:
@@ -234,11 +277,14 @@ def summary(c: dict) -> str:
                      f"(\u201c{_short(discard['first']['prompt'])}\u201d) on, with their answers.")
     restore = [f for f in c["files"] if f["action"] == "restore"]
     delete = [f for f in c["files"] if f["action"] == "delete"]
-    external = [f for f in c["files"] if f["externalChange"] and f["action"] != "unchanged"]
+    edits = [f for f in c["files"] if f.get("userEdit") and f["action"] != "unchanged"]
     parts.append(f"Restores {len(restore)} file(s) and deletes {len(delete)}.")
-    if external:
-        parts.append("Overwrites changes made outside turnback to: "
-                     + ", ".join(f["path"] for f in external) + ".")
+    if edits:
+        parts.append("Overwrites edits no discarded turn made (yours, or another program's): "
+                     + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
+                                              if f.get("userEditBy") in USER_EDIT_WORDS else "")
+                                 for f in edits)
+                     + "; commit with keepUserEdits to leave them as they are.")
     if c["gaps"]:
         parts.append("Cannot undo: " + "; ".join(
             f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")

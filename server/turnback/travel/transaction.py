@@ -2,20 +2,29 @@
 
 Order, and why each step is where it is:
 1. back up the current disk image of every file the plan touches, and write every object of the new
-   session state, in one durability batch (nothing in the workspace has changed yet);
-2. write the intent record naming the plan, the backups and the new state's body (durable);
+   session state, in one durability batch (nothing in the workspace has changed yet). When a backup
+   differs from the image the session knows (someone's uncaptured edit), a *before* head is published
+   too: the old state with those images, so Redo can later bring back exactly the disk the
+   transaction overwrote (heads stores only);
+2. write the intent record naming its base (the publication it starts from), the plan, the backups,
+   the folders it will create and the new state's body (durable);
 3. only now touch the workspace: each file is replaced by temp + fsync + rename + folder fsync, or
    deleted; any failure puts the backups back, newest first;
-4. commit: publish the head (or replace the sidecar) naming the new body. That single write is the
-   commit point: before it the old state is the truth, after it the new one;
-5. remove the intent record.
-A crash leaves an intent record behind; the next open reads it and rolls forward if the commit point
-was reached, otherwise back (see `recover`). A rollback that itself fails becomes a recovery record
-that the user sees until it is resolved.
+4. commit: publish the head (or replace the sidecar) naming the new body and this transaction. That
+   single write is the commit point: before it the old state is the truth, after it the new one;
+5. remove the intent record, durably, but only once the outcome is durable: the commit point reached
+   and the files written, or every backup restored, or a recovery record written and synced.
+   Otherwise it stays, this process writes nothing more until it is settled (`Book.unsettled`), and
+   the next open tries again.
+Cancelling the job (GeneratorExit at a yield) before the first workspace file is touched changes
+nothing; after that it is ignored, and the job runs on, without yielding, to its commit point or to a
+complete rollback. Recovery (`recover`) decides from the durable records of the transaction itself
+(`outcome.decide`), and overwrites only files whose image is the transaction's target or backup.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import uuid
@@ -25,12 +34,16 @@ from pathlib import Path
 from ..capture.reader import read_image
 from ..errors import TurnbackError
 from ..model.images import ABSENT, Image
+from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
+from . import outcome as oc
 from .disk import drain, put_image
+from .settle import missing_folders, remove_created_folders, settle_all
 
 INTENT_KIND = "intent"
 RECOVERY_KIND = "recovery"
+NO_LIMIT = 1 << 62  # recovery compares digests of files of any size
 
 
 @dataclass
@@ -40,6 +53,7 @@ class Outcome:
     head_seq: int | None = None
     recovery: list[dict] = field(default_factory=list)
     reason: str = ""
+    message: str = ""  # a sentence for people, set when rolled back
 
 
 class BackupFailed(TurnbackError):
@@ -52,47 +66,60 @@ def run(book, ws, **kw) -> Outcome:
 
 
 def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,
-            max_bytes: int):
+            max_bytes: int, done: dict | None = None):
     """Apply `changes` (path -> target image) and commit `new_state`, all or nothing.
 
     A job: it yields after every backup and every file it writes, so a server can answer reads
-    between them; the caller holds the mutation lock for the whole job."""
-    store, objects = book.store, book.store.objects
+    between them; the caller holds the mutation lock for the whole job. `done`, when given, receives
+    the outcome as "outcome" also when the job was closed and finished on its own."""
+    store = book.store
     book.require_owner()
     if book.dirty:
         book.publish()  # start from a published state, so the journal holds nothing to replay
     txn = uuid.uuid4().hex
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
-        body, backups = yield from _prepare(book, ws, changes, new_state, max_bytes)
+        body, backups, before = yield from _prepare(book, ws, changes, new_state, max_bytes)
+        if before is not None:
+            book.commit_body(*before)  # the disk as it is now, for Redo (see the module doc)
     except OSError as exc:
         raise TurnbackError(f"could not save the backups before the {operation} ({exc}); "
                             "nothing was changed", code="io-error") from exc
-    files = [{"rel": rel, "to": to, "backup": backups[rel]} for rel, to in changes]
+    files = [{"rel": rel, "to": to, "backup": backups[rel],
+              "dirs": [] if to == ABSENT else missing_folders(ws, rel)} for rel, to in changes]
+    intent = {"id": txn, "operation": operation, "created": time.time(), "body": body,
+              "files": files, "base": oc.base_of(oc.current_mark(store))}
     intent_path = Path(store.txn_dir) / f"{txn}.cbor"
     try:
-        write_record(intent_path, INTENT_KIND, {"id": txn, "operation": operation,
-                                                "created": time.time(), "body": body, "files": files})
+        write_record(intent_path, INTENT_KIND, intent)
     except OSError as exc:
         fsio.discard(intent_path)
         raise TurnbackError(f"could not write the {operation}'s intent record ({exc}); "
                             "nothing was changed", code="io-error") from exc
     applied: list[dict] = []
+    cancelled = False
     try:
         for f in files:
             applied.append(f)
-            put_image(ws, objects, f["rel"], f["to"])
-            yield ("apply", len(applied), len(files))
+            put_image(ws, store.objects, f["rel"], f["to"])
+            if not cancelled:
+                try:
+                    yield ("apply", len(applied), len(files))
+                except GeneratorExit:  # closed: run on to the end without yielding again
+                    cancelled = True
         seq = book.commit_body(new_state, body, txn=txn)
-    except Exception as exc:  # any failure before the commit point: put the backups back
-        if _committed_anyway(book, txn):
-            return _finish(book, new_state, txn, intent_path)
-        return _roll_back(book, ws, operation, txn, intent_path, applied, exc)
-    return _finish(book, new_state, txn, intent_path, seq)
+    except Exception as exc:  # any failure before the commit point: the records decide what now
+        result = _after_failure(book, ws, intent, intent_path, new_state, applied, exc, max_bytes)
+    else:
+        result = _finish(book, new_state, txn, intent_path, seq)
+    if done is not None:
+        done["outcome"] = result
+    return result
 
 
 def _prepare(book, ws, changes, new_state, max_bytes):
-    """Back up every file the plan touches and write the new state, in one durability batch."""
+    """Back up every file the plan touches and write the new state (and the before state, when the
+    disk holds images the session never captured), in one durability batch."""
     objects = book.store.objects
     backups: dict[str, Image] = {}
     with objects.batch():
@@ -107,100 +134,175 @@ def _prepare(book, ws, changes, new_state, max_bytes):
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
         body = book.codec.write(new_state)
-    return body, backups
+        before = _before_state(book, backups)
+        before_body = book.codec.write(before) if before is not None else None
+    return body, backups, (None if before is None else (before, before_body))
 
 
-def _committed_anyway(book, txn: str) -> bool:
-    """A failure reported after the commit write may still have made it durable; the records decide."""
+def _before_state(book, backups: dict[str, Image]):
+    """The live state with the disk images it did not capture, or None when it captured them all."""
+    state = book.state
+    unseen = {rel: image for rel, image in backups.items() if state.known.get(rel) != image}
+    if book.store.kind != "heads" or not unseen or state.running is not None:
+        return None
+    known = KnownMap(state.known)
+    known.update(unseen)
+    return dataclasses.replace(state, known=known)
+
+
+def _after_failure(book, ws, intent, intent_path, new_state, applied, cause, max_bytes) -> Outcome:
+    txn, operation = intent["id"], intent["operation"]
     try:
-        return book.committed_txn(txn)
-    except Exception:
-        return False
+        verdict = oc.decide(book, intent)  # a failure reported after the commit write may be durable
+    except oc.OutcomeUnknown as unknown:
+        book.unsettled[txn] = _retry(book, ws, intent_path, intent, new_state)
+        raise TurnbackError(
+            f"the {operation} failed ({cause}) and {unknown}; its intent record stays, and it is "
+            "finished or rolled back before any other change (at the latest when turnback opens the "
+            "store again)", code="io-error", data={"txn": txn}) from cause
+    if verdict == oc.COMMITTED:
+        return _finish(book, new_state, txn, intent_path)
+    return _roll_back(book, ws, intent, intent_path, applied, cause, max_bytes)
 
 
 def _finish(book, new_state, txn: str, intent_path: Path, seq: int | None = None) -> Outcome:
     book.adopt(new_state)
-    if seq is None and book.head is not None:
+    if seq is None and book.store.kind == "heads":  # the commit write failed late but is durable
+        book.head = book.store.heads.current()
         seq = book.head.seq
-    try:
-        fsio.unlink(intent_path, missing_ok=True)
-    except OSError:
-        pass  # the next open finds it, sees the commit, and finishes it (a no-op on the files)
+    remove_record(intent_path)  # the outcome is durable; a leftover intent is found superseded
     return Outcome("committed", txn, seq)
 
 
-def _roll_back(book, ws, operation: str, txn: str, intent_path: Path, applied: list[dict],
-               cause: Exception) -> Outcome:
-    failed = restore_backups(ws, book.store.objects, applied)
+def _roll_back(book, ws, intent, intent_path: Path, applied: list[dict], cause: Exception,
+               max_bytes: int) -> Outcome:
+    txn, operation = intent["id"], intent["operation"]
+    failed = settle_all(ws, book.store.objects, applied, "backup", max_bytes=max_bytes)
+    remove_created_folders(ws, applied)
     reason = f"{type(cause).__name__}: {cause}"
-    recovery = []
-    if failed:
-        recovery.append(write_recovery(book.store, txn, operation, failed, reason))
+    if not failed:
+        remove_record(intent_path)
+        return Outcome("rolled-back", txn, None, [], reason,
+                       f"The {operation} failed ({cause}); every file was put back as it was and "
+                       "the session did not change.")
+    record = recovery_record(txn, operation, failed, reason)
+    paths = ", ".join(f["rel"] for f in failed)
+    if write_recovery(book.store, record):
+        remove_record(intent_path)
+        return Outcome("rolled-back", txn, None, [record], reason,
+                       f"The {operation} failed ({cause}) and {len(failed)} file(s) could not be "
+                       f"put back ({paths}); the session did not change. A recovery record lists "
+                       "them with their backups: retry or dismiss it.")
+    book.unsettled[txn] = _retry(book, ws, intent_path, intent, None)
+    return Outcome("rolled-back", txn, None, [], reason,
+                   f"The {operation} failed ({cause}) and {len(failed)} file(s) could not be put "
+                   f"back ({paths}), nor could a recovery record be written. The intent record "
+                   "stays: turnback retries before any other change, and when it opens the store "
+                   "again.")
+
+
+def remove_record(path: Path) -> bool:
+    """Remove an intent or recovery record durably (its folder synced); False when that failed."""
     try:
-        fsio.unlink(intent_path, missing_ok=True)
+        fsio.unlink(path, missing_ok=True)
+        fsio.fsync_dir(path.parent)
     except OSError:
-        pass  # found again at the next open, which rolls back once more (idempotent)
-    return Outcome("rolled-back", txn, None, recovery, reason)
+        return False
+    return True
 
 
-def restore_backups(ws, objects, files: list[dict]) -> list[dict]:
-    """Put each backup back, newest first; return the files that could not be restored."""
-    failed = []
-    for f in reversed(files):
-        try:
-            put_image(ws, objects, f["rel"], f["backup"])
-        except Exception as exc:  # keep going: every file we can restore is one less to lose
-            failed.append(dict(f, error=f"{type(exc).__name__}: {exc}"))
-    return failed
+def recovery_record(txn: str, operation: str, failed: list[dict], reason: str) -> dict:
+    """`backups[].digest` is what a retry puts back; `left` the only other image it may overwrite."""
+    return {"id": txn, "operation": operation, "created": time.time(),
+            "paths": [f["rel"] for f in failed], "reason": reason,
+            "backups": [{"rel": f["rel"], "digest": f["backup"], "left": f.get("left"),
+                         "error": f.get("error", "")} for f in failed]}
 
 
-def write_recovery(store, txn: str, operation: str, failed: list[dict], reason: str) -> dict:
-    record = {"id": txn, "operation": operation, "created": time.time(),
-              "paths": [f["rel"] for f in failed], "reason": reason,
-              "backups": [{"rel": f["rel"], "digest": f["backup"]} for f in failed]}
+def write_recovery(store, record: dict) -> bool:
+    """Write and sync a recovery record; False when it could not be made durable."""
+    path = Path(store.recovery_dir) / f"{record['id']}.cbor"
     try:
-        write_record(Path(store.recovery_dir) / f"{txn}.cbor", RECOVERY_KIND, record)
+        if not path.parent.is_dir():
+            fsio.mkdir(path.parent)
+        write_record(path, RECOVERY_KIND, record)
     except OSError:
-        pass  # the intent record, left in place, carries the same backups to the next open
-    return record
+        return False
+    return True
 
 
-# -- recovery at open --------------------------------------------------------------------------------
-def pending_intents(store) -> list[tuple[Path, dict]]:
+# -- recovery at open (and retries of an unsettled outcome) -------------------------------------------
+def pending_intents(store) -> list[tuple[Path, dict | None]]:
+    """Every intent record; a damaged one is returned as (path, None) and kept as evidence."""
     folder = Path(store.txn_dir)
     if not folder.is_dir():
         return []
     out = []
     for name in sorted(os.listdir(folder)):
         if name.endswith(".cbor") and not fsio.is_temp_name(name):
-            out.append((folder / name, read_record(folder / name, INTENT_KIND)))
+            try:
+                out.append((folder / name, read_record(folder / name, INTENT_KIND)))
+            except (OSError, TurnbackError):
+                out.append((folder / name, None))
     return out
 
 
 def recover(book, ws) -> list[dict]:
     """Finish or roll back every interrupted transaction, as the durable records prove. Returns a
-    report line per transaction; failures become recovery records."""
+    report line per transaction. One whose outcome cannot be made durable now stays in `txn/` and
+    blocks further writes of this process (`Book.unsettled`) until a retry settles it."""
     report = []
     for path, intent in pending_intents(book.store):
-        _clean_temps(ws, intent["files"])
-        if book.committed_txn(intent["id"]):
-            failed = []
-            for f in intent["files"]:
-                try:
-                    put_image(ws, book.store.objects, f["rel"], f["to"])
-                except Exception as exc:
-                    failed.append(dict(f, backup=f["to"], error=str(exc)))
-            action = "finished"
-        else:
-            failed = restore_backups(ws, book.store.objects, intent["files"])
-            action = "rolled-back"
-        if failed:
-            write_recovery(book.store, intent["id"], intent["operation"], failed,
-                           f"the interrupted {intent['operation']} could not be {action} completely")
-        fsio.unlink(path, missing_ok=True)
-        report.append({"id": intent["id"], "operation": intent["operation"], "action": action,
-                       "failed": [f["rel"] for f in failed]})
+        if intent is None:
+            report.append({"id": path.stem, "operation": "unknown", "action": "unreadable",
+                           "failed": []})
+            continue
+        line, settled = recover_one(book, ws, path, intent)
+        if not settled:
+            book.unsettled[intent["id"]] = _retry(book, ws, path, intent, None)
+        report.append(line)
     return report
+
+
+def recover_one(book, ws, path: Path, intent: dict) -> tuple[dict, bool]:
+    """Settle one intent; (report line, whether its outcome is durable now and the intent gone)."""
+    line = {"id": intent["id"], "operation": intent["operation"], "failed": []}
+    _clean_temps(ws, intent["files"])
+    try:
+        verdict = oc.decide(book, intent)
+    except oc.OutcomeUnknown as exc:
+        return dict(line, action="deferred", reason=str(exc)), False
+    if verdict == oc.SUPERSEDED:  # settled long ago; later work stands on it: touch no file
+        remove_record(path)
+        return dict(line, action="superseded"), True
+    objects = book.store.objects
+    if verdict == oc.COMMITTED:
+        failed = settle_all(ws, objects, intent["files"], "to", max_bytes=NO_LIMIT)
+        action = "finished"
+    else:
+        failed = settle_all(ws, objects, intent["files"], "backup", max_bytes=NO_LIMIT)
+        remove_created_folders(ws, intent["files"])
+        action = "rolled-back"
+    line.update(action=action, failed=[f["rel"] for f in failed])
+    if failed:
+        reason = f"the interrupted {intent['operation']} could not be {action} completely"
+        if not write_recovery(book.store, recovery_record(intent["id"], intent["operation"],
+                                                          failed, reason)):
+            return dict(line, recoveryRecord=False), False
+        line["recoveryRecord"] = True
+    remove_record(path)
+    return line, True
+
+
+def _retry(book, ws, path: Path, intent: dict, new_state):
+    """A retry for `Book.unsettled`: True once the intent's outcome is durable. After a commit it
+    learns of late, the live process adopts the committed state."""
+    def retry() -> bool:
+        line, settled = recover_one(book, ws, path, intent)
+        if settled and line["action"] == "finished" and new_state is not None:
+            book.adopt(new_state)
+        return settled
+    return retry
 
 
 def _clean_temps(ws, files: list[dict]) -> None:

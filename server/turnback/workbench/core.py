@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Generator
 
-from ..capture.ignore import IgnoreRules
+from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
 from ..capture.recorder import Recorder
 from ..errors import NotOwner
 from ..model.gaps import Gap
 from ..store.layout import Store
 from ..timeline.book import Book
 from ..workspace.fence import Workspace
+from .agentlinks import agent_info, agent_resume
 
 Job = Generator[object, None, object]
 
@@ -35,12 +36,13 @@ class Options:
     grace_seconds: float = 600.0
     lease_ttl: float = 30.0
     publish_interval: float = 15.0  # debounced publication inside long turns (heads stores)
+    default_ignore: tuple | None = None  # None: capture.ignore.DEFAULT_IGNORE; () turns it off
     lease_clock: Callable[[], float] | None = None  # wall clock for lease expiry; tests inject one
 
     @classmethod
     def from_init(cls, init: dict | None) -> "Options":
         """Options from the contract's `initializationOptions` shape."""
-        from .params import field as f, obj
+        from .params import field as f, obj, str_list
 
         init = obj(init, "initializationOptions")
         store = obj(init.get("store"), "store")
@@ -53,6 +55,8 @@ class Options:
             sweep=f(capture, "sweep", bool, default=True),
             grace_heads=f(collect, "graceHeads", int, default=8),
             grace_seconds=float(f(collect, "graceSeconds", (int, float), default=600.0)),
+            default_ignore=(tuple(str_list(capture, "defaultIgnore"))
+                            if capture.get("defaultIgnore") is not None else None),
         )
 
     def ownership_kwargs(self, kind: str) -> dict:
@@ -89,9 +93,11 @@ class Workbench:
         self.events = Events()
         self.collecting = False
         self.open_report: dict = {}
+        self.live: dict = {}  # what a serving process adds to info: its socket, clients, watcher
         self._last_status: dict | None = None
         from .collection import CollectionFeature
         from .directives import DirectivesFeature
+        from .sessions import SessionsFeature
         from .travel import RecoveryFeature, RedoFeature, RewindFeature
         from .turns import TurnsFeature
 
@@ -101,6 +107,7 @@ class Workbench:
         self.recovery = RecoveryFeature(self)
         self.directives = DirectivesFeature(self)
         self.collection = CollectionFeature(self)
+        self.sessions = SessionsFeature(self)
         self._watch_ownership()
 
     # -- opening and closing ----------------------------------------------------------------------
@@ -120,8 +127,10 @@ class Workbench:
         try:
             book, report = Book.open(store, owner, config={"storeKind": store.kind})
             ws = Workspace(root, store_path)
-            rules = IgnoreRules(ws) if options.sweep else None
-            recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules)
+            defaults = DEFAULT_IGNORE if options.default_ignore is None else options.default_ignore
+            rules = IgnoreRules(ws, defaults) if options.sweep else None
+            recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules,
+                                junk=(rules or IgnoreRules(ws, defaults)).junk)
             wb = cls(root, options, store, ws, book, recorder, rules)
             wb.open_report = {"head": report.head, "replayed": report.replayed,
                               "tornJournal": bool(report.torn)}
@@ -129,6 +138,7 @@ class Workbench:
                 wb.open_report["corruptJournal"] = report.damage.to_wire()
             if owner is not None:
                 wb.open_report["recovered"] = wb.recovery.recover_interrupted()
+                wb.sessions.tidy()
         except BaseException:
             if owner is not None:
                 owner.release()
@@ -239,10 +249,14 @@ class Workbench:
             "liveGaps": len(self.state.live_gaps),
             "recovery": self.recovery.count(),
             "frozen": self.state.frozen,
+            "parentId": self.state.lineage.get("parentId"),
+            "epoch": self.state.epoch,
+            "agent": agent_info(self),  # agent hooks: resume command, /rewind offer (docs/agents/)
             "workspace": str(self.root),
             # what opening found and did: interrupted transactions finished or rolled back, a torn
             # journal tail cut, operations replayed from the journal
             "opened": self.open_report,
+            "socket": None, **self.live,
         }
 
     def status(self) -> dict:
@@ -321,6 +335,9 @@ class Workbench:
         if outcome.status == "committed":
             result["epoch"] = self.state.epoch
             result["headSeq"] = outcome.head_seq
+            resume = agent_resume(self, self.state.turn_count)
+            if resume is not None:
+                result["agentResume"] = resume  # the agent's conversation, resumed at the boundary
             self.events.emit("epoch", {"source": source, "sessionId": self.state.session_id,
                                        "turnCount": self.state.turn_count, "epoch": self.state.epoch})
             self.collection.schedule(source)

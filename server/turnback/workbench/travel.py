@@ -5,22 +5,46 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import CorruptStore, NotFound
+from ..errors import CorruptStore, NotFound, TurnbackError
 from ..store import fsio
 from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
-from ..travel.disk import planned_modes
+from ..travel.disk import planned_modes, put_image
 from ..travel.rewind import derive_job
+from ..travel.settle import settle
+from ..travel.user_edits import keep_user_edits
 from . import params as P
 
 
-def _commit_job(wb, operation: str, changes, new_state):
+def _commit_job(wb, operation: str, changes, new_state, kept=()):
     """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
     touched = {d.rel for d in wb.state.directives.values()}
-    outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation, changes=changes,
-                                             new_state=new_state, max_bytes=wb.options.max_file_bytes)
-    return wb.after_transaction(outcome, operation, touched=touched)
+    done: dict = {}
+    try:
+        outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation,
+                                                 changes=changes, new_state=new_state,
+                                                 max_bytes=wb.options.max_file_bytes, done=done)
+    except GeneratorExit:
+        # Closed (cancelled, disconnected, shut down) after the first file was touched: the
+        # transaction ran on to its outcome; clients still hear of it.
+        if "outcome" in done:
+            _report(wb, done["outcome"], operation, touched, kept)
+        raise
+    return _report(wb, outcome, operation, touched, kept)
+
+
+def _report(wb, outcome, operation: str, touched, kept=()) -> dict:
+    result = wb.after_transaction(outcome, operation, touched=touched)
+    if outcome.message:
+        result["message"] = outcome.message
+    if kept and result.get("status") == "committed":
+        result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+    return result
+
+
+def _keep_user_edits(p: dict) -> bool:
+    return P.field(p, "keepUserEdits", bool, default=False)
 
 
 class RewindFeature:
@@ -47,13 +71,19 @@ class RewindFeature:
         p = P.obj(params)
         boundary = P.field(p, "boundary", dict)
         plan = P.field(p, "planHash", str)
+        keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
         derived = yield from self._derive_job(boundary)
         if derived.candidate["planHash"] != plan:
             return {"status": "stale", "candidate": derived.candidate}
+        if derived.noop:
+            return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
+        if keep:
+            derived = derived.keeping_user_edits(wb.state)
         with planned_modes(wb.ws, derived.modes):
-            return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state))
+            return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
+                                           getattr(derived, "kept", ())))
 
 
 class RedoFeature:
@@ -61,16 +91,22 @@ class RedoFeature:
         self.wb = wb
 
     def list(self, params=None) -> dict:
-        P.obj(params)
+        p = P.obj(params)
+        everything = P.field(p, "all", bool, default=False)
         wb = self.wb
         if wb.store.kind != "heads":
             return {"available": False, "groups": [],
                     "reason": "this store keeps one sidecar record under a PID lock; it publishes "
                               "no heads, so there is nothing to redo"}
-        groups = redo_plan.groups(wb.store, wb.state, wb.book.head)
-        out = {"available": bool(groups), "groups": groups}
+        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True)
+        groups = every if everything else [g for g in every if not g.get("ancestor")]
+        # `hidden`: earlier moments of the current line, one `{all: true}` away
+        out = {"available": bool(groups), "groups": groups, "all": everything,
+               "hidden": len(every) - len(groups)}
         if not groups:
-            out["reason"] = "no earlier state has been left behind by a rewind"
+            out["reason"] = ("no state has been left behind by a rewind"
+                             + (f" ({out['hidden']} earlier state(s) of this line: ask for all states)"
+                                if out["hidden"] else ""))
         return out
 
     def _plan_job(self, head_seq):
@@ -93,13 +129,17 @@ class RedoFeature:
         p = P.obj(params)
         head_seq = P.field(p, "headSeq", int)
         plan_hash = P.field(p, "planHash", str)
+        keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
         plan = yield from self._plan_job(head_seq)
         if plan.result["planHash"] != plan_hash:
             return {"status": "stale", "plan": plan.result}
+        if keep:
+            plan = keep_user_edits(plan, wb.state)
         with planned_modes(wb.ws, plan.modes):
-            return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state))
+            return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
+                                           getattr(plan, "kept", ())))
 
 
 class RecoveryFeature:
@@ -167,22 +207,24 @@ class RecoveryFeature:
                 raise CorruptStore(f"recovery record {rid} is damaged: there is nothing to retry; "
                                    "dismiss it once you have looked at the files",
                                    data={"id": rid, "path": str(path)})
-            fsio.unlink(path, missing_ok=True)
-            fsio.fsync_dir(path.parent)
+            if not transaction.remove_record(path):
+                raise TurnbackError(f"the recovery record {rid} could not be removed; it stays",
+                                    code="io-error", data={"id": rid})
             wb.emit_status()
             return {"status": "dismissed", "recovery": self.list()["recovery"]}
         status = "dismissed"
         if action == "retry":
-            files = [{"rel": b["rel"], "backup": b["digest"]} for b in record["backups"]]
-            failed = transaction.restore_backups(wb.ws, wb.store.objects, files)
+            failed = retry_record(wb, record)
             if failed:
                 status = "failed"
-                transaction.write_recovery(wb.store, rid, record["operation"], failed,
-                                           failed[0].get("error", record["reason"]))
+                transaction.write_recovery(wb.store, transaction.recovery_record(
+                    rid, record["operation"], failed, failed[0].get("error") or record["reason"]))
             else:
                 status = "resolved"
         if status != "failed":
-            fsio.unlink(path, missing_ok=True)
+            if not transaction.remove_record(path):
+                raise TurnbackError(f"the recovery record {rid} could not be removed; it stays",
+                                    code="io-error", data={"id": rid})
         wb.emit_status()
         return {"status": status, "recovery": self.list()["recovery"]}
 
@@ -194,3 +236,29 @@ class RecoveryFeature:
         if report:
             self.wb.collection.schedule("recovery")
         return report
+
+
+def retry_record(wb, record: dict) -> list[dict]:
+    """Put a recovery record's backups back; return the entries that still fail. A file is
+    overwritten only when it holds the image the transaction left (`left`) or is already right; a
+    record written before `left` existed overwrites as before."""
+    failed = []
+    for b in reversed(record["backups"]):
+        allowed = (b["left"],) if b.get("left") is not None else None
+        if allowed is None:
+            error = _put_unguarded(wb, b["rel"], b["digest"])
+        else:
+            error = settle(wb.ws, wb.store.objects, b["rel"], b["digest"], allowed,
+                           max_bytes=transaction.NO_LIMIT)
+        if error is not None:
+            failed.append({"rel": b["rel"], "backup": b["digest"], "left": b.get("left"),
+                           "error": error})
+    return failed
+
+
+def _put_unguarded(wb, rel: str, image) -> str | None:
+    try:
+        put_image(wb.ws, wb.store.objects, rel, image)
+    except Exception as exc:  # noqa: BLE001 - reported in the record
+        return f"{type(exc).__name__}: {exc}"
+    return None

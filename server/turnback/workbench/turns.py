@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ..errors import InvalidParams, NotFound, OutsideWorkspace, SessionFrozen, TurnRunning, UnknownTurn
+from ..errors import (InvalidParams, NoTurnRunning, NotFound, OutsideWorkspace, SessionFrozen,
+                      TurnRunning, UnknownTurn)
 from ..model.gaps import Gap
 from ..model.images import ABSENT
 from ..model.session import WORKFLOW_LISTS
@@ -86,12 +87,13 @@ class TurnsFeature:
         self.wb.emit_status()
         return {"captured": captured, "gaps": gaps}
 
-    def capture_rels(self, rels, *, phase: str = "after") -> None:
-        """Editor events (save, open, watched change) already turned into workspace paths."""
+    def capture_rels(self, rels, *, phase: str = "after", by: str = "save") -> None:
+        """Editor events (save, open, watched change) already turned into workspace paths; `by` says
+        which (`save` or `watch`), so a rewind can say who made a change between turns."""
         if not self.wb.is_owner:
             return
         for rel in rels:
-            self.wb.recorder.capture(rel, phase=phase)
+            self.wb.recorder.capture(rel, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
@@ -201,6 +203,11 @@ class TurnsFeature:
     def settle_job(self, params):
         p = P.obj(params)
         self.book.require_owner()
+        if p.get("turn") is None:  # the contract: without `turn`, settle the running turn
+            running = self.state.running
+            if running is None:
+                raise NoTurnRunning("no turn is running; there is nothing to settle")
+            p = {**p, "turn": running.n}
         turn = self._running_turn(p)
         status = P.field(p, "status", str, default="settled", choices=TURN_STATES[1:])
         # A settle sweep attributes what a shell command changed behind our back to this turn.
@@ -214,11 +221,13 @@ class TurnsFeature:
         return {"headSeq": seq}
 
     # -- log ------------------------------------------------------------------------------------
-    def log(self, params=None) -> dict:
+    def log(self, params=None, *, state=None) -> dict:
+        """The session log of the live session, or of `state` (a parked or frozen session)."""
         P.obj(params)
+        state = state or self.state
         to_uri = self.wb.ws.to_uri
         turns = []
-        for t in self.state.turns:
+        for t in state.turns:
             entry = {
                 "turn": t.n, "kind": t.kind, "prompt": t.prompt, "response": t.response,
                 "state": t.state, "started": t.started, "ended": t.ended,
@@ -233,4 +242,7 @@ class TurnsFeature:
             if t.directive_id:
                 entry["directiveId"] = t.directive_id
             turns.append(entry)
-        return {"turns": turns, "sessionId": self.state.session_id}
+        out = {"turns": turns, "sessionId": state.session_id}
+        if state.lineage:
+            out["lineage"] = state.lineage
+        return out

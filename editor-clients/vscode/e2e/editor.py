@@ -1,0 +1,260 @@
+"""code-server (VS Code 1.100 in a browser) driven through headless Chromium, the way a person uses
+it: the command palette, the quick pick, the activity bar, tree rows, dialogs, the status bar, the
+text editor. Nothing here calls the extension or the server directly.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
+
+CHROMIUM = os.environ.get("TURNBACK_E2E_CHROMIUM", "/usr/bin/chromium")
+NBSP = "\u00a0"
+
+# A quiet workbench: no welcome page, no telemetry, no update or gallery checks, no trust prompt.
+USER_SETTINGS = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.enableExperiments": False,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "security.workspace.trust.enabled": False,
+    "editor.codeLens": True,
+    "files.autoSave": "off",
+    "window.dialogStyle": "custom",
+    "workbench.colorTheme": "Default Light Modern",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what: str, fn, timeout: float = 30.0, interval: float = 0.2):
+    """Poll `fn` until it returns something truthy; fail naming `what` and the last value seen."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = fn()
+        except Exception as exc:  # a locator that is not there yet
+            last = exc
+        if last and not isinstance(last, Exception):
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last seen: {last!r}")
+        time.sleep(interval)
+
+
+class CodeServer:
+    """One code-server process with its own user-data and extensions folders, on a loopback port."""
+
+    def __init__(self, entry: str, home: Path, folder: Path, turnback_command: list[str]):
+        self.entry, self.home, self.folder = entry, home, folder
+        self.user_data = home / "user-data"
+        self.extensions = home / "extensions"
+        self.config = home / "config.yaml"
+        self.log_path = home / "code-server.log"
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        settings = dict(USER_SETTINGS, **{"turnback.server.command": turnback_command})
+        (self.user_data / "User").mkdir(parents=True, exist_ok=True)
+        (self.user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+        self.extensions.mkdir(parents=True, exist_ok=True)
+        self.config.write_text("")
+
+    def _base(self) -> list[str]:
+        return ["node", self.entry, "--config", str(self.config), "--user-data-dir", str(self.user_data),
+                "--extensions-dir", str(self.extensions)]
+
+    def install_extension(self, vsix: str) -> str:
+        done = subprocess.run(self._base() + ["--install-extension", vsix], capture_output=True, text=True,
+                              timeout=180)
+        out = done.stdout + done.stderr
+        if done.returncode != 0 or "successfully installed" not in out:
+            raise RuntimeError(f"code-server --install-extension {vsix} failed ({done.returncode}):\n{out}")
+        return out
+
+    def start(self) -> str:
+        self.port = free_port()
+        env = dict(os.environ)
+        self.proc = subprocess.Popen(
+            self._base() + ["--auth", "none", "--bind-addr", f"127.0.0.1:{self.port}", "--disable-telemetry",
+                            "--disable-update-check", "--disable-workspace-trust", str(self.folder)],
+            stdout=open(self.log_path, "a"), stderr=subprocess.STDOUT, env=env)
+        wait_until("code-server to listen", self._listening, timeout=90)
+        return f"http://127.0.0.1:{self.port}/?folder={self.folder}"
+
+    def _listening(self) -> bool:
+        if self.proc and self.proc.poll() is not None:
+            raise RuntimeError(f"code-server exited {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def extension_log(self) -> str:
+        """The extension's output channel, as VS Code writes it under the user-data folder."""
+        paths = sorted(glob.glob(str(self.user_data / "logs" / "*" / "exthost*" / "output_logging_*" / "*Turnback.log")),
+                       key=os.path.getmtime)
+        return Path(paths[-1]).read_text() if paths else ""
+
+
+class Browser:
+    def __init__(self):
+        self._pw = sync_playwright().start()
+        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=args)
+
+    def page(self) -> Page:
+        return self.browser.new_page(viewport={"width": 1400, "height": 900})
+
+    def close(self) -> None:
+        self.browser.close()
+        self._pw.stop()
+
+
+class Workbench:
+    """The VS Code window in one page, with the gestures a person makes."""
+
+    def __init__(self, page: Page, shots: Path):
+        self.page, self.shots = page, shots
+        self.shots.mkdir(parents=True, exist_ok=True)
+
+    def open(self, url: str) -> None:
+        self.page.goto(url)
+        self.page.wait_for_selector(".monaco-workbench", timeout=90_000)
+        # Wait for the workbench to restore (the explorer shows the folder).
+        self.page.wait_for_selector(".explorer-folders-view, .monaco-workbench .part.sidebar", timeout=60_000)
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+    # -- the command palette and quick picks ------------------------------------------------------
+    def quick_input(self):
+        return self.page.locator(".quick-input-widget")
+
+    def run_command(self, title: str) -> None:
+        """F1, type the command's title, pick the entry with exactly that label."""
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("F1")
+        box = self.quick_input().locator("input")
+        box.wait_for(state="visible", timeout=10_000)
+        box.fill(">" + title)
+        row = self.quick_input().locator(".monaco-list-row", has_text=title).first
+        row.wait_for(state="visible", timeout=10_000)
+        row.click()
+
+    def quick_pick_rows(self) -> list[str]:
+        rows = self.quick_input().locator(".monaco-list-row")
+        rows.first.wait_for(state="visible", timeout=15_000)
+        return [t.replace(NBSP, " ") for t in rows.all_inner_texts()]
+
+    def pick(self, text: str) -> None:
+        row = self.quick_input().locator(".monaco-list-row", has_text=text).first
+        row.wait_for(state="visible", timeout=15_000)
+        row.click()
+
+    def open_file(self, name: str) -> None:
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("Control+P")
+        box = self.quick_input().locator("input")
+        box.wait_for(state="visible", timeout=10_000)
+        box.fill(name)
+        row = self.quick_input().locator(".monaco-list-row", has_text=name).first
+        row.wait_for(state="visible", timeout=15_000)
+        self.page.keyboard.press("Enter")
+        self.page.locator(f".tab.active:has-text('{name}')").wait_for(timeout=15_000)
+        self.page.locator(".editor-instance .monaco-editor .view-lines").first.wait_for(timeout=15_000)
+
+    # -- what is on screen --------------------------------------------------------------------------
+    def editor_text(self) -> str:
+        """The active editor's text as drawn (every line of these small files is in view)."""
+        lines = self.page.locator(".editor-instance .monaco-editor .view-lines").first.locator(".view-line")
+        tops = []
+        for handle in lines.element_handles():
+            top = handle.evaluate("e => parseFloat(e.style.top) || 0")
+            tops.append((top, (handle.inner_text() or "").replace(NBSP, " ")))
+        return "\n".join(text for _, text in sorted(tops)).rstrip("\n") + "\n"
+
+    def codelens_texts(self) -> list[str]:
+        lenses = self.page.locator(".editor-instance .monaco-editor .codelens-decoration")
+        return [t.replace(NBSP, " ") for t in lenses.all_inner_texts()]
+
+    def status_item(self, contains: str):
+        return self.page.locator(".part.statusbar .statusbar-item", has_text=contains).first
+
+    def notifications(self) -> list[str]:
+        return [t.replace(NBSP, " ") for t in
+                self.page.locator(".notifications-toasts .notification-list-item-message").all_inner_texts()]
+
+    def dialog(self):
+        return self.page.locator(".monaco-dialog-box")
+
+    def dialog_texts(self) -> tuple[str, str]:
+        box = self.dialog()
+        box.wait_for(state="visible", timeout=20_000)
+        message = box.locator(".dialog-message-text").inner_text()
+        detail = box.locator(".dialog-message-detail").inner_text() if box.locator(".dialog-message-detail").count() else ""
+        return message.replace(NBSP, " "), detail.replace(NBSP, " ")
+
+    def dialog_button(self, label: str) -> None:
+        self.dialog().locator(".dialog-buttons .monaco-button", has_text=label).first.click()
+        self.dialog().wait_for(state="hidden", timeout=10_000)
+
+    # -- the Turnback view ----------------------------------------------------------------------------
+    def show_session_view(self) -> None:
+        sidebar = self.page.locator(".part.sidebar")
+        if not sidebar.locator(".composite.title", has_text="Turnback Session").is_visible():
+            self.page.locator(".activitybar .action-item .action-label[aria-label^='Turnback']").first.click()
+        sidebar.locator(".composite.title", has_text="Turnback Session").wait_for(timeout=15_000)
+        self.page.mouse.move(700, 450)  # away from the activity bar's tooltip
+
+    def _session_list(self):
+        return self.page.locator(".part.sidebar .monaco-list")
+
+    def session_rows(self) -> list[str]:
+        """Each row as `label | description`."""
+        rows = self._session_list().locator(".monaco-list-row").evaluate_all(
+            """rows => rows.map(r => [r.querySelector('.label-name'), r.querySelector('.label-description')]
+                .map(e => e ? e.textContent : '').join(' | '))""")
+        return [r.replace(NBSP, " ").strip() for r in rows]
+
+    def session_row(self, contains: str):
+        return self._session_list().locator(".monaco-list-row", has_text=contains).first
+
+    def context_menu(self, row, entry: str) -> None:
+        """Right-click the row, then choose the entry (hover it, Enter: VS Code's menus act on keys)."""
+        row.click(button="right")
+        menu = self.page.locator(".context-view .monaco-menu .action-item", has_text=entry).first
+        menu.wait_for(state="visible", timeout=10_000)
+        menu.hover()
+        self.page.keyboard.press("Enter")
+
+    def inline_action(self, row, title: str) -> None:
+        """The icon button a tree row shows on hover."""
+        row.hover()
+        button = row.locator(f".actions .action-label[aria-label='{title}']").first
+        button.wait_for(state="visible", timeout=10_000)
+        button.click()

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The real-editor suite: the extension packaged with vsce, installed into code-server (VS Code in a
+# browser, built from the npm registry and cached outside the clone), driven through headless
+# Chromium with Playwright for Python. Installs what it needs when it is missing:
+#   apt:  chromium build-essential pkg-config libkrb5-dev ripgrep   (one `apt-get update` first)
+#   pip:  playwright (the project's `vscode-e2e` extra), into the Python that has turnback
+#   npm:  code-server 4.100.3 (see code-server.sh), the extension's locked dependencies
+# Screenshots of every step, the extension's output and code-server's log land in
+# build/vscode-e2e/ at the repository root (ignored by git; CI keeps it as an artifact).
+#
+# Environment: TURNBACK_E2E_PYTHON (default: the repository's .venv, else python3),
+# TURNBACK_CI_CACHE (default ~/.cache/turnback-ci), TURNBACK_E2E_KEEP=1 keeps the scratch workspace.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+ext="$(dirname "$here")"
+repo="$(cd "$ext/../.." && pwd)"
+
+packages=(chromium build-essential pkg-config libkrb5-dev ripgrep)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "e2e/run.sh: missing system packages: ${missing[*]} (apt-get install them as root)" >&2
+    exit 2
+  fi
+  echo "e2e/run.sh: installing ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+python="${TURNBACK_E2E_PYTHON:-}"
+if [ -z "$python" ]; then
+  if [ -x "$repo/.venv/bin/python" ]; then python="$repo/.venv/bin/python"; else python="$(command -v python3)"; fi
+fi
+if ! "$python" -c "import turnback" 2>/dev/null; then
+  echo "e2e/run.sh: $python has no turnback (pip install -e . in the repository)" >&2
+  exit 2
+fi
+if ! "$python" -c "import playwright" 2>/dev/null; then
+  "$python" -m pip install -q -e "$repo[vscode-e2e]"
+fi
+turnback="$(dirname "$python")/turnback"
+[ -x "$turnback" ] || turnback="$(command -v turnback)"
+
+entry="$("$here/code-server.sh")"
+
+out="$repo/build/vscode-e2e"
+mkdir -p "$repo/build"
+cd "$ext"
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run build
+vsix="$repo/build/turnback-vscode.vsix"
+npx --no-install vsce package --skip-license --out "$vsix"
+
+export TURNBACK_CODE_SERVER="$entry" TURNBACK_VSIX="$vsix" TURNBACK_E2E_TURNBACK="$turnback"
+export TURNBACK_E2E_ARTIFACTS="$out"
+cd "$repo"
+echo "e2e/run.sh: code-server $entry, extension $vsix, server $turnback"
+"$python" -m pytest -q -p no:cacheprovider "$here"

@@ -1,0 +1,154 @@
+"""A bounded thread pool for sweeps that must read many files (the first checkpoint, a lost cache).
+
+The walk stays on the caller's thread; each file the stat cache cannot vouch for is handed to a worker
+that opens, reads, hashes, compresses and writes it to a temp file (`ObjectStore.stage`). Those are
+system calls and zstd, which release the GIL, so two to four workers overlap the disk and the CPU.
+The caller's thread then adopts each staged object into the one open batch: the whole sweep stays
+one durability pass, and nothing outside the batch's thread touches the batch.
+
+Bounded on purpose: at most `max_files` reads in flight and `max_bytes` of file bytes held (the
+submitter waits, by yielding, when either is reached), so memory does not grow with the tree. A file
+too big to hold (`read_image` would stream it) is read on the caller's thread as before.
+
+The pool starts only once a sweep has missed the cache `START_AFTER` times, and only inside an open
+batch: an ordinary sweep that hashes a handful of edited files never pays for threads.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from .reader import IN_MEMORY_LIMIT, ImageRead, read_image
+
+START_AFTER = 32
+WAIT_SLICE = 0.002  # seconds a submitter or drainer blocks before it yields to the loop again
+_ALONE = 4 << 20  # files above this are read on the caller's thread (few, and they stream)
+
+
+def default_workers() -> int:
+    return max(2, min(4, os.cpu_count() or 2))
+
+
+class _Inline(Exception):
+    """The file grew past what a worker holds in memory: read it on the caller's thread."""
+
+
+class _Stager:
+    """What `read_image` sees as its object store inside a worker: `put` stages instead of naming."""
+
+    def __init__(self, objects):
+        self.objects = objects
+        self.staged = None
+
+    def put(self, data: bytes) -> str:
+        self.staged = self.objects.stage(data)
+        return self.staged.digest
+
+    def put_file(self, *_a, **_kw):
+        raise _Inline()
+
+
+class ParallelReader:
+    """Read files in worker threads; results come back through `collect` on the caller's thread."""
+
+    def __init__(self, ws, objects, *, max_bytes: int, workers: int | None = None,
+                 max_files: int | None = None, max_held: int = 64 << 20):
+        self.ws = ws
+        self.objects = objects
+        self.max_bytes = max_bytes
+        self.workers = workers or default_workers()
+        self.max_files = max_files or self.workers * 8
+        self.max_held = max_held
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="turnback-read")
+        self._inflight: dict[Future, tuple[str, int]] = {}  # future -> (rel, bytes it may hold)
+        self._held = 0
+        self._finished: deque[Future] = deque()  # appended by the workers' done-callbacks
+        self.submitted = 0
+
+    @staticmethod
+    def wanted(objects, misses: int) -> bool:
+        return misses >= START_AFTER and getattr(objects, "batch_open", False) \
+            and hasattr(objects, "stage")
+
+    def takes(self, size: int) -> bool:
+        return size <= _ALONE
+
+    @property
+    def full(self) -> bool:
+        return len(self._inflight) >= self.max_files or self._held >= self.max_held
+
+    def __len__(self) -> int:
+        return len(self._inflight)
+
+    def submit(self, rel: str, size: int) -> None:
+        fut = self._pool.submit(self._work, rel)
+        self._inflight[fut] = (rel, size)
+        fut.add_done_callback(self._finished.append)
+        self._held += size
+        self.submitted += 1
+
+    def _work(self, rel: str):
+        stager = _Stager(self.objects)
+        try:
+            got = read_image(self.ws, rel, stager, max_bytes=min(self.max_bytes, IN_MEMORY_LIMIT),
+                             check_parents=False)
+        except _Inline:
+            if stager.staged is not None:
+                stager.staged.discard()
+            return None, None
+        except BaseException:
+            if stager.staged is not None:
+                stager.staged.discard()
+            raise
+        if got.status == "too-large" and self.max_bytes > IN_MEMORY_LIMIT:
+            return None, None  # over what a worker holds, not over the user's limit
+        return got, stager.staged
+
+    def done(self, *, block: bool) -> list[tuple[str, ImageRead]]:
+        """Results of finished reads, each adopted into the batch; with `block`, waits briefly for
+        at least one. A read that must happen on the caller's thread is done here, inline."""
+        if not self._inflight:
+            return []
+        if block and not self._finished:
+            wait(list(self._inflight), timeout=WAIT_SLICE, return_when=FIRST_COMPLETED)
+        finished = []
+        while self._finished:
+            finished.append(self._finished.popleft())
+        out = []
+        for fut in finished:
+            rel, size = self._inflight.pop(fut)
+            self._held -= size
+            got, staged = fut.result()  # a store error in a worker is raised here, on our thread
+            if got is None:
+                got = read_image(self.ws, rel, self.objects, max_bytes=self.max_bytes,
+                                 check_parents=False)
+            elif staged is not None:
+                try:
+                    digest = self.objects.adopt(staged)
+                finally:
+                    staged.discard()  # no-op once adopted
+                assert digest == got.digest
+            out.append((rel, got))
+        return out
+
+    def close(self) -> None:
+        """Stop: cancel what has not started, wait for what has, and remove what they staged."""
+        for fut in list(self._inflight):
+            fut.cancel()
+        deadline = time.monotonic() + 30
+        for fut in list(self._inflight):
+            if fut.cancelled():
+                continue
+            try:
+                _got, staged = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+            except BaseException:  # noqa: BLE001 - closing: the error was or will be reported
+                continue
+            if staged is not None:
+                staged.discard()
+        self._inflight.clear()
+        self._finished.clear()
+        self._held = 0
+        self._pool.shutdown(wait=True, cancel_futures=True)

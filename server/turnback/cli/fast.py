@@ -1,0 +1,160 @@
+"""The `turnback` entry point: a fast path for the commands hooks run, then the full command line.
+
+A hook runs `turnback turn begin|capture|step|respond|settle`, `turnback info` or `turnback log`
+many times a minute. When a live owner listens, such a command needs only the standard library: it
+is parsed here by hand (no argparse), sent over the socket, and printed. Anything this parser does
+not recognise exactly (help, an unknown flag, another command), and any workspace without a live
+owner, goes to the full command line (`main.py`), which prints the same things the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+
+_GLOBAL_VALUED = {"--workspace": "workspace", "--store": "store", "--store-kind": "store_kind"}
+# per subcommand: valued options (option -> attribute), flags, positional attribute
+_TURN = {
+    "begin": ({"--prompt": "prompt", "--directive": "directive", "--kind": "kind"}, {}, None),
+    "capture": ({"--phase": "phase"}, {}, "paths"),
+    "step": ({"--turn": "turn", "--kind": "kind", "--scope": "scope", "--summary": "summary",
+              "--inverse-kind": "inverse_kind", "--inverse-scope": "inverse_scope",
+              "--compensates": "compensates", "--result": "result"}, {"--held": "held"}, None),
+    "respond": ({"--turn": "turn"}, {"--final": "final"}, "text"),
+    "settle": ({"--turn": "turn"}, {"--cancelled": "cancelled"}, None),
+}
+_DEFAULTS = {"begin": {"directive": None, "kind": None, "prompt": None},
+             "capture": {"phase": "after", "paths": []},
+             "step": {"turn": None, "scope": None, "summary": None, "paths": [], "inverse_kind": None,
+                      "inverse_scope": None, "held": False, "compensates": None, "result": None,
+                      "kind": None},
+             "respond": {"turn": None, "final": False, "text": None},
+             "settle": {"turn": None, "cancelled": False}}
+_CHOICES = {"phase": ("before", "after"), "scope": ("host", "crossing", "unknown", "none"),
+            "inverse_scope": ("host", "crossing", "unknown", "none"), "kind_begin": ("chat", "directive")}
+
+
+class _Args:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def parse(argv: list[str]):
+    """The argparse namespace for a hot command, or None to let the full parser decide."""
+    ns = {"workspace": None, "store": None, "store_kind": None, "json": False, "command": None}
+    rest = []
+    i = 0
+    while i < len(argv):  # globals may stand before or after the command, as in main.py
+        tok = argv[i]
+        name, eq, val = tok.partition("=")
+        if name in _GLOBAL_VALUED:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                val = argv[i + 1]
+                i += 1
+            ns[_GLOBAL_VALUED[name]] = val
+        elif tok == "--json":
+            ns["json"] = True
+        elif tok == "--":
+            return None
+        else:
+            rest.append(tok)
+        i += 1
+    if rest in (["info"], ["log"]):
+        ns["command"] = rest[0]
+        return _Args(**ns)
+    if len(rest) < 2 or rest[0] != "turn" or rest[1] not in _TURN:
+        return None
+    sub = rest[1]
+    valued, flags, positional = _TURN[sub]
+    ns.update(command="turn", turn_command=sub, **_DEFAULTS[sub])
+    found = []
+    j = 2
+    while j < len(rest):
+        tok = rest[j]
+        name, eq, val = tok.partition("=")
+        if name in valued:
+            if not eq:
+                if j + 1 >= len(rest):
+                    return None
+                val = rest[j + 1]
+                j += 1
+            ns[valued[name]] = val
+        elif tok in flags:
+            ns[flags[tok]] = True
+        elif sub == "step" and tok == "--path":
+            j += 1
+            while j < len(rest) and not rest[j].startswith("--"):
+                ns["paths"].append(rest[j])
+                j += 1
+            continue
+        elif tok.startswith("-"):
+            return None  # help, a typo, an option this parser does not know: argparse says it best
+        else:
+            found.append(tok)
+        j += 1
+    if positional == "paths":
+        if not found:
+            return None
+        ns["paths"] = found
+    elif positional == "text":
+        if len(found) != 1:
+            return None
+        ns["text"] = found[0]
+    elif found:
+        return None
+    if not _valid(sub, ns):
+        return None
+    return _Args(**ns)
+
+
+def _valid(sub: str, ns: dict) -> bool:
+    if sub == "begin" and (ns["prompt"] is None or ns["kind"] not in (None, *_CHOICES["kind_begin"])):
+        return False
+    if sub == "step" and ns["kind"] is None:
+        return False
+    for key in ("phase", "scope", "inverse_scope"):
+        if ns.get(key) is not None and ns[key] not in _CHOICES[key]:
+            return False
+    if ns.get("turn") is not None:
+        try:
+            ns["turn"] = int(ns["turn"])
+        except ValueError:
+            return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
+    if args is not None:
+        code = _through_owner(args)
+        if code is not None:
+            return code
+    from .main import main as full
+
+    return full(argv)
+
+
+def _through_owner(args) -> int | None:
+    from ..errors import NotOwner, TurnbackError
+    from . import remote
+
+    try:
+        return remote.run(args)
+    except NotOwner as exc:
+        _fail(exc)
+        return remote.EXIT_NOT_OWNER
+    except TurnbackError as exc:
+        _fail(exc)
+        return remote.EXIT_ERROR
+    except BrokenPipeError:
+        return remote.EXIT_ERROR
+
+
+def _fail(exc) -> None:
+    print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The hook configuration: the shell scope table and how hooks behave, from shipped defaults and files.
+
+Files, later ones winning: the shipped defaults below, the workspace's `turnback.toml` (meant to be
+shared with the team), then the store's `.turnback/config.toml` (this machine only). Both files use
+the same tables (docs/agents/README.md):
+
+    [shell]
+    none = ["make lint"]          # read-only: no effect at all
+    host = ["make fmt"]           # changes files here only (the sweep captures them)
+    crossing = ["./deploy.sh"]    # leaves the machine
+    defaults = true               # false drops the shipped rules below
+
+    [hooks]
+    block = false                 # true: a turnback failure blocks the agent's action (exit 2)
+    start_owner = true            # a hook that finds no live sidecar starts a background one
+
+A rule is a command prefix, compared word by word (`git push` matches `git push origin main`, not
+`git pushy`). The longest matching rule wins; a file's rule beats a shipped one of the same length.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Read-only commands and test runners: they change nothing a rewind could restore.
+DEFAULT_NONE = (
+    "ls", "cat", "head", "tail", "less", "more", "wc", "pwd", "echo", "printf", "which", "type",
+    "file", "stat", "du", "df", "tree", "find", "grep", "egrep", "rg", "ag", "fd", "diff", "cmp",
+    "sort", "uniq", "cut", "tr", "jq", "env", "date", "whoami", "uname", "id", "true", "sleep",
+    "git status", "git diff", "git log", "git show", "git blame", "git branch --list",
+    "git rev-parse", "git ls-files", "git grep",
+    "pytest", "python -m pytest", "python3 -m pytest", "tox", "nox", "cargo test", "cargo check",
+    "go test", "go vet", "npm test", "npm run test", "yarn test", "pnpm test", "make test",
+    "mypy", "ruff check", "eslint", "tsc --noEmit",
+)
+# Commands whose effect leaves the machine: a rewind cannot take them back.
+DEFAULT_CROSSING = (
+    "git push", "npm publish", "yarn publish", "pnpm publish", "cargo publish", "twine upload",
+    "gh pr create", "gh pr merge", "gh pr comment", "gh issue create", "gh issue comment",
+    "gh release create", "gh api", "curl -X POST", "curl -X PUT", "curl -X PATCH",
+    "curl -X DELETE", "curl --data", "curl -d", "curl -F", "curl --request POST",
+    "wget --post-data", "scp", "rsync", "ssh", "docker push", "kubectl apply", "kubectl delete",
+    "terraform apply", "aws", "gcloud", "az",
+)
+SCOPE_ORDER = {"none": 0, "host": 1, "unknown": 2, "crossing": 3}  # worst wins in a pipeline
+_SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_REDIRECT = re.compile(r"(?<![0-9&])>{1,2}(?!&)|\btee\b")
+_DEV_NULL = re.compile(r"[0-9&]?>{1,2}\s*/dev/null")
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS = ("sudo", "command", "nice", "time", "nohup")
+
+
+@dataclass
+class Rule:
+    words: tuple[str, ...]
+    scope: str
+    source: str  # "default" or the file it came from
+
+    def matches(self, words: list[str]) -> bool:
+        return tuple(words[: len(self.words)]) == self.words
+
+
+@dataclass
+class HookConfig:
+    rules: list[Rule] = field(default_factory=list)
+    block: bool = False
+    start_owner: bool = True
+    files: list[str] = field(default_factory=list)  # the files that were read
+    problems: list[str] = field(default_factory=list)  # what could not be read, for the log
+
+    def shell_scope(self, command: str) -> tuple[str, str]:
+        """The scope of a shell command line and why: each part of a pipeline or `&&` chain is
+        matched on its own and the widest scope wins; output redirected into a file is never
+        `none` (it wrote something), and anything unmatched is `unknown`."""
+        if not isinstance(command, str) or not command.strip():
+            return "unknown", "no command"
+        worst, why = None, []
+        for part in _SEPARATORS.split(command.strip()):
+            if not part:
+                continue
+            scope, reason = self._part_scope(part)
+            why.append(reason)
+            if worst is None or SCOPE_ORDER[scope] > SCOPE_ORDER[worst]:
+                worst = scope
+        return worst or "unknown", "; ".join(why)
+
+    def _part_scope(self, part: str) -> tuple[str, str]:
+        try:
+            words = shlex.split(part, comments=True)
+        except ValueError:
+            words = part.split()
+        while words and (_ENV_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
+            words = words[1:]
+        if not words:
+            return "unknown", f"{part!r}: nothing to match"
+        words[0] = os.path.basename(words[0])
+        best = None
+        for rule in self.rules:
+            if rule.matches(words) and (best is None or len(rule.words) > len(best.words)
+                                        or (len(rule.words) == len(best.words)
+                                            and best.source == "default")):
+                best = rule
+        if best is None:
+            return "unknown", f"{words[0]!r}: no rule"
+        scope = best.scope
+        if scope == "none" and _REDIRECT.search(_DEV_NULL.sub("", part)):
+            return "unknown", f"{' '.join(best.words)!r} writes its output to a file"
+        return scope, f"{' '.join(best.words)!r} -> {scope} ({best.source})"
+
+
+def _rules(words_list, scope: str, source: str) -> list[Rule]:
+    out = []
+    for text in words_list:
+        if isinstance(text, str) and text.split():
+            out.append(Rule(tuple(text.split()), scope, source))
+    return out
+
+
+def defaults() -> list[Rule]:
+    return _rules(DEFAULT_NONE, "none", "default") + _rules(DEFAULT_CROSSING, "crossing", "default")
+
+
+def config_files(workspace: Path, store: Path | None = None) -> list[Path]:
+    store = store or workspace / ".turnback"
+    return [workspace / "turnback.toml", store / "config.toml"]
+
+
+def load(workspace: Path, store: Path | None = None) -> HookConfig:
+    """The configuration in force for a workspace. A file that cannot be read or parsed is skipped
+    and named in `problems` (the hook logs it); it never stops a hook."""
+    config = HookConfig(rules=defaults())
+    for path in config_files(workspace, store):
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            config.problems.append(f"{path}: {exc.strerror or exc}")
+            continue
+        try:
+            data = _parse_toml(raw)
+        except Exception as exc:  # tomllib.TOMLDecodeError, or tomli's
+            config.problems.append(f"{path}: not valid TOML ({exc})")
+            continue
+        config.files.append(str(path))
+        shell = data.get("shell") if isinstance(data.get("shell"), dict) else {}
+        if shell.get("defaults") is False:
+            config.rules = [r for r in config.rules if r.source != "default"]
+        for scope in ("none", "host", "crossing", "unknown"):
+            values = shell.get(scope, [])
+            if not isinstance(values, list):
+                config.problems.append(f"{path}: [shell] {scope} must be a list of commands")
+                continue
+            config.rules.extend(_rules(values, scope, str(path)))
+        hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+        if isinstance(hooks.get("block"), bool):
+            config.block = hooks["block"]
+        if isinstance(hooks.get("start_owner"), bool):
+            config.start_owner = hooks["start_owner"]
+    return config
+
+
+def _parse_toml(raw: bytes) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(raw.decode("utf-8"))

@@ -1,0 +1,75 @@
+"""One agent hook event, the same for every agent once its adapter has read the payload.
+
+Kinds: `session-start`, `prompt`, `pre-tool`, `post-tool`, `tool-failed`, `stop`, `subagent-stop`,
+`session-end`, and `other` (an event turnback has no use for: logged, nothing else).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+KINDS = ("session-start", "prompt", "pre-tool", "post-tool", "tool-failed", "stop", "subagent-stop",
+         "session-end", "other")
+
+
+class BadPayload(ValueError):
+    """A payload turnback cannot use; the message is the line that goes to the hook log."""
+
+
+@dataclass
+class Event:
+    agent: str
+    kind: str
+    name: str  # the agent's own event name, for the log
+    session: str  # the agent's session id (or a stand-in, see the adapter)
+    cwd: str
+    transcript: str | None = None
+    prompt: str | None = None
+    tool: str | None = None
+    tool_input: dict = field(default_factory=dict)
+    tool_id: str | None = None
+    tool_response: object = None
+    message: str | None = None  # the assistant's last text (stop)
+    source: str | None = None  # session start: startup, resume, clear, compact, fork
+    agent_id: str | None = None  # a helper agent (subagent)
+    agent_transcript: str | None = None
+    error: str | None = None
+
+    def tool_key(self) -> str:
+        """The id pairing a tool's before and after events: the agent's own id, or (for agents that
+        send none) a digest of the tool name and its input, which both events carry unchanged."""
+        if self.tool_id:
+            return str(self.tool_id)
+        canon = json.dumps([self.tool, self.tool_input], sort_keys=True, default=str)
+        return "h:" + hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+def pick(raw: dict, *names, kind=str, default=None):
+    """The first of `names` present in the payload with the right type (agents differ in spelling:
+    snake_case from the CLIs, camelCase from VS Code)."""
+    for name in names:
+        value = raw.get(name)
+        if isinstance(value, kind) and not (kind is str and value == ""):
+            return value
+    return default
+
+
+def as_object(value) -> dict:
+    """Tool input as an object: some agents send it as a JSON string."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"_raw": value}
+        return parsed if isinstance(parsed, dict) else {"_raw": value}
+    return {}
+
+
+def require(raw, agent: str) -> dict:
+    if not isinstance(raw, dict):
+        raise BadPayload(f"{agent}: the payload is {type(raw).__name__}, not a JSON object")
+    return raw

@@ -1,0 +1,275 @@
+"""`turnback hooks install|uninstall|status`: the hook block in each agent's own settings file.
+
+Install merges: the user's own hooks and every other setting stay as they are, a backup of the file
+is written first (`FILE.turnback-backup`, the state before turnback's first change), and a second
+install changes nothing. What was added is remembered in a manifest (`$XDG_STATE_HOME/turnback/
+hooks-installed.json`), so uninstall removes exactly those entries and nothing else; without a
+manifest it removes only hook entries whose command is a `turnback hook AGENT` command.
+
+Project files are written through the workspace fence (no symbolic link on the way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import InvalidParams
+from ..store import fsio
+
+FILES = {
+    "claude-code": {"project": ".claude/settings.json", "user": "~/.claude/settings.json"},
+    "codex": {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
+    "gemini": {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
+    "copilot": {"project": ".github/hooks/turnback.json", "user": "~/.copilot/hooks/turnback.json"},
+}
+TOOL_MATCH = {"claude-code": "*", "codex": "*", "gemini": ".*"}
+EVENTS = {
+    "claude-code": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                    "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd"],
+    "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"],
+    "gemini": ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"],
+    "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
+                "subagentStop", "sessionEnd"],
+}
+TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
+TIMEOUT_S = 30
+
+
+def settings_path(agent: str, scope: str, root: Path) -> Path:
+    rel = FILES[agent][scope]
+    return Path(os.path.expanduser(rel)) if scope == "user" else root / rel
+
+
+def hook_command(agent: str, exe: str | None = None) -> str:
+    """The command an agent runs: this turnback, by absolute path when it is not the one on PATH."""
+    if exe is None:
+        found = shutil.which("turnback")
+        script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+        if found and script and Path(found).resolve() == script:
+            exe = "turnback"
+        elif script and script.name == "turnback" and script.is_file():
+            exe = shlex.quote(str(script))
+        elif found:
+            exe = "turnback"
+        else:
+            exe = f"{shlex.quote(sys.executable)} -m turnback"
+    return f"{exe} hook {agent}"
+
+
+def _entry(agent: str, event: str, command: str) -> dict:
+    """The block for one event, in the agent's own shape."""
+    if agent == "copilot":
+        return {"type": "command", "bash": f"{command} --event {event}", "timeoutSec": TIMEOUT_S}
+    hook = {"type": "command", "command": command, "timeout": TIMEOUT_S}
+    if agent == "gemini":
+        hook = {"name": "turnback", "type": "command", "command": command,
+                "timeout": TIMEOUT_S * 1000}
+    group = {"hooks": [hook]}
+    if event in TOOL_EVENTS:
+        group = {"matcher": TOOL_MATCH[agent], **group}
+    return group
+
+
+def _ours(agent: str, hook: dict, command: str | None) -> bool:
+    text = hook.get("bash") if agent == "copilot" else hook.get("command")
+    if not isinstance(text, str):
+        return False
+    if command is not None:
+        return text == command or text.startswith(command + " --event ")
+    return re.search(rf"\bturnback\b.*\bhook {re.escape(agent)}\b", text) is not None
+
+
+# -- the manifest -------------------------------------------------------------------------------
+def manifest_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "turnback" / "hooks-installed.json"
+
+
+def _load_manifest() -> dict:
+    try:
+        data = json.loads(manifest_path().read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_manifest(data: dict) -> None:
+    path = manifest_path()
+    fsio.mkdir(path.parent, 0o700)
+    fsio.write_atomic(path, json.dumps(data, indent=2, sort_keys=True).encode())
+
+
+# -- reading and writing settings files -----------------------------------------------------------
+def _read(path: Path) -> dict | None:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise InvalidParams(f"{path} is not valid JSON ({exc}); fix it or move it away first, "
+                            "turnback will not overwrite it", data={"path": str(path)})
+    if not isinstance(data, dict):
+        raise InvalidParams(f"{path} does not hold a JSON object; turnback will not change it",
+                            data={"path": str(path)})
+    return data
+
+
+def _write(path: Path, data: dict | None, scope: str, root: Path) -> None:
+    if scope == "project":
+        from ..workspace.fence import Workspace
+
+        ws = Workspace(root, root / ".turnback")
+        rel = ws.to_rel(str(path))
+        ws.ensure_parent_dirs(rel)
+        ws.check_components(rel)
+    else:
+        fsio.mkdir(path.parent, 0o700)
+    backup = path.with_name(path.name + ".turnback-backup")
+    if path.exists() and not backup.exists():
+        fsio.write_atomic(backup, path.read_bytes(), mode=0o600)
+    if data is None:
+        fsio.unlink(path, missing_ok=True)
+        return
+    mode = (os.stat(path).st_mode & 0o777) if path.exists() else 0o644
+    fsio.write_atomic(path, (json.dumps(data, indent=2) + "\n").encode(), mode=mode)
+
+
+# -- the three commands ---------------------------------------------------------------------------
+def install(agent: str, scope: str, root: Path, *, command: str | None = None) -> dict:
+    _check(agent, scope)
+    path = settings_path(agent, scope, root)
+    command = command or hook_command(agent)
+    data = _read(path)
+    created_file = data is None
+    data = {} if data is None else data
+    if agent == "copilot":
+        data.setdefault("version", 1)
+    hooks = data.get("hooks")
+    if hooks is None:
+        hooks = data["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise InvalidParams(f"{path}: 'hooks' is not an object; turnback will not change it")
+    added, created_events = [], []
+    for event in EVENTS[agent]:
+        groups = hooks.get(event)
+        if groups is None:
+            groups = hooks[event] = []
+            created_events.append(event)
+        if not isinstance(groups, list):
+            raise InvalidParams(f"{path}: hooks.{event} is not a list; turnback will not change it")
+        if any(_ours(agent, h, command) for h in _hooks_of(agent, groups)):
+            continue
+        groups.append(_entry(agent, event, command))
+        added.append(event)
+    manifest = _load_manifest()
+    key = str(path)
+    if added:
+        _write(path, data, scope, root)
+        old = manifest.get(key, {})
+        manifest[key] = {
+            "agent": agent, "scope": scope, "command": command,
+            "events": sorted(set(old.get("events", [])) | set(added)),
+            "createdFile": old.get("createdFile", created_file),
+            "createdEvents": sorted(set(old.get("createdEvents", [])) | set(created_events)),
+        }
+        _save_manifest(manifest)
+    return {"agent": agent, "scope": scope, "path": key, "command": command, "added": added,
+            "alreadyInstalled": not added}
+
+
+def uninstall(agent: str, scope: str, root: Path) -> dict:
+    _check(agent, scope)
+    path = settings_path(agent, scope, root)
+    manifest = _load_manifest()
+    key = str(path)
+    entry = manifest.get(key)
+    data = _read(path)
+    if data is None:
+        manifest.pop(key, None)
+        _save_manifest(manifest) if entry else None
+        return {"agent": agent, "scope": scope, "path": key, "removed": []}
+    command = entry.get("command") if entry else None
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    removed = []
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if agent == "copilot":
+                if isinstance(group, dict) and _ours(agent, group, command):
+                    removed.append(event)
+                    continue
+                kept.append(group)
+                continue
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list):
+                kept.append(group)
+                continue
+            left = [h for h in inner if not (isinstance(h, dict) and _ours(agent, h, command))]
+            if len(left) != len(inner):
+                removed.append(event)
+                if not left:
+                    continue
+                group = {**group, "hooks": left}
+            kept.append(group)
+        hooks[event] = kept
+        if not kept and entry and event in entry.get("createdEvents", []):
+            del hooks[event]
+    if entry and not hooks and "hooks" in data:
+        del data["hooks"]
+    leftover = {k: v for k, v in data.items() if not (agent == "copilot" and k == "version")}
+    if removed:
+        gone = entry is not None and entry.get("createdFile") and not leftover
+        _write(path, None if gone else data, scope, root)
+    if entry:
+        manifest.pop(key, None)
+        _save_manifest(manifest)
+    return {"agent": agent, "scope": scope, "path": key, "removed": sorted(set(removed))}
+
+
+def status(root: Path) -> list[dict]:
+    out = []
+    for agent in FILES:
+        for scope in ("project", "user"):
+            path = settings_path(agent, scope, root)
+            try:
+                data = _read(path)
+                problem = None
+            except InvalidParams as exc:
+                data, problem = None, exc.message
+            events = []
+            if data and isinstance(data.get("hooks"), dict):
+                for event, groups in data["hooks"].items():
+                    if isinstance(groups, list) and any(
+                            _ours(agent, h, None) for h in _hooks_of(agent, groups)):
+                        events.append(event)
+            missing = [e for e in EVENTS[agent] if e not in events]
+            out.append({"agent": agent, "scope": scope, "path": str(path),
+                        "exists": data is not None, "installed": bool(events),
+                        "complete": bool(events) and not missing, "events": events,
+                        "missing": missing if events else [], **({"problem": problem} if problem else {})})
+    return out
+
+
+def _hooks_of(agent: str, groups: list) -> list[dict]:
+    if agent == "copilot":
+        return [g for g in groups if isinstance(g, dict)]
+    return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"] if isinstance(h, dict)]
+
+
+def _check(agent: str, scope: str) -> None:
+    if agent not in FILES:
+        raise InvalidParams(f"unknown agent {agent!r}; expected one of {', '.join(FILES)}")
+    if scope not in ("project", "user"):
+        raise InvalidParams(f"unknown scope {scope!r}; expected project or user")

@@ -1,0 +1,197 @@
+"""The lost-unsynced-writes crash model for the fault seam (tests only; inert unless a plan uses it).
+
+A real power cut keeps only what was made durable: file contents up to the last fsync of that file,
+and folder entries (create, rename, unlink, mkdir, rmdir, link) up to the last fsync of that folder.
+Like SQLite's crash-test file system and ALICE, this journal records, just before each mutating
+operation, what it would take to undo it; an fsync removes the entries it made durable; at the crash
+point every remaining entry is undone, newest first, so the disk looks as it would after power loss
+and a reboot. `syncfs` makes everything durable. chmod and utime are not modelled (metadata only).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat as statmod
+from dataclasses import dataclass, field
+
+
+@dataclass
+class _Entry:
+    kind: str  # content | create | rename | unlink | mkdir | rmdir | link
+    path: str
+    folders: set = field(default_factory=set)  # names become durable when these are synced
+    ino: tuple | None = None
+    pre: bytes | None = None  # content before, or the bytes of an unlinked / overwritten file
+    mode: int = 0o600
+    src: str = ""
+    link: str | None = None  # an unlinked symbolic link's target
+
+
+def _real(path) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
+def _fd_path(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _parent(path: str) -> str:
+    return os.path.dirname(path)
+
+
+class UnsyncedJournal:
+    def __init__(self):
+        self.entries: list[_Entry] = []
+        self.dirty_inodes: set = set()
+        self.where: dict = {}  # inode -> its path now (renames move files)
+
+    # -- before each operation ----------------------------------------------------------------
+    def before(self, op: str, target, src=None) -> None:
+        handler = getattr(self, "_" + op, None)
+        if handler is not None:
+            try:
+                handler(target, src)
+            except OSError:
+                pass  # the operation itself will fail the same way; nothing to undo
+
+    def _content(self, fd_or_path, _src) -> None:
+        if isinstance(fd_or_path, int):
+            st, path = os.fstat(fd_or_path), _fd_path(fd_or_path)
+        else:
+            path = _real(fd_or_path)
+            st = os.stat(path)
+        if path is None or not statmod.S_ISREG(st.st_mode):
+            return
+        ino = (st.st_dev, st.st_ino)
+        self.where[ino] = path
+        if ino in self.dirty_inodes:
+            return
+        self.dirty_inodes.add(ino)
+        pre = b"" if st.st_size == 0 else _read(path)
+        self.entries.append(_Entry("content", path, ino=ino, pre=pre))
+
+    _write = _truncate = _content
+
+    def _create(self, path, _src) -> None:
+        path = _real(path)
+        if not os.path.lexists(path):
+            self.entries.append(_Entry("create", path, {_parent(path)}))
+
+    def _fsync(self, fd, _src) -> None:
+        st = os.fstat(fd)
+        ino = (st.st_dev, st.st_ino)
+        self.dirty_inodes.discard(ino)
+        self.entries = [e for e in self.entries if not (e.kind == "content" and e.ino == ino)]
+
+    def _fsync_dir(self, path, _src) -> None:
+        folder = _real(path)
+        for e in self.entries:
+            e.folders.discard(folder)
+        self.entries = [e for e in self.entries if e.kind == "content" or e.folders]
+
+    def _syncfs(self, _path, _src) -> None:
+        self.entries.clear()
+        self.dirty_inodes.clear()
+
+    def _rename(self, dst, src) -> None:
+        src, dst = _real(src), _real(dst)
+        st = os.lstat(src)
+        self.where[(st.st_dev, st.st_ino)] = dst
+        e = _Entry("rename", dst, {_parent(src), _parent(dst)}, ino=(st.st_dev, st.st_ino), src=src)
+        if os.path.lexists(dst) and statmod.S_ISREG(os.lstat(dst).st_mode):
+            e.pre, e.mode = _read(dst), statmod.S_IMODE(os.lstat(dst).st_mode)
+        self.entries.append(e)
+
+    def _unlink(self, path, _src) -> None:
+        path = _real(path)
+        if not os.path.lexists(path):
+            return
+        st = os.lstat(path)
+        e = _Entry("unlink", path, {_parent(path)}, mode=statmod.S_IMODE(st.st_mode))
+        if statmod.S_ISLNK(st.st_mode):
+            e.link = os.readlink(path)
+        elif statmod.S_ISREG(st.st_mode):
+            e.pre = _read(path)
+        else:
+            return
+        self.entries.append(e)
+
+    def _mkdir(self, path, _src) -> None:
+        path = _real(path)
+        if not os.path.lexists(path):
+            self.entries.append(_Entry("mkdir", path, {_parent(path)}))
+
+    def _rmdir(self, path, _src) -> None:
+        path = _real(path)
+        st = os.lstat(path)
+        self.entries.append(_Entry("rmdir", path, {_parent(path)}, mode=statmod.S_IMODE(st.st_mode)))
+
+    def _link(self, dst, _src) -> None:
+        dst = _real(dst)
+        if not os.path.lexists(dst):
+            self.entries.append(_Entry("link", dst, {_parent(dst)}))
+
+    _symlink = _link
+
+    # -- at the crash -------------------------------------------------------------------------
+    def lose_unsynced(self) -> int:
+        """Undo every operation that was not made durable, newest first; returns how many."""
+        undone = 0
+        for e in reversed(self.entries):
+            try:
+                self._undo(e)
+                undone += 1
+            except OSError:
+                continue
+        self.entries.clear()
+        self.dirty_inodes.clear()
+        return undone
+
+    def _undo(self, e: _Entry) -> None:
+        if e.kind == "content":
+            path = self.where.get(e.ino, e.path)
+            st = os.lstat(path)
+            if (st.st_dev, st.st_ino) == e.ino:
+                _overwrite(path, e.pre)
+        elif e.kind in ("create", "link"):
+            if os.path.lexists(e.path) and not os.path.isdir(e.path):
+                os.unlink(e.path)
+        elif e.kind == "rename":
+            os.rename(e.path, e.src)
+            if e.ino is not None:
+                self.where[e.ino] = e.src
+            if e.pre is not None:
+                _overwrite(e.path, e.pre, create=True, mode=e.mode)
+        elif e.kind == "unlink":
+            if os.path.lexists(e.path):
+                return
+            if e.link is not None:
+                os.symlink(e.link, e.path)
+            else:
+                _overwrite(e.path, e.pre or b"", create=True, mode=e.mode)
+        elif e.kind == "mkdir":
+            if os.path.isdir(e.path) and not os.path.islink(e.path):
+                shutil.rmtree(e.path)
+        elif e.kind == "rmdir":
+            if not os.path.lexists(e.path):
+                os.mkdir(e.path, e.mode)
+
+
+def _overwrite(path: str, data: bytes, *, create: bool = False, mode: int = 0o600) -> None:
+    flags = os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

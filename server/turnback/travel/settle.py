@@ -1,0 +1,75 @@
+"""Putting one file of an interrupted or failed transaction in its place, without harming newer work.
+
+A transaction knows exactly two images for each file it touches: its backup (the disk before) and its
+target (what it writes). Whoever settles a file later (the rollback, the recovery at open,
+`recovery/resolve retry`) may overwrite only those two: a file whose disk image is now a third one was
+changed by someone after the transaction (a user, a later turn) and is left as it is and reported, so
+that it goes into a recovery record instead of being lost.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as statmod
+
+from ..errors import TurnbackError
+from ..store import fsio
+from .disk import disk_image, put_image
+
+
+def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int) -> str | None:
+    """Make rel hold `want` if the disk holds `want` already or one of `allowed`; return None when it
+    does now, else a sentence saying why it was left alone or could not be written."""
+    now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
+    if problem is not None:
+        return f"left alone: it cannot be read safely now ({problem})"
+    if now == want:
+        return None
+    if now not in allowed:
+        return ("left alone: it changed after the transaction (its image is neither the one the "
+                "transaction left nor its backup)")
+    try:
+        put_image(ws, objects, rel, want)
+    except Exception as exc:  # noqa: BLE001 - any failure is reported; the caller keeps going
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def settle_all(ws, objects, files: list[dict], toward: str, *, max_bytes: int) -> list[dict]:
+    """Settle every file toward its `toward` image ("backup" or "to"), newest first; return the files
+    left unsettled as recovery entries: {rel, backup: the image to put back, left, error}."""
+    other = "to" if toward == "backup" else "backup"
+    failed = []
+    for f in reversed(files):
+        error = settle(ws, objects, f["rel"], f[toward], (f[other],), max_bytes=max_bytes)
+        if error is not None:
+            failed.append({"rel": f["rel"], "backup": f[toward], "left": f[other], "error": error})
+    return failed
+
+
+def missing_folders(ws, rel: str) -> list[str]:
+    """The parent folders of rel that do not exist yet (shallowest first): a restore would create them."""
+    parts = rel.split("/")[:-1]
+    out = []
+    for i in range(len(parts)):
+        sub = "/".join(parts[: i + 1])
+        if out or not os.path.lexists(ws.root / sub):
+            out.append(sub)
+    return out
+
+
+def remove_created_folders(ws, files: list[dict]) -> None:
+    """After a rollback: remove the folders the transaction created, deepest first, when empty.
+    Best effort: a folder left behind holds nothing of the user's."""
+    folders = sorted({d for f in files for d in f.get("dirs", ())}, key=lambda d: -d.count("/"))
+    for rel in folders:
+        try:
+            ws.check_components(rel)
+            path = ws.abs_path(rel)
+            st = os.lstat(path)
+            if not statmod.S_ISDIR(st.st_mode) or os.listdir(path):
+                continue
+            fsio.rmdir(path)
+            fsio.fsync_dir(path.parent)
+        except (OSError, TurnbackError):
+            continue

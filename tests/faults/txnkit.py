@@ -1,0 +1,68 @@
+"""Shared set-ups for the transaction fault tests: a small session, and ways to interrupt a rewind."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from sessionkit import Agent, run_child
+
+from turnback.store import fsio
+
+BOUNDARY = {"kind": "beforePrompt", "turn": 2}
+
+REWIND_CHILD = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+b = {"kind": "beforePrompt", "turn": 2}
+c = wb.rewind.prepare({"boundary": b})
+assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+
+def three_files(a: Agent) -> None:
+    """Turn 1 writes a, b, c; turn 2 rewrites them and adds new/deep/d: a rewind to before prompt 2
+    rewrites three files, deletes one and (when rolled back) must remove two folders."""
+    a.turn("one", {"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"})
+    a.turn("two", {"a.txt": "a2", "b.txt": "b2", "c.txt": "c2", "new/deep/d.txt": "d2"})
+
+
+def commit(a: Agent, boundary=BOUNDARY) -> dict:
+    c = a.wb.rewind.prepare({"boundary": boundary})
+    return a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
+
+
+def intents(root: Path) -> list[Path]:
+    folder = Path(root) / ".turnback" / "txn"
+    return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fsio.is_temp_name(p.name))
+
+
+def recovery_files(root: Path) -> list[Path]:
+    folder = Path(root) / ".turnback" / "recovery"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fsio.is_temp_name(p.name))
+
+
+def crashed_mid_apply(tmp_path: Path, kind: str = "heads") -> tuple[Path, dict[str, bytes]]:
+    """A workspace whose rewind was killed after it touched some files but before its commit point:
+    an intent is left and the files are a mix. Returns (workspace, files before the rewind)."""
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    a = Agent(pristine, store_kind=kind)
+    three_files(a)
+    before = a.files()
+    a.close()
+    for n in range(10, 400, 3):
+        work = tmp_path / f"crash{n}"
+        shutil.copytree(pristine, work, symlinks=True)
+        if run_child(REWIND_CHILD, work, kind, crash_at=n).returncode == 0:
+            break
+        now = {p.relative_to(work).as_posix(): p.read_bytes() for p in work.rglob("*.txt")
+               if ".turnback" not in p.parts}
+        if intents(work) and now != before and now.get("c.txt") == b"c2":
+            return work, before
+        shutil.rmtree(work)
+    raise AssertionError("no crash point left an intent with the files half rewound")

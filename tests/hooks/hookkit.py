@@ -1,0 +1,51 @@
+"""Support for the hook tests: replay a recorded agent session through the real `turnback hook`
+command, in a scratch workspace, on the direct path or through a live sidecar."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from turnback.hooks import replay
+
+TURNBACK = [sys.executable, "-m", "turnback"]
+
+
+def workspace_files(root: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(".turnback/") and rel != "turnback.toml":
+            out[rel] = path.read_text()
+    return out
+
+
+def tb(root: Path, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(TURNBACK + list(args) + ["--workspace", str(root)], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"turnback {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def tb_json(root: Path, *args: str, env: dict | None = None) -> dict:
+    return json.loads(tb(root, *args, "--json", env=env).stdout)
+
+
+def replay_fixture(tmp_path: Path, agent: str, name: str = "session", *, env: dict | None = None,
+                   until: int | None = None):
+    recording = replay.load(replay.fixture_path(agent, name))
+    root = tmp_path / "ws"
+    root.mkdir()
+    rep = replay.setup(recording, root, tmp_path / "scratch")
+    (root / "turnback.toml").write_text("")  # the workspace is one turnback knows
+    replay.run(recording, rep, argv=TURNBACK + ["hook", agent], env=env, until=until)
+    return recording, rep
+
+
+def hook_log(root: Path) -> list[str]:
+    path = root / ".turnback" / "agents" / "hook.log"
+    return path.read_text().splitlines() if path.exists() else []
