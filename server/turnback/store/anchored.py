@@ -17,8 +17,6 @@ mid-session is refused (the store's *parent* is what `Store.open` registers).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import sys
 from collections.abc import Iterator
@@ -83,15 +81,19 @@ def open_parent(path: str | os.PathLike) -> tuple[int | None, str]:
 _OPENAT2_NR = {"x86_64": 437, "aarch64": 437, "arm64": 437}.get(os.uname().machine)
 _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x04, 0x08
 _openat2 = None
+_openat2_loaded = False
 
 
 def _setup_openat2():
-    global _openat2
+    """Look openat2 up on first use: a short command (an agent hook) never pays for ctypes."""
+    global _openat2, _openat2_loaded
+    _openat2_loaded = True
     if _OPENAT2_NR is None or not sys.platform.startswith("linux"):
         return
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        syscall = libc.syscall
+    import ctypes
+
+    try:  # the process's own symbols include libc's: no library search (ldconfig) needed
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
     except (OSError, AttributeError):
         return
 
@@ -122,6 +124,8 @@ def _setup_openat2():
 
 
 def _openat2_dir(dir_fd: int, rel: str) -> int | None:
+    if not _openat2_loaded:
+        _setup_openat2()
     if _openat2 is None:
         return None
     return _openat2(dir_fd, rel)
@@ -150,5 +154,3 @@ def at(path: str | os.PathLike) -> Iterator[tuple[int | None, str]]:
         if fd is not None:
             os.close(fd)
 
-
-_setup_openat2()

@@ -22,8 +22,6 @@ Fault models (all in `FaultPlan`, so every loop uses the same seam):
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno as _errno
 import os
 import secrets
@@ -447,29 +445,43 @@ def is_placeholder(path: StrPath) -> bool:
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 _libc_renameat2 = None
-if sys.platform.startswith("linux"):
-    try:
-        _libc_renameat2 = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6",
-                                      use_errno=True).renameat2
-        _libc_renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                                    ctypes.c_uint]
-    except (OSError, AttributeError):
-        _libc_renameat2 = None
+_renameat2_loaded = False
+
+
+def _load_renameat2():
+    """libc's renameat2, looked up on first use (a short command never pays for ctypes)."""
+    global _libc_renameat2, _renameat2_loaded
+    if not _renameat2_loaded:
+        _renameat2_loaded = True
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:  # the process's own symbols include libc's: no library search (ldconfig) needed
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                               ctypes.c_uint]
+                _libc_renameat2 = fn
+            except (OSError, AttributeError):
+                _libc_renameat2 = None
+    return _libc_renameat2
 
 
 def rename_noreplace(src: StrPath, dst: StrPath) -> None:
     """Rename that fails with FileExistsError instead of replacing `dst` (Linux renameat2).
 
     NotImplementedError where the system or the file system does not offer it (nothing changed)."""
-    if _libc_renameat2 is None:
+    renameat2 = _load_renameat2()
+    if renameat2 is None:
         raise NotImplementedError("renameat2 is not available")
     _tick("rename", dst, src)
     with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
-        rc = _libc_renameat2(_AT_FDCWD if src_at is None else src_at, os.fsencode(src_name),
+        rc = renameat2(_AT_FDCWD if src_at is None else src_at, os.fsencode(src_name),
                              _AT_FDCWD if dst_at is None else dst_at, os.fsencode(dst_name),
                              _RENAME_NOREPLACE)
     if rc == 0:
         return
+    import ctypes
+
     err = ctypes.get_errno()
     if err == _errno.EEXIST:
         raise FileExistsError(err, os.strerror(err), str(dst))
@@ -490,13 +502,26 @@ def discard(path: StrPath) -> None:
 
 _SYNCFS_MIN = 16  # below this many files, plain fsyncs are cheaper than syncing a whole file system
 _libc_syncfs = None
-if sys.platform.startswith("linux"):
-    try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        _libc_syncfs = _libc.syncfs
-        _libc_syncfs.argtypes = [ctypes.c_int]
-    except (OSError, AttributeError):
-        _libc_syncfs = None
+_syncfs_loaded = False
+
+
+def _load_syncfs():
+    """libc's syncfs, looked up on first use: finding libc runs ldconfig, which a short command (an
+    agent hook) should not pay for when it never batches durability."""
+    global _libc_syncfs, _syncfs_loaded
+    if not _syncfs_loaded:
+        _syncfs_loaded = True
+        if sys.platform.startswith("linux"):
+            import ctypes
+            import ctypes.util
+
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+                _libc_syncfs = libc.syncfs
+                _libc_syncfs.argtypes = [ctypes.c_int]
+            except (OSError, AttributeError):
+                _libc_syncfs = None
+    return _libc_syncfs
 
 
 def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
@@ -508,7 +533,7 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
     paths = list(paths)
     if not paths:
         return
-    if _libc_syncfs is not None and len(paths) >= _SYNCFS_MIN:
+    if len(paths) >= _SYNCFS_MIN and _load_syncfs() is not None:
         done: set[int] = set()
         for p in paths:
             dev = os.stat(p, follow_symlinks=False).st_dev
@@ -518,6 +543,8 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
             fd = _open_at(p, os.O_RDONLY)
             try:
                 if _libc_syncfs(fd) != 0:
+                    import ctypes
+
                     err = ctypes.get_errno()
                     raise OSError(err, os.strerror(err), str(p))
             finally:
