@@ -65,7 +65,7 @@ async def test_stale_commit_changes_nothing(ws, servers, flavour):
     assert result["candidate"]["files"][0]["externalChange"] is True
     assert (ws / "a.txt").read_text() == "someone else's edit\n"
     assert (await tb.req("turnback/session/info", {}))["turnCount"] == 2
-    await asyncio.sleep(0.3)
+    await tb.req("turnback/session/info", {})  # a sentinel: notifications sent before it came first
     assert tb.epochs == []
 
 

@@ -70,7 +70,7 @@ async def test_full_lifecycle_rewind_and_redo(ws, servers, flavour):
     assert result["status"] == "committed"
     await tb.until(lambda: tb.epochs, what="turnback/epoch")
     assert (ws / "a.txt").read_text() == "two\n" and not (ws / "b.txt").exists()
-    await asyncio.sleep(0.3)
+    await tb.req("turnback/session/info", {})  # a sentinel: notifications sent before it came first
     assert len(tb.epochs) == 1
     assert tb.epochs[0]["source"] == "rewind" and tb.epochs[0]["turnCount"] == 1
     assert tb.epochs[0]["epoch"] == result["epoch"]

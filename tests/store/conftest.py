@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import turnback.collect  # noqa: F401  registers fsck's deep checks: the store fault loops run them too
 from turnback.store.layout import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,10 +41,27 @@ def tree(root: Path) -> dict:
     return out
 
 
-@pytest.fixture(autouse=True)
-def _store_layer_fsck_only(monkeypatch):
-    """These tests write heads whose bodies are raw bytes, not session bodies: they check the store
-    layer alone, so deeper checks that other packages register (collect's body check) stay out."""
+def session_body(store, note: str = "") -> str:
+    """A real (empty) session body written into `store`, so heads the store tests publish pass
+    fsck's deep checks too; `note` makes bodies differ."""
+    from turnback.timeline.book import new_session
+    from turnback.timeline.codec import StateCodec
+
+    with store.objects.batch():
+        return StateCodec(store.objects).write(new_session({"note": note}))
+
+
+SESSION_BODY_CODE = """
+from turnback.timeline.book import new_session
+from turnback.timeline.codec import StateCodec
+"""
+
+
+@pytest.fixture
+def store_layer_fsck_only(monkeypatch):
+    """For the few tests that write heads whose bodies are raw bytes, not session bodies: they check
+    the store layer alone, so the deeper checks other packages register (collect's body check) stay
+    out. Every other store test, fault loops included, runs fsck with all its checks."""
     from turnback.store import fsck as fsck_mod
 
     monkeypatch.setattr(fsck_mod, "EXTRA_CHECKS", [])

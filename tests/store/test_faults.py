@@ -13,7 +13,7 @@ from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
 from turnback.store.layout import Store
 from turnback.store.objects import CHUNK
-from .conftest import run_py
+from .conftest import SESSION_BODY_CODE, run_py, session_body
 
 OLD, NEW = b"old content " * 10, b"new content " * 10
 
@@ -168,7 +168,7 @@ def test_fail_every_op_of_journal_append(store):
 
 @pytest.mark.slow
 def test_fail_every_op_of_head_publish(store):
-    body = store.objects.put(b"body")
+    body = session_body(store)
     first = store.heads.publish(parent=None, session="s", created=1.0, turn_count=1,
                                 fork_point="f", settled=True, epoch=1, body=body)
 
@@ -217,7 +217,7 @@ s = Store.open(STORE)
 @pytest.fixture
 def template(tmp_path):
     s = Store.open(tmp_path / "template" / ".turnback")
-    body = s.objects.put(OLD)
+    body = session_body(s, "old")
     s.heads.publish(parent=None, session="s", created=1.0, turn_count=1, fork_point="f",
                     settled=True, epoch=1, body=body)
     j, _, _ = Journal.open(s.journal_path("s"))
@@ -233,7 +233,9 @@ def test_crash_at_every_op_of_object_put(template):
 
     def check(work, completed):
         s = Store.open(work)
-        assert s.objects.get(s.heads.read(1).body) == OLD
+        from turnback.timeline.codec import StateCodec
+
+        assert StateCodec(s.objects).read(s.heads.read(1).body).config["note"] == "old"
         old_or_new(s, new, NEW)
         assert s.objects.has(new) or not completed
 
@@ -273,11 +275,14 @@ def test_crash_at_every_op_of_head_publish(template):
         seqs = s.heads.list_seqs()
         assert seqs in ([1], [1, 2])
         if seqs == [1, 2]:
-            assert s.heads.read(2).parent == 1 and s.objects.get(s.heads.read(2).body) == NEW
+            from turnback.timeline.codec import StateCodec
+
+            head = s.heads.read(2)
+            assert head.parent == 1 and StateCodec(s.objects).read(head.body).config["note"] == "new"
         assert seqs == [1, 2] or not completed
 
-    script = PRELUDE + (
-        f"with s.objects.batch():\n    body = s.objects.put({NEW!r})\n"
+    script = PRELUDE + SESSION_BODY_CODE + (
+        "with s.objects.batch():\n    body = StateCodec(s.objects).write(new_session({'note': 'new'}))\n"
         "s.heads.publish(parent=1, session='s', created=2.0, turn_count=2, fork_point='f',"
         " settled=True, epoch=1, body=body)\n")
     assert crash_every_op(template, script, check) > 10

@@ -29,30 +29,7 @@ def test_lease_acquire_refuse_release(store):
     assert b.epoch == a.epoch + 1
 
 
-def test_takeover_after_expiry_fences_the_stale_owner(store):
-    a = Lease.acquire(store.path, ttl=0.2)
-    with pytest.raises(NotOwner):
-        Lease.acquire(store.path, ttl=5)
-    time.sleep(0.3)
-    with pytest.raises(NotOwner, match="expired"):
-        a.check()
-    b = Lease.acquire(store.path, ttl=5)
-    assert b.epoch == a.epoch + 1
-    with pytest.raises(NotOwner) as info:
-        a.check()
-    assert info.value.data["current_epoch"] == b.epoch
-    with pytest.raises(NotOwner):
-        a.renew()
-    a.release()  # a stale owner's release must not free b's lease
-    b.check()
-
-
-def test_renew_extends_and_survives_a_lapse_nobody_used(store):
-    a = Lease.acquire(store.path, ttl=0.2)
-    time.sleep(0.25)
-    a.renew()
-    a.check()
-    assert a.expires > time.time()
+# Expiry, takeover and renewal after a lapse: tests/store/test_lease_epoch.py (injected clock).
 
 
 def test_damaged_lease_never_lowers_the_epoch(store):
@@ -127,18 +104,73 @@ def test_pid_reuse_is_detected():
     assert not process_alive(me.pid, me.create_time() - 100)  # same pid, different process
 
 
-def test_pid_lock_other_host_is_never_stale(pid_store):
+def _pretend_written_on(lock, *, host, machine, boot=None):
+    """Rewrite our own lock record as if another host (and machine, and boot) had written it."""
+    from turnback.store import records
+
+    rec = records.read_record(lock.path, None)
+    rec.update(host=host, machine=machine, boot=boot)
+    records.write_record(lock.path, "pidlock", rec)
+
+
+def test_pid_lock_from_another_machine_is_never_stale_without_a_confirmed_takeover(pid_store):
+    from turnback.store.ownership import takeover
+
     lock = PidLock.acquire(pid_store.path)
-    lock.host = "elsewhere.example"
-    lock._write()
-    with pytest.raises(NotOwner):
+    _pretend_written_on(lock, host="elsewhere.example", machine="f" * 32)
+    with pytest.raises(NotOwner) as info:
         PidLock.acquire(pid_store.path)
-    forced = PidLock.acquire(pid_store.path, force=True)
+    assert info.value.data["otherMachine"] is True and "takeover" in info.value.data
+    with pytest.raises(InvalidParams):
+        takeover(pid_store.path, "pid", confirm=False)
+    forced = takeover(pid_store.path, "pid", confirm=True)
+    assert forced.epoch == lock.epoch + 1
     with pytest.raises(NotOwner):
         lock.check()
     forced.release()
     assert who_owns(pid_store.path, "pid") is None
 
+
+def test_pid_lock_of_a_renamed_host_is_recognised_by_its_machine_id(pid_store):
+    """The host name changed (laptops, containers), the machine did not: the holder's process is
+    judged as on this host (here: it exited, so the lock is stale)."""
+    from turnback.store.ownership import machine_id
+
+    if machine_id() is None:
+        pytest.skip("this machine has no machine id")
+    done = _spawn_holder(pid_store.path, hold=False)
+    done.communicate()
+    lock = PidLock(pid_store.path, "x", 1)
+    from turnback.store import records
+
+    rec = records.read_record(lock.path, None)
+    rec["host"] = "old-name-of-this-laptop"
+    records.write_record(lock.path, "pidlock", rec)
+    taken = PidLock.acquire(pid_store.path)  # was: NotOwner forever (another host name)
+    assert taken.epoch == rec["epoch"] + 1
+
+
+def test_pid_lock_from_an_earlier_boot_is_stale(pid_store):
+    from turnback.store.ownership import boot_id, machine_id
+
+    if machine_id() is None or boot_id() is None:
+        pytest.skip("no machine id or boot id here")
+    lock = PidLock.acquire(pid_store.path)  # a live pid: only the boot id can say it is gone
+    _pretend_written_on(lock, host="old-name", machine=machine_id(), boot="0" * 32)
+    taken = PidLock.acquire(pid_store.path)
+    assert taken.epoch == lock.epoch + 1
+
+
+def test_live_lease_is_taken_only_by_a_confirmed_takeover(store):
+    from turnback.store.ownership import takeover
+
+    a = Lease.acquire(store.path, ttl=3600)
+    with pytest.raises(NotOwner):
+        Lease.acquire(store.path, ttl=3600)
+    b = takeover(store.path, "heads", confirm=True, ttl=3600)
+    assert b.epoch == a.epoch + 1
+    with pytest.raises(NotOwner):
+        a.check()
 
 
 def test_open_ownership_kinds(tmp_path):

@@ -38,7 +38,8 @@ from typing import Literal
 from ..errors import InvalidParams, SymlinkRefused, TooLarge
 from ..workspace.fence import Workspace
 
-Status = Literal["ok", "absent", "too-large", "unreadable", "symlink", "not-a-file"]
+Status = Literal["ok", "absent", "too-large", "unreadable", "symlink", "not-a-file", "git-internal"]
+GIT_DETAIL = "inside a .git folder (or a worktree's .git file): Git's own data is never captured"
 
 IN_MEMORY_LIMIT = 32 << 20
 ATTEMPTS = 3
@@ -74,6 +75,7 @@ class ImageRead:
     stat: ImageStat | None = None
     errno: int | None = None
     detail: str | None = None
+    mode: int | None = None  # permission bits (S_IMODE) of the file read, for `ok`
 
     @property
     def ok(self) -> bool:
@@ -101,6 +103,8 @@ def read_image(ws: Workspace, rel: str, objects, *, max_bytes: int,
     have just walked those folders themselves without following links (the sweep).
     """
     ws.check_rel(rel)
+    if ws.git_internal(rel):
+        return ImageRead(rel, "git-internal", detail=GIT_DETAIL)
     if check_parents:
         try:
             ws.check_components(rel)
@@ -175,7 +179,8 @@ def _read_in_memory(rel, fd, before, objects, max_bytes) -> ImageRead | None:
         return None
     data = b"".join(chunks)
     digest = objects.put(data)  # store errors propagate: they are not facts about this file
-    return ImageRead(rel, "ok", digest=digest, size=total, stat=ImageStat.of(before))
+    return ImageRead(rel, "ok", digest=digest, size=total, stat=ImageStat.of(before),
+                     mode=_stat.S_IMODE(before.st_mode))
 
 
 def _read_via_store(rel, path, fd, before, objects, max_bytes) -> ImageRead | None:
@@ -207,4 +212,5 @@ def _read_via_store(rel, path, fd, before, objects, max_bytes) -> ImageRead | No
         return None
     if not (_same(before, after_fd) and _same(before, after_name)) or size != before.st_size:
         return None
-    return ImageRead(rel, "ok", digest=digest, size=size, stat=ImageStat.of(before))
+    return ImageRead(rel, "ok", digest=digest, size=size, stat=ImageStat.of(before),
+                     mode=_stat.S_IMODE(before.st_mode))

@@ -54,6 +54,7 @@ class Recorder:
     def capture(self, rel: str, *, phase: str = "after", by: str = "hook") -> tuple[Captured, list[Gap]]:
         if self.junk(rel):
             return Captured(rel, None, None), []  # scratch files are no one's work: not history
+        self.book.require_owner()  # reading stores the image: no object write without ownership
         read = read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
         running = self.state.running
         turn_n = running.n if running else None
@@ -65,25 +66,30 @@ class Recorder:
             self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]}, sync=True)
             return Captured(rel, None, None), [gap]
         image = read.digest if read.status == "ok" else ABSENT
-        gaps = self._observe(rel, image, phase=phase, by=by)
+        gaps = self._observe(rel, image, phase=phase, by=by, mode=read.mode)
         self._clear_read_gaps([rel])
         self.book.sync()
         entry = running.files.get(rel) if running else None
         return Captured(rel, image, entry.checkpoint if entry else None, bool(entry)), gaps
 
-    def _observe(self, rel: str, image: Image, *, phase: str, by: str) -> list[Gap]:
+    def _observe(self, rel: str, image: Image, *, phase: str, by: str,
+                 mode: int | None = None) -> list[Gap]:
         state = self.state
         running = state.running
         known = state.known.get(rel)
         if running is not None and rel in running.files:
-            if running.files[rel].after != image:
-                self._image(rel, running.n, running.files[rel].before, image)
+            entry = running.files[rel]
+            if entry.after != image or _mode_moved(entry.after_mode, mode):
+                self._image(rel, running.n, entry.before, image, mode=mode)
             return []
-        if known == image:
+        if known == image and not _mode_moved(state.known.mode(rel), mode):
+            if mode is not None and state.known.mode(rel) is None:
+                self.book.record({"op": "seen", "images": {rel: image}, "modes": {rel: mode}})
             return []
         if known is None and phase == "before":
             # The disk image read just before a tool writes is the before-image we lacked.
-            self.book.record({"op": "seen", "images": {rel: image}})
+            self.book.record({"op": "seen", "images": {rel: image},
+                              **({"modes": {rel: mode}} if mode is not None else {})})
             return []
         gaps: list[Gap] = []
         before = known if known is not None else self._fallback_before(rel)
@@ -94,7 +100,7 @@ class Recorder:
                       "turnback never saw this file before it changed")
             self.book.record({"op": "gaps", "turn": gap.turn, "add": [gap.to_dict()]})
             gaps.append(gap)
-        self._image(rel, running.n if running else None, before, image, by=by)
+        self._image(rel, running.n if running else None, before, image, by=by, mode=mode)
         return gaps
 
     def _fallback_before(self, rel: str) -> Image:
@@ -104,11 +110,19 @@ class Recorder:
         return UNKNOWN
 
     def _image(self, rel: str, turn: int | None, before: Image, after: Image, *,
-               by: str | None = None) -> None:
+               by: str | None = None, mode: int | None = None) -> None:
+        """One change; with the permission bits of the new image and of the one it replaces."""
         op = {"op": "image", "rel": rel, "turn": turn, "before": before, "after": after,
               "ts": time.time()}
         if turn is None and by:
             op["by"] = by  # who made a change between turns: named when a rewind would undo it
+        known = self.state.known
+        before_mode = known.mode(rel) if before not in (ABSENT, UNKNOWN) and before == known.get(rel) \
+            else None
+        if mode is not None and after != ABSENT:
+            op["mode"] = mode
+        if before_mode is not None:
+            op["beforeMode"] = before_mode
         self.book.record(op)
 
     def _clear_read_gaps(self, rels) -> None:
@@ -135,22 +149,31 @@ class Recorder:
                     and rel not in gap_rels and not self._ignored(rel)}
         observations = list(result.images.items()) + [(rel, ABSENT) for rel in
                                                        set(result.absent) | vanished]
+        seen_modes: dict[str, int] = {}
         for rel, image in observations:
             known = state.known.get(rel)
             in_turn = running is not None and rel in running.files
-            if (running.files[rel].after if in_turn else known) == image:
+            mode = result.modes.get(rel) if image != ABSENT else None
+            last_mode = running.files[rel].after_mode if in_turn else state.known.mode(rel)
+            if (running.files[rel].after if in_turn else known) == image \
+                    and not _mode_moved(last_mode, mode):
+                if mode is not None and last_mode is None and not in_turn:
+                    seen_modes[rel] = mode  # learnt, not changed
                 continue
             if known is None and not self.covered and not in_turn:
                 seen[rel] = image  # the first sweep learns the workspace; nothing changed
+                if mode is not None:
+                    seen_modes[rel] = mode
                 continue
             changed += 1
             if in_turn:
-                self._image(rel, turn_n, running.files[rel].before, image)
+                self._image(rel, turn_n, running.files[rel].before, image, mode=mode)
             else:
                 self._image(rel, turn_n, known if known is not None else self._fallback_before(rel),
-                            image, by="sweep")
-        if seen or not state.config.get("swept"):
-            self.book.record({"op": "seen", "images": seen, "covered": True})
+                            image, by="sweep", mode=mode)
+        if seen or seen_modes or not state.config.get("swept"):
+            self.book.record({"op": "seen", "images": seen, "covered": True,
+                              **({"modes": seen_modes} if seen_modes else {})})
         new = {(rel, reason) for rel, reason in result.gaps}
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS
                and (scope is None or key[0] in scope)}
@@ -174,6 +197,11 @@ class Recorder:
 
     def _ignored(self, rel: str) -> bool:
         return self.rules is not None and self.rules.ignored(rel, False)
+
+
+def _mode_moved(last: int | None, now: int | None) -> bool:
+    """A change of permission bits alone (chmod +x) counts as a change, once both are known."""
+    return last is not None and now is not None and last != now
 
 
 def size_words(n: int) -> str:

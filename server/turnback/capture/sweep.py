@@ -167,6 +167,7 @@ class SweepProgress:
 @dataclass
 class SweepResult:
     images: dict[str, str] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)  # permission bits of each file in `images`
     absent: set[str] = field(default_factory=set)
     gaps: list[tuple[str, str]] = field(default_factory=list)
     hashed: int = 0
@@ -313,6 +314,7 @@ def _visit_file(ws, objects, cache, entry, rel, res, present, started, max_bytes
         res.gaps.append((rel, "too-large"))
         cache.drop(rel)
         return 0
+    res.modes[rel] = st.st_mode & 0o7777
     digest = cache.fresh(rel, st)
     if digest is not None and (not verify or objects.has(digest)):
         res.images[rel] = digest

@@ -447,5 +447,8 @@ COMMANDS = {
     "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
     "daemon": cmd_daemon,
 }
+from .takeover import cmd_takeover  # noqa: E402  (a command of its own module)
+
+COMMANDS["takeover"] = cmd_takeover
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hook_parsers(sub, add)  # `hook AGENT` and `hooks install|uninstall|status`
 
+    from .takeover import register as register_takeover
+    register_takeover(add)
+
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)
     p.add_argument("rest", nargs="*", metavar="SCENARIO")

@@ -45,7 +45,8 @@ def _record_files(folder: Path) -> list[Path]:
 def journal_files(store) -> list[Path]:
     try:
         return sorted(Path(e.path) for e in os.scandir(store.journal_dir)
-                      if e.name.endswith(".wal") and e.is_file(follow_symlinks=False))
+                      if (e.name.endswith(".wal") or journal_mod.is_evidence(e.name))
+                      and e.is_file(follow_symlinks=False))
     except FileNotFoundError:
         return []
 
@@ -67,7 +68,9 @@ def journal_pins(store) -> set[str]:
     pins: set[str] = set()
     for p in journal_files(store):
         try:
-            frames = journal_mod.scan(p).frames
+            # a damaged journal kept as evidence pins what every readable frame of it names
+            frames = (journal_mod.salvage_frames(p) if journal_mod.is_evidence(p.name)
+                      else journal_mod.scan(p).frames)
         except FileNotFoundError:
             continue
         for frame in frames:

@@ -81,5 +81,12 @@ METHODS: list[Method] = [
     Method("turnback/collect/run", "collect", None, "turnback: collecting unreferenced data"),
     Method("turnback/recovery/list", "read", lambda wb, p: wb.recovery.list(p)),
     Method("turnback/recovery/resolve", "mutate", lambda wb, p: wb.recovery.resolve(p)),
+    Method("turnback/ownership/takeover", "mutate", lambda wb, p: _takeover(wb, p)),
 ]
+
+
+def _takeover(wb, params):
+    from ..workbench.ownership import takeover
+
+    return takeover(wb, params)
 

@@ -15,6 +15,7 @@ GAP_REASONS = (
     "git-head-and-index",
     "not-a-file",
     "not-in-head",
+    "git-internal",
 )
 
 

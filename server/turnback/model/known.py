@@ -22,16 +22,21 @@ def shard_of(rel: str) -> int:
 
 
 class KnownMap(MutableMapping):
-    __slots__ = ("map_id", "generations", "_shards")
+    """Beside each image, the permission bits it was seen with (`mode`), kept in the same shards."""
 
-    def __init__(self, data=None, **kw):
+    __slots__ = ("map_id", "generations", "_shards", "_modes")
+
+    def __init__(self, data=None, modes=None, **kw):
         self.map_id = next(_ids)  # a copy is a new map: its shards are encoded afresh once
         self.generations = [0] * SHARDS
         self._shards: list[dict] = [{} for _ in range(SHARDS)]
+        self._modes: list[dict] = [{} for _ in range(SHARDS)]
         if data is not None:
             self.update(data)
         if kw:
             self.update(kw)
+        for rel, mode in (modes or {}).items():
+            self.set_mode(rel, mode)
 
     # -- reading -----------------------------------------------------------------------------
     def __getitem__(self, rel: str):
@@ -60,6 +65,28 @@ class KnownMap(MutableMapping):
         """Shard i itself, for the codec to encode (read only)."""
         return self._shards[i]
 
+    def shard_modes(self, i: int) -> dict:
+        """The modes of shard i (read only); empty for paths never seen with a mode."""
+        return self._modes[i]
+
+    def mode(self, rel: str) -> int | None:
+        """The permission bits of the last known image of `rel`, or None when never recorded."""
+        return self._modes[shard_of(rel)].get(rel)
+
+    def modes(self) -> dict:
+        return {rel: m for shard in self._modes for rel, m in shard.items()}
+
+    def set_mode(self, rel: str, mode: int | None) -> None:
+        i = shard_of(rel)
+        shard = self._modes[i]
+        if mode is None:
+            if rel in shard:
+                del shard[rel]
+                self.generations[i] += 1
+        elif shard.get(rel) != mode:
+            shard[rel] = mode
+            self.generations[i] += 1
+
     # -- changing ----------------------------------------------------------------------------
     def __setitem__(self, rel: str, image) -> None:
         i = shard_of(rel)
@@ -71,6 +98,7 @@ class KnownMap(MutableMapping):
     def __delitem__(self, rel: str) -> None:
         i = shard_of(rel)
         del self._shards[i][rel]
+        self._modes[i].pop(rel, None)
         self.generations[i] += 1
 
     def update(self, other=(), **kw) -> None:
@@ -82,19 +110,20 @@ class KnownMap(MutableMapping):
 
     def clear(self) -> None:
         for i, shard in enumerate(self._shards):
-            if shard:
+            if shard or self._modes[i]:
                 shard.clear()
+                self._modes[i].clear()
                 self.generations[i] += 1
 
     # -- copies ------------------------------------------------------------------------------
     def copy(self) -> "KnownMap":
-        return KnownMap(self)
+        return KnownMap(self, self.modes())
 
     def __deepcopy__(self, memo) -> "KnownMap":
-        return KnownMap(self)  # paths and images are strings: sharing them is deep enough
+        return KnownMap(self, self.modes())  # strings and ints: sharing them is deep enough
 
     def __reduce__(self):
-        return (KnownMap, (dict(self.items()),))
+        return (KnownMap, (dict(self.items()), self.modes()))
 
     def __repr__(self) -> str:
         return f"KnownMap({len(self)} paths)"

@@ -37,6 +37,8 @@ class SessionState:
     # Changes seen while no turn ran, keyed by how many turns existed then: between[k] happened after
     # turn k and before turn k+1. Each path keeps its first before-image and its latest after-image.
     between: dict[int, dict[str, tuple[Image, Image]]] = field(default_factory=dict)
+    # The permission bits each path had just before its first change in between[k] (None: unknown).
+    between_modes: dict[int, dict[str, int | None]] = field(default_factory=dict)
     # Who made each loose change, when a capture source said: (k, rel) -> "save", "watch", "sweep"
     # or "hook". A rewind names it when it lists the change as a user edit.
     between_by: dict[tuple[int, str], str] = field(default_factory=dict)

@@ -17,7 +17,9 @@ class FileEntry:
     """The checkpoint (turn n, path): minted at the first capture of the path in turn n.
 
     `before` is the image the path had just before turn n touched it; later captures in the same turn
-    replace only `after` and bump `captures`, so the name, version and timestamp stay stable."""
+    replace only `after` and bump `captures`, so the name, version and timestamp stay stable.
+    `before_mode` and `after_mode` are the permission bits with each image (None: not recorded, as
+    in stores of format 1)."""
 
     rel: str
     turn: int
@@ -26,19 +28,27 @@ class FileEntry:
     after: Image
     version: int = 1
     captures: int = 1
+    before_mode: int | None = None
+    after_mode: int | None = None
 
     @property
     def checkpoint(self) -> str:
         return f"{self.turn}:{self.rel}@v{self.version}"
 
     def to_dict(self) -> dict:
-        return {"rel": self.rel, "turn": self.turn, "created": self.created, "before": self.before,
-                "after": self.after, "version": self.version, "captures": self.captures}
+        doc = {"rel": self.rel, "turn": self.turn, "created": self.created, "before": self.before,
+               "after": self.after, "version": self.version, "captures": self.captures}
+        if self.before_mode is not None:
+            doc["beforeMode"] = self.before_mode
+        if self.after_mode is not None:
+            doc["afterMode"] = self.after_mode
+        return doc
 
     @staticmethod
     def from_dict(d: dict) -> "FileEntry":
         return FileEntry(d["rel"], d["turn"], d["created"], d["before"], d["after"],
-                         d.get("version", 1), d.get("captures", 1))
+                         d.get("version", 1), d.get("captures", 1), d.get("beforeMode"),
+                         d.get("afterMode"))
 
 
 @dataclass

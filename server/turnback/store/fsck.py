@@ -162,6 +162,10 @@ def _check_heads(root: Path, report: FsckReport) -> list:
 
 def _check_journals(root: Path, report: FsckReport) -> None:
     for p in _files(root / "journal"):
+        if journal.is_evidence(p.name):
+            report.add(p, "a damaged journal kept as evidence (its readable frames are pinned); "
+                          "remove it once you have looked at it", "warning")
+            continue
         if not p.name.endswith(".wal"):
             report.add(p, "unexpected file in journal/")
             continue
@@ -170,6 +174,10 @@ def _check_journals(root: Path, report: FsckReport) -> None:
         except CorruptStore as exc:
             report.add(p, exc.message)
             continue
+        if s.damage is not None:
+            report.add(p, f"damaged at byte {s.damage.offset} ({s.damage.reason}) with "
+                          f"{s.damage.later_frames} valid frame(s) after it; kept as evidence on "
+                          "the next open")
         if s.torn is not None:
             report.add(p, f"torn tail at byte {s.torn.offset}: {s.torn.dropped_bytes} bytes "
                           f"({s.torn.reason}); cut on the next open", "warning")

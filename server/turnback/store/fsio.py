@@ -30,6 +30,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Union
 
+from . import anchored
+from .anchored import fence_root  # noqa: F401  (registered by the fence and the store)
+
 CRASH_EXIT = 86
 TEMP_MARK = ".tbtmp."  # every temp file name contains this; fsck and sweeps recognise it
 
@@ -157,7 +160,9 @@ def is_temp_name(name: str) -> bool:
 def create(path: StrPath, mode: int = 0o600) -> int:
     """Create a new file exclusively (never through a symlink); return a write fd."""
     _tick("create", path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    with anchored.at(path) as (at, name):
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode,
+                     dir_fd=at)
     try:
         os.fchmod(fd, mode)  # the umask must not decide the permissions of store files
     except BaseException:
@@ -169,7 +174,9 @@ def create(path: StrPath, mode: int = 0o600) -> int:
 def open_for_append(path: StrPath, mode: int = 0o600) -> int:
     """Open (creating if needed) for appending; never follows a symlink. Counts as a create."""
     _tick("create", path)
-    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, mode)
+    with anchored.at(path) as (at, name):
+        return os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, mode,
+                       dir_fd=at)
 
 
 def _fileno(fd_or_file) -> int:
@@ -198,7 +205,8 @@ def fsync(fd_or_file) -> None:
 def fsync_dir(path: StrPath) -> None:
     """Make the names in a folder durable (new, renamed and removed entries)."""
     _tick("fsync_dir", path)
-    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    with anchored.at(path) as (at, name):
+        fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=at)
     try:
         os.fsync(fd)
     finally:
@@ -208,24 +216,28 @@ def fsync_dir(path: StrPath) -> None:
 def rename(src: StrPath, dst: StrPath) -> None:
     """Atomically replace dst with src (POSIX rename). The caller syncs the folder."""
     _tick("rename", dst, src)
-    os.replace(src, dst)
+    with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
+        os.replace(src_name, dst_name, src_dir_fd=src_at, dst_dir_fd=dst_at)
 
 
 def link(src: StrPath, dst: StrPath) -> None:
     """Hard link; fails with FileExistsError if dst exists, which makes it an atomic exclusive publish."""
     _tick("link", dst, src)
-    os.link(src, dst, follow_symlinks=False)
+    with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
+        os.link(src_name, dst_name, src_dir_fd=src_at, dst_dir_fd=dst_at, follow_symlinks=False)
 
 
 def symlink(target: str, path: StrPath) -> None:
     _tick("symlink", path)
-    os.symlink(target, path)
+    with anchored.at(path) as (at, name):
+        os.symlink(target, name, dir_fd=at)
 
 
 def unlink(path: StrPath, missing_ok: bool = False) -> None:
     _tick("unlink", path)
     try:
-        os.unlink(path)
+        with anchored.at(path) as (at, name):
+            os.unlink(name, dir_fd=at)
     except FileNotFoundError:
         if not missing_ok:
             raise
@@ -243,34 +255,88 @@ def mkdir(path: StrPath, mode: int = 0o700, parents: bool = True, exist_ok: bool
         mkdir(p.parent, mode, parents=True, exist_ok=True, sync=sync)
     _tick("mkdir", p)
     try:
-        os.mkdir(p, mode)
+        with anchored.at(p) as (at, name):
+            os.mkdir(name, mode, dir_fd=at)
     except FileExistsError:
         if not exist_ok or not p.is_dir() or p.is_symlink():
             raise
         return
-    os.chmod(p, mode)  # the umask must not decide it either
+    _fchmod_dir(p, mode)  # the umask must not decide it either
     if sync:
         fsync_dir(p.parent)
 
 
+def _fchmod_dir(p: Path, mode: int) -> None:
+    """Set a new folder's mode through a descriptor opened without following links: a folder swapped
+    for a link since the mkdir is refused (ELOOP/ENOTDIR), never chmodded through."""
+    with anchored.at(p) as (at, name):
+        fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=at)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
 def rmdir(path: StrPath) -> None:
     _tick("rmdir", path)
-    os.rmdir(path)
+    with anchored.at(path) as (at, name):
+        os.rmdir(name, dir_fd=at)
 
 
 def truncate(path_or_fd, size: int) -> None:
     _tick("truncate", path_or_fd)
-    os.truncate(path_or_fd, size)
+    if isinstance(path_or_fd, int):
+        os.truncate(path_or_fd, size)
+        return
+    fd = _open_at(path_or_fd, os.O_WRONLY)
+    try:
+        os.truncate(fd, size)
+    finally:
+        os.close(fd)
 
 
 def chmod(path: StrPath, mode: int) -> None:
     _tick("chmod", path)
-    os.chmod(path, mode)
+    try:  # never chmod through a link: through a descriptor opened without following one
+        fd = _open_at(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno not in (_errno.ENXIO, _errno.EOPNOTSUPP, _errno.EACCES) or _O_PATH is None:
+            raise
+        _chmod_by_o_path(path, mode)  # a socket (or a file we may not read): no readable fd
+        return
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+_O_PATH = getattr(os, "O_PATH", None)
+
+
+def _chmod_by_o_path(path: StrPath, mode: int) -> None:
+    """chmod an entry that cannot be opened for reading, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW)
+    does: an O_PATH|O_NOFOLLOW descriptor, refused if it is a link, changed through /proc."""
+    fd = _open_at(path, _O_PATH)
+    try:
+        import stat as _stat
+
+        if _stat.S_ISLNK(os.fstat(fd).st_mode):
+            raise OSError(_errno.ELOOP, "refusing to chmod a symbolic link", str(path))
+        os.chmod(f"/proc/self/fd/{fd}", mode)
+    finally:
+        os.close(fd)
 
 
 def utime(path: StrPath, times: tuple[float, float] | None = None) -> None:
     _tick("utime", path)
-    os.utime(path, times)
+    with anchored.at(path) as (at, name):
+        os.utime(name, times, dir_fd=at, follow_symlinks=False)
+
+
+def _open_at(path: StrPath, flags: int) -> int:
+    """Open an existing entry below a fenced root without following any link on the way."""
+    with anchored.at(path) as (at, name):
+        return os.open(name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=at)
 
 
 # ---------------------------------------------------------------- composite operations
@@ -313,9 +379,12 @@ def write_atomic(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o
 def create_exclusive(path: StrPath, data: bytes, *, mode: int = 0o600) -> bool:
     """Publish a new file with `data` only if `path` does not exist yet; False if it does.
 
-    The file appears complete or not at all: the bytes go to a synced temp file which is then hard
-    linked to `path` (link fails if the name exists, so it is the compare-and-swap). File systems
-    without hard links fall back to O_CREAT|O_EXCL, removing the partial file on a write failure.
+    The bytes go to a synced temp file first; the final name never shows a partial record. Three ways
+    to publish it, best first: a hard link (fails if the name exists, so it is the compare-and-swap),
+    `renameat2(RENAME_NOREPLACE)` where the file system has no hard links, and else an exclusive
+    create of an empty placeholder that the temp file is then renamed over. In the last case a crash
+    can leave a 0-byte file under the final name, never a partial one; readers treat a 0-byte record
+    as an unfinished publication (`is_placeholder`).
     """
     p = Path(path)
     if os.path.lexists(p):
@@ -333,32 +402,92 @@ def create_exclusive(path: StrPath, data: bytes, *, mode: int = 0o600) -> bool:
         except FileExistsError:
             return False
         except OSError as exc:
-            if exc.errno not in (_errno.EPERM, _errno.ENOTSUP, _errno.EOPNOTSUPP, _errno.EXDEV,
-                                 _errno.EMLINK):
+            if exc.errno not in _NO_LINK_ERRNOS:
                 raise
-            return _create_exclusive_direct(p, data, mode)
+            if not _publish_without_link(tmp, p):
+                return False
     finally:
         discard(tmp)
     fsync_dir(p.parent)
     return True
 
 
-def _create_exclusive_direct(p: Path, data: bytes, mode: int) -> bool:
+_NO_LINK_ERRNOS = (_errno.EPERM, _errno.ENOTSUP, _errno.EOPNOTSUPP, _errno.EXDEV, _errno.EMLINK)
+
+
+def _publish_without_link(tmp: Path, p: Path) -> bool:
+    """Move the complete temp file to `p` unless `p` exists; False if it does."""
     try:
-        fd = create(p, mode)
+        rename_noreplace(tmp, p)
+        return True
     except FileExistsError:
         return False
+    except NotImplementedError:
+        pass
     try:
-        try:
-            append(fd, data)
-            fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        discard(p)
-        raise
-    fsync_dir(p.parent)
+        placeholder = create(p, 0o600)  # claims the name; empty, so never a partial record
+    except FileExistsError:
+        return False
+    os.close(placeholder)
+    rename(tmp, p)
     return True
+
+
+def is_placeholder(path: StrPath) -> bool:
+    """A 0-byte regular file left by a publication that crashed before its rename (see above)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000
+
+
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+_libc_renameat2 = None
+_renameat2_loaded = False
+
+
+def _load_renameat2():
+    """libc's renameat2, looked up on first use (a short command never pays for ctypes)."""
+    global _libc_renameat2, _renameat2_loaded
+    if not _renameat2_loaded:
+        _renameat2_loaded = True
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:  # the process's own symbols include libc's: no library search (ldconfig) needed
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                               ctypes.c_uint]
+                _libc_renameat2 = fn
+            except (OSError, AttributeError):
+                _libc_renameat2 = None
+    return _libc_renameat2
+
+
+def rename_noreplace(src: StrPath, dst: StrPath) -> None:
+    """Rename that fails with FileExistsError instead of replacing `dst` (Linux renameat2).
+
+    NotImplementedError where the system or the file system does not offer it (nothing changed)."""
+    renameat2 = _load_renameat2()
+    if renameat2 is None:
+        raise NotImplementedError("renameat2 is not available")
+    _tick("rename", dst, src)
+    with anchored.at_pair(src, dst) as (src_at, src_name, dst_at, dst_name):
+        rc = renameat2(_AT_FDCWD if src_at is None else src_at, os.fsencode(src_name),
+                             _AT_FDCWD if dst_at is None else dst_at, os.fsencode(dst_name),
+                             _RENAME_NOREPLACE)
+    if rc == 0:
+        return
+    import ctypes
+
+    err = ctypes.get_errno()
+    if err == _errno.EEXIST:
+        raise FileExistsError(err, os.strerror(err), str(dst))
+    if err in (_errno.EINVAL, _errno.ENOSYS, _errno.ENOTSUP, _errno.EOPNOTSUPP):
+        raise NotImplementedError(os.strerror(err))
+    raise OSError(err, os.strerror(err), str(dst))
 
 
 def discard(path: StrPath) -> None:
@@ -411,7 +540,7 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
             if dev in done:
                 continue
             _tick("syncfs", p)
-            fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+            fd = _open_at(p, os.O_RDONLY)
             try:
                 if _libc_syncfs(fd) != 0:
                     import ctypes
@@ -423,7 +552,7 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
             done.add(dev)
         return
     for p in paths:
-        fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        fd = _open_at(p, os.O_RDONLY)
         try:
             fsync(fd)
         finally:
@@ -434,8 +563,8 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
 
 
 def open_read(path: StrPath) -> int:
-    """Open for reading without following a final symlink."""
-    return os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    """Open for reading without following a link (none at all below a fenced root)."""
+    return _open_at(path, os.O_RDONLY)
 
 
 def read_file(path: StrPath) -> bytes:

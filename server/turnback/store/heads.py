@@ -19,6 +19,7 @@ from .digest import is_digest
 from .records import decode_record, encode_record
 
 KIND = "head"
+EPOCH_WINDOW = 16  # how many of the newest heads `current` weighs against each other
 _NAME = re.compile(r"^(\d{12})\.cbor$")
 
 
@@ -89,9 +90,39 @@ class HeadStore:
         return rec
 
     def current(self) -> HeadRecord | None:
-        """The newest head that still exists, or None for a store without heads."""
-        seqs = self.list_seqs()
-        return self.read(seqs[-1]) if seqs else None
+        """The head in force: the newest one not superseded, or None for a store without heads.
+
+        Passed over: a 0-byte placeholder (a publication that crashed before its bytes arrived, see
+        `fsio.create_exclusive`), and a head stamped with an epoch lower than an earlier head's (an
+        owner that stalled past its lease published after another had taken over). Damage to the
+        newest candidate is raised, never silently skipped; older heads only bound the epoch.
+        """
+        seqs = self.list_seqs()[-EPOCH_WINDOW:]
+        best: HeadRecord | None = None
+        best_error: Exception | None = None
+        top = -1
+        for seq in seqs:
+            if fsio.is_placeholder(self.path(seq)):
+                continue
+            try:
+                rec = self.read(seq)
+            except (RecordError, OSError) as exc:
+                best, best_error = None, exc
+                continue
+            if rec.epoch >= top:
+                best, best_error, top = rec, None, rec.epoch
+        if best_error is not None:
+            raise best_error
+        return best
+
+    def clear_placeholders(self) -> list[int]:
+        """Remove the empty names crashed publications left (owner only, at open); returns them."""
+        gone = [seq for seq in self.list_seqs()[-EPOCH_WINDOW:] if fsio.is_placeholder(self.path(seq))]
+        for seq in gone:
+            fsio.unlink(self.path(seq), missing_ok=True)
+        if gone:
+            fsio.fsync_dir(self.dir)
+        return gone
 
     def publish(self, *, parent: int | None, session: str, created: float, turn_count: int,
                 fork_point: str, settled: bool, epoch: int, body: str, last_prompt: str = "",

@@ -6,13 +6,20 @@ File layout (see docs/storage-format.md):
     frame   payload length (u32 BE) | xxh64 of payload (8 bytes BE) | payload (canonical CBOR map)
 
 Appends are not synced; `sync()` is the durability point. On open, the first frame that is short, too
-long, fails its checksum or is not a CBOR map ends the journal: it and everything after it are cut
-(truncated through fsio) and reported as a TornTail. Everything before it is kept. Like SQLite's WAL,
-nothing after the first bad frame is trusted, so a replay is always a prefix of what was appended.
+long, fails its checksum or is not a CBOR map ends the replay. Like SQLite's WAL, nothing after the
+first bad frame is replayed, so a replay is always a prefix of what was appended. What happens to the
+bytes depends on what follows the bad frame:
+
+* nothing valid (a crash cut the last append short): a *torn tail*, cut (truncated through fsio) and
+  reported as a TornTail;
+* a valid frame somewhere after it: *damage*, not a tear (a bit flipped in a synced frame). The file
+  is kept whole as evidence (`<name>.damaged-<hash>`, beside it), the journal restarts from the good
+  prefix, and the open reports it (`Damage`, code `corrupt-store`); nothing is cut silently.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 from dataclasses import dataclass
@@ -40,6 +47,22 @@ class TornTail:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Damage:
+    """Valid frames follow a bad one: the journal was damaged after it was written."""
+
+    path: str
+    offset: int  # where the first bad frame starts
+    reason: str
+    later_frames: int  # valid frames found after the damage (not replayed)
+    evidence: str | None = None  # where the whole file was kept (set by Journal.open)
+
+    def to_wire(self) -> dict:
+        return {"code": "corrupt-store", "path": self.path, "offset": self.offset,
+                "reason": self.reason, "unreplayedFrames": self.later_frames,
+                "evidence": self.evidence}
+
+
 @dataclass
 class Scan:
     frames: list[dict]
@@ -47,6 +70,7 @@ class Scan:
     size: int
     torn: TornTail | None
     header_torn: bool  # the file is shorter than a header (crash while creating it)
+    damage: Damage | None = None  # set instead of `torn` when valid frames follow the bad one
 
 
 def frame_bytes(frame: dict) -> bytes:
@@ -103,8 +127,81 @@ def scan(path: str | os.PathLike) -> Scan:
                 break
             frames.append(frame)
             end += FRAME_HEAD.size + length
+        if end < size:
+            f.seek(end)
+            later = _valid_frames_after(f.read(), skip=1)
+            if later:
+                damage = Damage(path, end, reason, later)
+                return Scan(frames, end, size, None, header_torn=False, damage=damage)
     torn = TornTail(path, end, size - end, reason) if end < size else None
     return Scan(frames, end, size, torn, header_torn=False)
+
+
+def _valid_frames_after(rest: bytes, *, skip: int) -> int:
+    """How many checksum-valid frames start in `rest` at or after byte `skip` (a chain from the first
+    one found). A torn tail has none; damage in the middle has some."""
+    return len(_chain_after(rest, skip=skip))
+
+
+def _chain_after(rest: bytes, *, skip: int) -> list[bytes]:
+    """The payloads of the first chain of checksum-valid frames found at or after `skip`. The 64-bit
+    checksum makes a false find by chance negligible; lengths beyond the data are rejected before
+    any hashing, so the search stays linear in practice."""
+    size = len(rest)
+    for start in range(skip, size - FRAME_HEAD.size + 1):
+        length, want = FRAME_HEAD.unpack_from(rest, start)
+        stop = start + FRAME_HEAD.size + length
+        if length == 0 or stop > size:
+            continue
+        if xxhash.xxh64_digest(rest[start + FRAME_HEAD.size:stop]) != want:
+            continue
+        chain, pos = [rest[start + FRAME_HEAD.size:stop]], stop
+        while pos + FRAME_HEAD.size <= size:
+            length, want = FRAME_HEAD.unpack_from(rest, pos)
+            nxt = pos + FRAME_HEAD.size + length
+            if nxt > size or xxhash.xxh64_digest(rest[pos + FRAME_HEAD.size:nxt]) != want:
+                break
+            chain.append(rest[pos + FRAME_HEAD.size:nxt])
+            pos = nxt
+        return chain
+    return []
+
+
+EVIDENCE_MARK = ".damaged-"
+
+
+def is_evidence(name: str) -> bool:
+    """A damaged journal kept whole (see `keep_evidence`)."""
+    return EVIDENCE_MARK in name and name.split(EVIDENCE_MARK, 1)[0].endswith(".wal")
+
+
+def salvage_frames(path: str | os.PathLike) -> list[dict]:
+    """Every frame still readable in a (possibly damaged) journal: the good prefix and the valid
+    frames after the damage. For the collector (what evidence references stays) and for people."""
+    s = scan(path)
+    frames = list(s.frames)
+    if s.good_end < s.size:
+        with os.fdopen(fsio.open_read(str(path)), "rb") as f:
+            f.seek(s.good_end)
+            rest = f.read()
+        for payload in _chain_after(rest, skip=1):
+            try:
+                frame = loads_exact(payload)
+            except Exception:
+                continue
+            if isinstance(frame, dict):
+                frames.append(frame)
+    return frames
+
+
+def keep_evidence(path: Path) -> str:
+    """Copy a damaged journal beside itself, named by its content hash (a repeat open after a crash
+    finds the same copy); returns the copy's path."""
+    data = fsio.read_file(path)
+    evidence = path.with_name(f"{path.name}{EVIDENCE_MARK}{xxhash.xxh64_hexdigest(data)}")
+    if not os.path.lexists(evidence):
+        fsio.write_atomic(evidence, data)
+    return str(evidence)
 
 
 class Journal:
@@ -118,12 +215,22 @@ class Journal:
         self._broken: str | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> tuple["Journal", list[dict], TornTail | None]:
-        """Open (creating it if missing), replay good frames, cut and report a torn tail."""
+    def open(cls, path: str | os.PathLike) -> tuple["Journal", list[dict], TornTail | Damage | None]:
+        """Open (creating it if missing), replay good frames, cut and report a torn tail; keep a
+        damaged journal as evidence and restart it from its good prefix (see the module text)."""
         path = Path(path)
         if not os.path.lexists(path):
             fsio.create_exclusive(path, HEADER)
         s = scan(path)
+        if s.damage is not None:
+            evidence = keep_evidence(path)
+            fsio.write_atomic(path, fsio.read_file(path)[:s.good_end])  # after the evidence copy
+            damage = dataclasses.replace(s.damage, evidence=evidence)
+            return cls._open_scanned(path, scan(path), damage)
+        return cls._open_scanned(path, s, s.torn)
+
+    @classmethod
+    def _open_scanned(cls, path: Path, s: Scan, report):
         fd = fsio.open_for_append(path)
         try:
             if s.header_torn:
@@ -137,7 +244,7 @@ class Journal:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, s.good_end, len(s.frames)), s.frames, s.torn
+        return cls(path, fd, s.good_end, len(s.frames)), s.frames, report
 
     def append(self, frame: dict) -> None:
         """Add one frame (not yet durable; call sync()). A failed write is cut back so later frames stay readable."""

@@ -20,7 +20,7 @@ from .heads import HeadStore
 from .objects import ObjectStore
 from .records import decode_record, encode_record
 
-FORMAT_VERSION = 2  # 2: objects may be zstd envelopes (store/envelope.py)
+FORMAT_VERSION = 2  # 2: objects may be zstd envelopes (store/envelope.py); images carry their modes
 READABLE_FORMATS = (1, 2)  # a format-1 store reads as it is; its owner's open upgrades it to 2
 KINDS = ("heads", "pid")
 SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
@@ -66,6 +66,9 @@ class Store:
         if path.is_symlink():
             raise SymlinkRefused(f"the store folder {path} is a symbolic link; refusing to follow it",
                                  data={"path": str(path)})
+        # From now on the store folder itself is reached from its parent without following a link:
+        # a store moved away and linked back mid-session gets no write (store/anchored.py).
+        fsio.fence_root(path.absolute().parent)
         fmt = path / "FORMAT"
         if not os.path.lexists(fmt):
             if not create:

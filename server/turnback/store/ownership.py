@@ -7,9 +7,19 @@ lock). Readers never take the lock: records are replaced atomically, so a read s
 The epoch only grows. Every acquisition bumps it, and writers stamp it into what they publish, so a
 stale writer is fenced out by `check()` and is recognisable on disk.
 
+The epoch is also enforced: `fenced()` holds the same flock while it re-checks ownership and the
+caller publishes, so a takeover (which bumps the epoch under that lock) falls wholly before or wholly
+after a publication; an owner that stalled past its expiry and resumes after a takeover is refused
+instead of publishing at its old epoch.
+
 Lease expiry compares wall-clock times written by different processes: hosts sharing a store must
-agree on the time within a small fraction of the TTL. flock over network file systems is only as good
-as the server's lock support.
+agree on the time within a small fraction of the TTL. The clock is injectable (`clock=`), so tests move
+time instead of sleeping. flock over network file systems is only as good as the server's lock support.
+
+A machine is identified by its machine id (`/etc/machine-id`) beside the host name, and a boot by the
+boot id: a renamed host still recognises its own processes, and a record from an earlier boot of the
+same machine is provably stale. A holder on another machine is never judged gone automatically;
+`takeover(confirm=True)` takes the store from it explicitly.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -34,8 +44,57 @@ PID_FILE, PID_LOCK = "pid.lock", "pid.flock"
 CREATE_TIME_SLACK = 0.5  # seconds; psutil derives start times from boot time plus ticks
 
 
+Clock = Callable[[], float]
+
+
 def _host() -> str:
     return socket.gethostname()
+
+
+def _read_id(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(256).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+_MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+_BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+
+def machine_id() -> str | None:
+    """A stable id of this machine that survives a change of host name (None if none is readable)."""
+    for path in _MACHINE_ID_FILES:
+        found = _read_id(path)
+        if found:
+            return found
+    return None
+
+
+def boot_id() -> str | None:
+    """The id of this boot of the machine (Linux); None elsewhere."""
+    return _read_id(_BOOT_ID_FILE)
+
+
+def _identity() -> dict:
+    return {"host": _host(), "machine": machine_id(), "boot": boot_id()}
+
+
+def same_machine(rec: dict) -> bool:
+    """Whether a record was written on this machine: by machine id when both sides have one, else by
+    host name (records of format 1 carry no machine id)."""
+    theirs, ours = rec.get("machine"), machine_id()
+    if isinstance(theirs, str) and ours:
+        return theirs == ours
+    return rec.get("host") == _host()
+
+
+def _earlier_boot(rec: dict) -> bool:
+    """The record was written on this machine during an earlier boot: its processes are all gone."""
+    theirs, ours = rec.get("boot"), boot_id()
+    return isinstance(theirs, str) and bool(ours) and theirs != ours
 
 
 @contextlib.contextmanager
@@ -58,6 +117,14 @@ def _owner(rec: dict) -> dict:
     return {"id": rec.get("id"), "pid": rec.get("pid"), "host": rec.get("host")}
 
 
+def _other_machine_data(rec: dict) -> dict:
+    """What a refusal says about a holder on another machine: takeover must be explicit."""
+    if same_machine(rec):
+        return {}
+    return {"otherMachine": True, "machine": rec.get("machine"),
+            "takeover": "turnback takeover (or turnback/ownership/takeover with confirm: true)"}
+
+
 # ---------------------------------------------------------------- lease
 
 
@@ -66,12 +133,14 @@ class Lease:
 
     kind = "heads"
 
-    def __init__(self, store_dir: Path, owner_id: str, ttl: float, epoch: int, expires: float):
+    def __init__(self, store_dir: Path, owner_id: str, ttl: float, epoch: int, expires: float,
+                 clock: Clock = time.time):
         self.store_dir = Path(store_dir)
         self.owner_id = owner_id
         self.ttl = ttl
         self.epoch = epoch
         self.expires = expires
+        self.clock = clock
         self.pid = os.getpid()
         self.host = _host()
 
@@ -81,8 +150,11 @@ class Lease:
 
     @classmethod
     def acquire(cls, store_dir: str | os.PathLike, *, ttl: float = 30.0,
-                owner_id: str | None = None) -> "Lease":
-        """Take the lease, bumping the epoch; NotOwner if someone else holds it unexpired."""
+                owner_id: str | None = None, clock: Clock = time.time,
+                force: bool = False) -> "Lease":
+        """Take the lease, bumping the epoch; NotOwner if someone else holds it unexpired.
+
+        `force` takes it from a live holder too (an explicit, confirmed takeover only)."""
         store_dir = Path(store_dir)
         owner_id = owner_id or uuid.uuid4().hex
         with _locked(store_dir / LEASE_LOCK):
@@ -93,21 +165,22 @@ class Lease:
                 epoch_floor = _epoch_floor(store_dir)
             else:
                 epoch_floor = 0
-            now = time.time()
-            if rec and not rec.get("released") and rec.get("expires", 0) > now \
+            now = clock()
+            if rec and not force and not rec.get("released") and rec.get("expires", 0) > now \
                     and rec.get("id") != owner_id and not _holder_gone(rec):
                 raise NotOwner(
                     f"the store is leased by process {rec.get('pid')} on {rec.get('host')} "
                     f"until {time.ctime(rec['expires'])}",
-                    data={"owner": _owner(rec), "expires": rec["expires"], "epoch": rec.get("epoch")})
+                    data={"owner": _owner(rec), "expires": rec["expires"], "epoch": rec.get("epoch"),
+                          **_other_machine_data(rec)})
             epoch = max(int(rec.get("epoch", 0)) if rec else 0, epoch_floor) + 1
-            lease = cls(store_dir, owner_id, ttl, epoch, now + ttl)
+            lease = cls(store_dir, owner_id, ttl, epoch, now + ttl, clock)
             lease._write()
             return lease
 
     def _write(self, *, released: bool = False) -> None:
         write_record(self.path, "lease", {
-            "id": self.owner_id, "host": self.host, "pid": self.pid, "epoch": self.epoch,
+            "id": self.owner_id, **_identity(), "pid": self.pid, "epoch": self.epoch,
             "started": _own_start_time(),
             "expires": 0.0 if released else self.expires, "ttl": self.ttl, "released": released})
 
@@ -130,9 +203,19 @@ class Lease:
             rec = _read(self.path, "lease")
         except CorruptStore:
             rec = None
+        except OSError as exc:
+            raise _unreachable(self, exc) from None
         self._still_ours(rec)
-        if rec["expires"] <= time.time():
+        if rec["expires"] <= self.clock():
             raise self._refuse(rec, "the lease expired")
+
+    @contextlib.contextmanager
+    def fenced(self) -> Iterator[None]:
+        """Hold the lease lock, check the lease, and let the caller publish inside the block: no
+        takeover can fall between the check and the write (a takeover needs the same lock)."""
+        with _locked(self.store_dir / LEASE_LOCK):
+            self.check()
+            yield
 
     def renew(self) -> None:
         """Extend the expiry. Works after a lapse only if no one took the lease meanwhile."""
@@ -142,7 +225,7 @@ class Lease:
             except CorruptStore:
                 rec = None
             self._still_ours(rec)
-            self.expires = time.time() + self.ttl
+            self.expires = self.clock() + self.ttl
             self._write()
 
     def release(self) -> None:
@@ -152,6 +235,14 @@ class Lease:
     def owner_info(self) -> dict:
         return {"id": self.owner_id, "pid": self.pid, "host": self.host, "epoch": self.epoch,
                 "expires": self.expires, "kind": "lease"}
+
+
+def _unreachable(holder, exc: OSError) -> NotOwner:
+    """The ownership record cannot be reached without following a link (the store was moved away
+    and linked back, say): the store at this path is not the one we own, so we stop writing."""
+    return NotOwner(f"this process no longer owns the store at {holder.store_dir}: its ownership "
+                    f"record cannot be reached safely ({exc.strerror or exc})",
+                    data={"owner": None, "epoch": holder.epoch, "path": str(holder.store_dir)})
 
 
 def _release(holder, lock_name: str, kind: str) -> None:
@@ -175,7 +266,11 @@ def _holder_gone(rec: dict) -> bool:
     nothing: waiting out its expiry would only lock the user out after a crash. The takeover still
     bumps the epoch, so nothing the dead holder left half-written can be published later."""
     started = rec.get("started")
-    if rec.get("host") != _host() or not isinstance(started, (int, float)):
+    if not same_machine(rec):
+        return False
+    if _earlier_boot(rec):
+        return True
+    if not isinstance(started, (int, float)):
         return False
     pid = rec.get("pid")
     return isinstance(pid, int) and not process_alive(pid, started)
@@ -231,8 +326,9 @@ class PidLock:
     @classmethod
     def acquire(cls, store_dir: str | os.PathLike, *, owner_id: str | None = None,
                 force: bool = False) -> "PidLock":
-        """Take the lock; NotOwner while a live process holds it. A lock from another host is
-        never judged stale automatically (its processes cannot be seen); `force` overrides that."""
+        """Take the lock; NotOwner while a live process holds it. A lock from another machine is
+        never judged stale automatically (its processes cannot be seen); `force` overrides that
+        (an explicit, confirmed takeover only)."""
         store_dir = Path(store_dir)
         owner_id = owner_id or uuid.uuid4().hex
         with _locked(store_dir / PID_LOCK):
@@ -243,21 +339,30 @@ class PidLock:
             if rec and not force and rec.get("id") != owner_id and _pid_held(rec):
                 raise NotOwner(
                     f"the store is locked by process {rec.get('pid')} on {rec.get('host')}",
-                    data={"owner": _owner(rec), "epoch": rec.get("epoch")})
+                    data={"owner": _owner(rec), "epoch": rec.get("epoch"), **_other_machine_data(rec)})
             lock = cls(store_dir, owner_id, (int(rec.get("epoch", 0)) if rec else 0) + 1)
             lock._write()
             return lock
 
     def _write(self, *, released: bool = False) -> None:
         write_record(self.path, "pidlock", {
-            "id": self.owner_id, "pid": self.pid, "host": self.host,
+            "id": self.owner_id, "pid": self.pid, **_identity(), "host": self.host,
             "create_time": self.create_time, "epoch": self.epoch, "released": released})
+
+    @contextlib.contextmanager
+    def fenced(self) -> Iterator[None]:
+        """Hold the lock file's flock while checking and publishing (see Lease.fenced)."""
+        with _locked(self.store_dir / PID_LOCK):
+            self.check()
+            yield
 
     def check(self) -> None:
         try:
             rec = _read(self.path, "pidlock")
         except CorruptStore:
             rec = None
+        except OSError as exc:
+            raise _unreachable(self, exc) from None
         if rec is None or rec.get("id") != self.owner_id or rec.get("epoch") != self.epoch \
                 or rec.get("released"):
             raise NotOwner("this process no longer owns the store",
@@ -278,8 +383,10 @@ class PidLock:
 def _pid_held(rec: dict) -> bool:
     if rec.get("released"):
         return False
-    if rec.get("host") != _host():
+    if not same_machine(rec):
         return True
+    if _earlier_boot(rec):
+        return False
     return process_alive(int(rec.get("pid", -1)), float(rec.get("create_time", 0.0)))
 
 
@@ -295,13 +402,13 @@ def open_ownership(store_dir: str | os.PathLike, kind: str, **kwargs) -> Lease |
     raise InvalidParams(f"unknown store kind {kind!r}")
 
 
-def who_owns(store_dir: str | os.PathLike, kind: str) -> dict | None:
+def who_owns(store_dir: str | os.PathLike, kind: str, *, clock: Clock = time.time) -> dict | None:
     """Read-only probe: the current owner's {id, pid, host, epoch, ...}, or None if free."""
     store_dir = Path(store_dir)
     try:
         if kind == "heads":
             rec = _read(store_dir / LEASE_FILE, "lease")
-            held = bool(rec) and not rec.get("released") and rec.get("expires", 0) > time.time()
+            held = bool(rec) and not rec.get("released") and rec.get("expires", 0) > clock()
         elif kind == "pid":
             rec = _read(store_dir / PID_FILE, "pidlock")
             held = bool(rec) and _pid_held(rec)
@@ -311,4 +418,14 @@ def who_owns(store_dir: str | os.PathLike, kind: str) -> dict | None:
         return None
     if not held:
         return None
-    return {**_owner(rec), "epoch": rec.get("epoch"), "expires": rec.get("expires"), "kind": kind}
+    return {**_owner(rec), "epoch": rec.get("epoch"), "expires": rec.get("expires"), "kind": kind,
+            "machine": rec.get("machine"), "sameMachine": same_machine(rec)}
+
+
+def takeover(store_dir: str | os.PathLike, kind: str, *, confirm: bool, **kwargs) -> Lease | PidLock:
+    """Take the store from whoever holds it, live or not, on this machine or another: only with
+    `confirm=True` (the user said yes to a prompt naming the holder). The epoch grows, so anything
+    the old holder publishes afterwards is refused (see `fenced`)."""
+    if confirm is not True:
+        raise InvalidParams("a takeover must be confirmed (confirm: true)", data={"field": "confirm"})
+    return open_ownership(store_dir, kind, force=True, **kwargs)

@@ -31,6 +31,7 @@ class OpenReport:
     head: int | None
     replayed: int
     torn: object | None  # journal.TornTail when a torn tail was cut (or would be, for an observer)
+    damage: object | None = None  # journal.Damage: valid frames after a bad one (kept as evidence)
 
 
 def new_session(config: dict | None = None) -> SessionState:
@@ -49,6 +50,7 @@ class Book:
         self.journal = journal  # None for an observer
         self.published_op = state.last_op
         self.last_publish = time.monotonic()
+        self.on_lost: list = []  # called once when this owner finds its ownership gone
         # Transactions whose outcome is not durable yet (txn id -> retry returning True once it is).
         # While any is left, nothing else is written: see travel/transaction.py.
         self.unsettled: dict = {}
@@ -62,16 +64,22 @@ class Book:
             state = new_session(config)
         path = store.journal_path(state.session_id)
         if owner is not None:
+            if store.kind == "heads":
+                store.heads.clear_placeholders()
             journal, frames, torn = journal_mod.Journal.open(path)
+            scan = None
         else:
             scan = journal_mod.scan(path) if Path(path).exists() else None
             journal, frames, torn = None, (scan.frames if scan else []), (scan.torn if scan else None)
+        damage = scan.damage if owner is None and scan else None
+        if isinstance(torn, journal_mod.Damage):
+            torn, damage = None, torn
         before = state.last_op
         for frame in frames:
             apply(state, frame)
         book = cls(store, owner, codec, state, head, journal)
         book.published_op = before
-        return book, OpenReport(head.seq if head else None, state.last_op - before, torn)
+        return book, OpenReport(head.seq if head else None, state.last_op - before, torn, damage)
 
     @staticmethod
     def _read_published(store, codec: StateCodec):
@@ -100,10 +108,16 @@ class Book:
         return self.owner is None
 
     def require_owner(self) -> None:
+        """Before any write (objects included): NotOwner unless this process still owns the store.
+        An owner that finds its lease or lock taken stops writing from then on (`lose_ownership`)."""
         if self.owner is None:
             info = _owner_info(self.store)
             raise NotOwner(_not_owner_message(info), data={"owner": info})
-        self.owner.check()
+        try:
+            self.owner.check()
+        except NotOwner:
+            self.lose_ownership()
+            raise
         if self.unsettled:
             self._settle_first()
 
@@ -116,6 +130,20 @@ class Book:
                 "an interrupted rewind or redo could not be finished or rolled back yet (the disk "
                 "refuses writes); nothing else is changed until it is, and its intent record stays "
                 "for the next open", code="recovery-pending", data={"txns": sorted(self.unsettled)})
+
+    def lose_ownership(self) -> None:
+        """Become a read-only observer: another process took the store (its epoch is newer)."""
+        if self.owner is None:
+            return
+        self.owner = None
+        if self.journal is not None:
+            try:
+                self.journal.close()
+            except OSError:
+                pass
+            self.journal = None
+        for fn in list(self.on_lost):
+            fn()
 
     def record(self, op: dict, *, sync: bool = False) -> dict:
         """Append one operation to the journal, then fold it into the state."""
@@ -160,8 +188,21 @@ class Book:
         return seq
 
     def commit_body(self, state: SessionState, body: str, *, txn: str | None = None) -> int | None:
-        """The single commit point: the head record (or sidecar record) that names `body`."""
-        self.owner.check()
+        """The single commit point: the head record (or sidecar record) that names `body`.
+
+        Written inside the owner's fence: ownership is checked under the lock a takeover needs, so a
+        head (or sidecar) is never published at an epoch that another owner has superseded."""
+        if self.owner is None:
+            info = _owner_info(self.store)
+            raise NotOwner(_not_owner_message(info), data={"owner": info})
+        try:
+            with self.owner.fenced():
+                return self._write_commit(state, body, txn)
+        except NotOwner:
+            self.lose_ownership()
+            raise
+
+    def _write_commit(self, state: SessionState, body: str, txn: str | None) -> int | None:
         if self.store.kind == "heads":
             running = state.running
             last = state.turns[-1].prompt if state.turns else ""

@@ -24,6 +24,18 @@ def changes_from(state: SessionState, n: int) -> Iterator[tuple[str, Image, Imag
             yield rel, before, after, None
 
 
+def checkpoint_modes(state: SessionState, n: int) -> dict[str, int | None]:
+    """The permission bits with each image of C(n): the before-mode of the same first change
+    (None when it was not recorded)."""
+    result: dict[str, int | None] = {}
+    for k in range(n, state.turn_count + 1):
+        for rel, entry in state.turn(k).files.items():
+            result.setdefault(rel, entry.before_mode)
+        for rel in state.between.get(k, {}):
+            result.setdefault(rel, state.between_modes.get(k, {}).get(rel))
+    return result
+
+
 def checkpoint(state: SessionState, n: int) -> dict[str, Image]:
     """C(n) for every path changed since turn n began; paths not listed are unchanged since then."""
     result: dict[str, Image] = {}

@@ -90,11 +90,13 @@ class StateCodec:
         for k, changes in state.between.items():
             between[k] = {rel: list(pair) for rel, pair in changes.items()}
             refs.update(i for pair in changes.values() for i in pair if is_digest(i))
+        between_modes = {k: dict(v) for k, v in state.between_modes.items() if v}
         root = {
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             # Packed 16-byte digests in order (a hex list in stores written before format 2): the
             # root is rewritten by every publication, so its size is paid 2,850 times a long session.
             "turns": _pack_ordered(turn_digests), "between": between,
+            **({"betweenModes": between_modes} if between_modes else {}),
             "betweenBy": [[k, rel, by] for (k, rel), by in state.between_by.items()],
             "known": _pack_ordered(known_digests),  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
@@ -136,8 +138,10 @@ class StateCodec:
                     and self._present(cached[2]):
                 digest, ref_list = cached[1], cached[2]
             else:
-                shard = known.shard(i)
-                digest = self._put(dumps("known", {"map": shard}))
+                shard, modes = known.shard(i), known.shard_modes(i)
+                # modes only when some are known: a shard without any encodes as it always did
+                digest = self._put(dumps("known", {"map": shard, "modes": modes} if modes
+                                         else {"map": shard}))
                 shard_refs = {im for im in shard.values() if is_digest(im)} | {digest}
                 ref_list = self._ref_list(digest, shard_refs)
                 self._shard_cache[i] = (key, digest, ref_list)
@@ -216,11 +220,14 @@ class StateCodec:
                        for d in _digests(root["turns"], body_digest)]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
+        state.between_modes = {int(k): dict(v) for k, v in root.get("betweenModes", {}).items()}
         state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
-        known = {}
+        known, modes = {}, {}
         for shard in _digests(root["known"], body_digest):
-            known.update(self._get(shard, "known")["map"])
-        state.known = KnownMap(known)
+            doc = self._get(shard, "known")
+            known.update(doc["map"])
+            modes.update(doc.get("modes", {}))  # format 1 stores carry none: modes unknown
+        state.known = KnownMap(known, modes)
         state.directives = {d["id"]: Directive.from_dict(d)
                             for d in self._get(root["directives"], "directives")["items"]}
         state.workflow = {k: list(v) for k, v in self._get(root["workflow"], "workflow").items()}

@@ -38,26 +38,35 @@ def _image(state: SessionState, op: dict) -> None:
     """A new image of one path. Inside the running turn it mints or updates the checkpoint entry;
     between turns it is a loose change that the next pre-turn checkpoint will include."""
     rel, after = op["rel"], op["after"]
+    mode, before_mode = op.get("mode"), op.get("beforeMode")  # absent in older journals
     turn = state.running
     if turn is not None and op.get("turn") == turn.n:
         entry = turn.files.get(rel)
         if entry is None:
-            turn.files[rel] = FileEntry(rel, turn.n, op["ts"], op["before"], after)
+            turn.files[rel] = FileEntry(rel, turn.n, op["ts"], op["before"], after,
+                                        before_mode=before_mode, after_mode=mode)
         else:
             entry.after = after
+            entry.after_mode = mode
             entry.captures += 1
     else:
         bucket = state.between.setdefault(state.turn_count, {})
+        modes = state.between_modes.setdefault(state.turn_count, {})
+        if rel not in bucket:
+            modes[rel] = before_mode
         first_before = bucket[rel][0] if rel in bucket else op["before"]
         bucket[rel] = (first_before, after)
         if op.get("by"):
             state.between_by[(state.turn_count, rel)] = op["by"]
     state.known[rel] = after
+    state.known.set_mode(rel, mode)
 
 
 def _seen(state: SessionState, op: dict) -> None:
     """Images learned without a change (a first sweep, an opened file): they only update what we know."""
     state.known.update(op["images"])
+    for rel, mode in op.get("modes", {}).items():
+        state.known.set_mode(rel, mode)
     if op.get("covered"):
         state.config["swept"] = True  # a full sweep has covered the workspace (kept across processes)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat as statmod
 
@@ -14,7 +15,10 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not ha
 
 
 def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, str | None]:
-    """The digest of what is on disk now, without storing it: (image, None) or (None, gap reason)."""
+    """The digest of what is on disk now, without storing it: (image, None) or (None, gap reason).
+    Inside `.git` the answer is always the gap `git-internal`: no plan ever writes there."""
+    if ws.git_internal(rel):
+        return None, "git-internal"
     try:
         ws.check_components(rel)
     except SymlinkRefused as exc:
@@ -94,12 +98,27 @@ def current_mode(ws, rel: str) -> int | None:
     return statmod.S_IMODE(st.st_mode) if statmod.S_ISREG(st.st_mode) else None
 
 
+@contextlib.contextmanager
+def planned_modes(ws, modes: dict):
+    """While a transaction runs: the permission bits to write each (rel, image) with. The plan knows
+    them (images carry their modes); the transaction only passes paths and images to `put_image`."""
+    previous = getattr(ws, "_planned_modes", None)
+    ws._planned_modes = dict(modes or {})
+    try:
+        yield
+    finally:
+        ws._planned_modes = previous
+
+
 def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -> None:
     """Make the disk hold `image` at rel: write it (temp + fsync + rename + folder fsync) or delete it.
 
     The components are checked just before the write, so a link planted since planning is refused;
     the bytes are verified against their digest while they are streamed, and a mismatch aborts
     before the rename, so a corrupt object is never restored."""
+    if ws.git_internal(rel):
+        raise SymlinkRefused(f"{rel!r} is inside .git; turnback never restores Git's own data",
+                             data={"path": rel, "reason": "git-internal"})
     ws.check_components(rel)
     path = ws.abs_path(rel)
     if image == ABSENT:
@@ -114,15 +133,11 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
                            data={"path": rel, "digest": image})
     ws.ensure_parent_dirs(rel)
     if mode is None:
+        mode = (getattr(ws, "_planned_modes", None) or {}).get((rel, image))
+    if mode is None:
         mode = current_mode(ws, rel)
     if mode is None:
-        mode = 0o666 & ~_umask()
+        mode = ws.dir_mode & 0o666  # what a new file gets under the user's umask
+    # The mode is set on the temp file's descriptor before the rename, never by path afterwards: a
+    # path can be swapped for a link the moment after the rename, and chmod follows links.
     fsio.write_atomic(path, objects.iter_chunks(image), mode=mode)
-    if statmod.S_IMODE(os.lstat(path).st_mode) != mode:
-        fsio.chmod(path, mode)  # the temp file was created under the umask
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

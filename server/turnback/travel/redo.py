@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN
 from ..model.session import SessionState
-from .disk import disk_images_job, drain
+from .disk import current_mode, disk_images_job, drain
 from .rewind import _file, _unique, _wire_gap, plan_hash
 from .user_edits import kept_paths, user_edit_fields
 
@@ -26,6 +26,7 @@ class RedoPlan:
     result: dict  # {planHash, headSeq, turnCount, files, gaps, summary}
     new_state: SessionState
     changes: list[tuple[str, str]]
+    modes: dict = field(default_factory=dict)  # (rel, image) -> permission bits, as in rewind
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
@@ -114,6 +115,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     target_state = codec.read(head.body)
     gaps: list[Gap] = []
     files, changes = [], []
+    modes: dict = {}
     # A path the head never saw was created later: leave it alone. A path with the same image in
     # both states gives redo nothing to do.
     paths = sorted(rel for rel, to in target_state.known.items() if to != state.known.get(rel))
@@ -138,6 +140,10 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             action = "delete" if to == ABSENT else "restore"
             files.append(_file(ws, rel, action, now, to, external,
                                **user_edit_fields(action, external, loose.get(rel, False))))
+            if to != ABSENT and target_state.known.mode(rel) is not None:
+                modes[(rel, to)] = target_state.known.mode(rel)
+            if now != ABSENT and current_mode(ws, rel) is not None:
+                modes.setdefault((rel, now), current_mode(ws, rel))
     gaps.extend(g for t in target_state.turns for g in t.gaps)
     gaps = _unique(gaps)
     result = {"headSeq": head_seq, "turnCount": head.turn_count,
@@ -163,7 +169,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.last_op = state.last_op
     new_state.frozen = False
     new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
-    return RedoPlan(result, new_state, changes)
+    return RedoPlan(result, new_state, changes, modes)
 
 
 def _last_loose(state: SessionState) -> dict:

@@ -10,6 +10,7 @@ a readable summary. The new session state is derived alongside it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
@@ -22,8 +23,8 @@ from ..errors import InvalidParams, TurnRunning, UnknownTurn
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
-from ..timeline.checkpoints import changes_from, checkpoint
-from .disk import disk_images_job, drain, read_text
+from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
+from .disk import current_mode, disk_images_job, drain, read_text
 from .user_edits import USER_EDIT_WORDS, keep_user_edits, user_edit_fields
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
@@ -34,6 +35,9 @@ class Derived:
     candidate: dict  # the contract's Candidate
     new_state: SessionState
     changes: list[tuple[str, str]]  # (rel, target image) for every file the commit writes or deletes
+    # (rel, image) -> permission bits to write it with: the targets, and what is on disk now (for a
+    # rollback); see disk.planned_modes
+    modes: dict = dataclasses.field(default_factory=dict)
 
     @property
     def noop(self) -> bool:
@@ -81,6 +85,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     keep = keep_count(state, boundary)
     discarded = state.turns[keep:]
     target = checkpoint(state, keep + 1)  # C(keep+1): the files as they were when turn keep ended
+    target_modes = checkpoint_modes(state, keep + 1)
+    modes: dict = {}
     on_disk = yield from disk_images_job(ws, sorted(target), objects.hasher, max_bytes=max_bytes)
     loose = _loose_changes(state, keep + 1)
     transients = _transients(state, keep + 1)
@@ -103,13 +109,18 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
                             "turnback never saw this file before it changed"))
             files.append(_file(ws, rel, "unchanged", now, to, external))
             continue
-        if to == now:
+        want_mode, now_mode = target_modes.get(rel), current_mode(ws, rel)
+        if to == now and (want_mode is None or want_mode == now_mode):
             if rel in transients:
                 continue  # created and removed inside a turn: a transient, nothing to do
             action = "unchanged"
         else:
             action = "delete" if to == ABSENT else "restore"
             changes.append((rel, to))
+            if want_mode is not None and to != ABSENT:
+                modes[(rel, to)] = want_mode
+            if now_mode is not None and now != ABSENT:
+                modes.setdefault((rel, now), now_mode)  # a rollback puts the old bits back
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
@@ -131,8 +142,13 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         state.directives, discard_from_turn=keep + 1, texts=texts)
     workflow = {name: len(state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
 
+    for f in files:
+        f["mode"] = target_modes.get(f["path"]) if f["to"] != ABSENT else None
     settled_target = {rel: to for rel, to in target.items() if rel not in unreachable}
     new_state = _new_state(state, keep, settled_target, directives)
+    for rel in settled_target:
+        if target.get(rel) not in (UNKNOWN, None, ABSENT) and target_modes.get(rel) is not None:
+            new_state.known.set_mode(rel, target_modes[rel])
     candidate = {
         "keep": {"turnCount": keep,
                  "last": ({"turn": keep, "prompt": state.turns[keep - 1].prompt} if keep else None)},
@@ -151,11 +167,11 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         candidate["noop"] = True
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
-    return Derived(candidate, new_state, changes)
+    return Derived(candidate, new_state, changes, modes)
 
 
 # Gaps that stop the file restore from putting a path back.
-BLOCKING_GAPS = ("symlink", "unreadable", "too-large", "not-a-file")
+BLOCKING_GAPS = ("symlink", "unreadable", "too-large", "not-a-file", "git-internal")
 
 
 def tail_effects(state: SessionState, keep: int, target: dict, gaps) -> dict:
@@ -198,6 +214,7 @@ def _new_state(state: SessionState, keep: int, target: dict, directives) -> Sess
     new = copy.deepcopy(state)
     new.turns = new.turns[:keep]
     new.between = {k: v for k, v in new.between.items() if k <= keep}
+    new.between_modes = {k: v for k, v in new.between_modes.items() if k <= keep}
     new.between_by = {key: by for key, by in new.between_by.items() if key[0] <= keep}
     for rel, to in target.items():
         if to not in (UNKNOWN, None):

@@ -37,6 +37,7 @@ class Options:
     lease_ttl: float = 30.0
     publish_interval: float = 15.0  # debounced publication inside long turns (heads stores)
     default_ignore: tuple | None = None  # None: capture.ignore.DEFAULT_IGNORE; () turns it off
+    lease_clock: Callable[[], float] | None = None  # wall clock for lease expiry; tests inject one
 
     @classmethod
     def from_init(cls, init: dict | None) -> "Options":
@@ -57,6 +58,12 @@ class Options:
             default_ignore=(tuple(str_list(capture, "defaultIgnore"))
                             if capture.get("defaultIgnore") is not None else None),
         )
+
+    def ownership_kwargs(self, kind: str) -> dict:
+        """How this workbench asks for a store's ownership (a lease's TTL and clock)."""
+        if kind != "heads":
+            return {}
+        return {"ttl": self.lease_ttl, **({"clock": self.lease_clock} if self.lease_clock else {})}
 
 
 @dataclass
@@ -103,6 +110,7 @@ class Workbench:
         self.collection = CollectionFeature(self)
         self.sessions = SessionsFeature(self)
         self.fork = ForkFeature(self)
+        self._watch_ownership()
 
     # -- opening and closing ----------------------------------------------------------------------
     @classmethod
@@ -115,8 +123,7 @@ class Workbench:
         owner = None
         if take_ownership:
             try:
-                owner = store.ownership(ttl=options.lease_ttl) if store.kind == "heads" \
-                    else store.ownership()
+                owner = store.ownership(**options.ownership_kwargs(store.kind))
             except NotOwner:
                 owner = None
         try:
@@ -129,6 +136,8 @@ class Workbench:
             wb = cls(root, options, store, ws, book, recorder, rules)
             wb.open_report = {"head": report.head, "replayed": report.replayed,
                               "tornJournal": bool(report.torn)}
+            if report.damage is not None:  # code corrupt-store: kept as evidence, nothing cut
+                wb.open_report["corruptJournal"] = report.damage.to_wire()
             if owner is not None:
                 wb.open_report["recovered"] = wb.recovery.recover_interrupted()
                 wb.sessions.tidy()
@@ -154,22 +163,37 @@ class Workbench:
         return self.book.owner is not None
 
     def renew(self) -> None:
-        """Called on a timer by the server; never per operation."""
+        """Called on a timer by the server; never per operation. A renewal that finds the lease
+        taken makes this workbench an observer (and tells the clients) before it raises."""
         if self.book.owner is not None:
-            self.book.owner.renew()
+            try:
+                self.book.owner.renew()
+            except NotOwner:
+                self.book.lose_ownership()
+                raise
+
+    def _watch_ownership(self) -> None:
+        self.book.on_lost.append(self._ownership_lost)
+
+    def _ownership_lost(self) -> None:
+        """Another process owns the store now: stop writing, say so (status: observer)."""
+        self.emit_status(force=True)
 
     def try_take_over(self) -> bool:
         """An observer whose owner has gone away becomes the owner (and replays its work)."""
         if self.is_owner:
             return True
         try:
-            owner = self.store.ownership(ttl=self.options.lease_ttl) \
-                if self.store.kind == "heads" else self.store.ownership()
+            owner = self.store.ownership(**self.options.ownership_kwargs(self.store.kind))
         except NotOwner:
             return False
+        return self._become_owner(owner)
+
+    def _become_owner(self, owner) -> bool:
         book, report = Book.open(self.store, owner, config={"storeKind": self.store.kind})
         self.book = book
         self.recorder.book = book
+        self._watch_ownership()
         self.recovery.recover_interrupted()
         self.collection.schedule("resume")
         self.emit_status()
@@ -225,7 +249,7 @@ class Workbench:
             "turnCount": self.state.turn_count,
             "headSeq": self.book.head.seq if self.book.head else None,
             "liveGaps": len(self.state.live_gaps),
-            "recovery": len(self.recovery.records()),
+            "recovery": self.recovery.count(),
             "frozen": self.state.frozen,
             "parentId": self.state.lineage.get("parentId"),
             "epoch": self.state.epoch,
@@ -243,7 +267,7 @@ class Workbench:
                 "ownership": "owner" if self.is_owner else "observer",
                 "collecting": self.collecting,
                 "headSeq": self.book.head.seq if self.book.head else None,
-                "recovery": len(self.recovery.records())}
+                "recovery": self.recovery.count()}
 
     def emit_status(self, *, force: bool = False) -> None:
         status = self.status()
@@ -282,6 +306,7 @@ class Workbench:
         """The pre-turn (and settle) sweep: a job that yields every few files."""
         if not self.options.sweep or not self.is_owner:
             return 0
+        self.book.require_owner()  # before the sweep stores a single object
         from ..capture.sweep import StatCache, iter_sweep
 
         cache_path = self.store.cache_dir / "stat.cbor"

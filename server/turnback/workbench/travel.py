@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import NotFound, TurnbackError
+from ..errors import CorruptStore, NotFound, TurnbackError
 from ..store import fsio
 from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
-from ..travel.disk import put_image
+from ..travel.disk import planned_modes, put_image
 from ..travel.rewind import derive_job
 from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits
@@ -81,8 +81,9 @@ class RewindFeature:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
             derived = derived.keeping_user_edits(wb.state)
-        return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                       getattr(derived, "kept", ())))
+        with planned_modes(wb.ws, derived.modes):
+            return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
+                                           getattr(derived, "kept", ())))
 
 
 class RedoFeature:
@@ -148,8 +149,9 @@ class RedoFeature:
             return {"status": "stale", "plan": plan.result}
         if keep:
             plan = keep_user_edits(plan, wb.state)
-        return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                       getattr(plan, "kept", ())))
+        with planned_modes(wb.ws, plan.modes):
+            return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
+                                           getattr(plan, "kept", ())))
 
 
 class RecoveryFeature:
@@ -160,14 +162,36 @@ class RecoveryFeature:
         return Path(self.wb.store.recovery_dir)
 
     def records(self) -> list[dict]:
+        """The readable recovery records; a damaged one is left out here (see `damaged`), so one
+        flipped bit never stops capture, begin, status or the resolving of the others."""
+        return [rec for rec in self._scan() if "damage" not in rec]
+
+    def damaged(self) -> list[dict]:
+        """Recovery records that cannot be read, by id: kept as evidence until dismissed."""
+        return [rec for rec in self._scan() if "damage" in rec]
+
+    def _scan(self) -> list[dict]:
         folder = self._dir()
         if not folder.is_dir():
             return []
         out = []
         for name in sorted(os.listdir(folder)):
             if name.endswith(".cbor") and not fsio.is_temp_name(name):
-                out.append(read_record(folder / name, transaction.RECOVERY_KIND))
+                try:
+                    out.append(read_record(folder / name, transaction.RECOVERY_KIND))
+                except CorruptStore as exc:
+                    out.append({"id": name[:-len(".cbor")], "damage": exc})
         return out
+
+    def count(self) -> int:
+        """Pending records, damaged ones included (they need the user too)."""
+        return len(self._scan())
+
+    def wire_damaged(self, record: dict) -> dict:
+        exc = record["damage"]
+        return {"id": record["id"], "operation": None, "created": None, "paths": [],
+                "reason": f"this recovery record is damaged and cannot be read: {exc.message}",
+                "backups": [], "damaged": True, "code": exc.code}
 
     def wire(self, record: dict) -> dict:
         to_uri = self.wb.ws.to_uri
@@ -177,7 +201,8 @@ class RecoveryFeature:
 
     def list(self, params=None) -> dict:
         P.obj(params)
-        return {"recovery": [self.wire(r) for r in self.records()]}
+        return {"recovery": [self.wire(r) for r in self.records()]
+                + [self.wire_damaged(r) for r in self.damaged()]}
 
     def resolve(self, params) -> dict:
         p = P.obj(params)
@@ -185,10 +210,20 @@ class RecoveryFeature:
         action = P.field(p, "action", str, choices=("retry", "dismiss"))
         wb = self.wb
         wb.book.require_owner()
-        record = next((r for r in self.records() if r["id"] == rid), None)
+        record = next((r for r in self._scan() if r["id"] == rid), None)
         if record is None:
             raise NotFound(f"no recovery record {rid!r}", data={"id": rid})
         path = self._dir() / f"{rid}.cbor"
+        if "damage" in record:
+            if action == "retry":
+                raise CorruptStore(f"recovery record {rid} is damaged: there is nothing to retry; "
+                                   "dismiss it once you have looked at the files",
+                                   data={"id": rid, "path": str(path)})
+            if not transaction.remove_record(path):
+                raise TurnbackError(f"the recovery record {rid} could not be removed; it stays",
+                                    code="io-error", data={"id": rid})
+            wb.emit_status()
+            return {"status": "dismissed", "recovery": self.list()["recovery"]}
         status = "dismissed"
         if action == "retry":
             failed = retry_record(wb, record)

@@ -15,25 +15,20 @@ Two separate checks, on purpose:
   including the target; any symbolic link, or an existing parent that is not a folder, is refused.
   Nothing is ever followed, so "a/../b" with a symlinked "a" is refused here before any write.
 
-What is and is not guaranteed (time of check versus time of use)
------------------------------------------------------------------
-`check_components` and `ensure_parent_dirs` look at the file system at one instant. A process that can
-write inside the workspace could swap a checked folder for a symbolic link between the check and the
-write that follows. We do not claim to close that window completely: doing so needs every write to walk
-the path with `openat(dirfd, component, O_NOFOLLOW|O_DIRECTORY)` and create files relative to the final
-folder descriptor, which the path-based `fsio` seam does not offer today. What we do:
+What is guaranteed (time of check versus time of use)
+-----------------------------------------------------
+`check_components` and `ensure_parent_dirs` look at the file system at one instant; they give a
+clear refusal (`SymlinkRefused`) for what is already there. A process that can write inside the
+workspace could still swap a checked folder for a symbolic link right after the check. That window
+is closed in the seam itself: a `Workspace` registers its root with `fsio.fence_root`, and from then
+on every mutation below the root opens each folder of the path with `O_NOFOLLOW|O_DIRECTORY`
+relative to the one above and acts on the last folder's descriptor (`store/anchored.py`). A folder
+that became a link fails that walk (ELOOP or ENOTDIR) and nothing is written through it; a final
+component is never followed either (`O_NOFOLLOW`, `O_EXCL`, modes set with `fchmod`). Callers keep
+passing paths.
 
-* callers re-run `check_components` immediately before each individual write or delete (not once per
-  plan), which shrinks the window to the few microseconds between an `lstat` and the `open`/`rename`;
-* `fsio` itself opens and creates files with `O_NOFOLLOW` and `O_EXCL`, so the *final* component is
-  never followed even inside that window, and a temp file is never created through a link;
-* `ensure_parent_dirs` creates one folder level at a time and `lstat`s each folder it created or found,
-  so a link planted in the middle of the chain is refused rather than descended into.
-
-The remaining exposure is a racing local process that already has write access to the workspace
-swapping a *parent* folder for a link inside that microsecond window. Such a process can already write
-the workspace directly, so this is not an escalation for the workspace itself; it could redirect one
-restore write elsewhere that the user can write. A future `openat`-based fsio can close it.
+Inside `.git` (a folder, or a worktree's or submodule's `.git` file) nothing is captured or restored
+(`git_internal`): those bytes belong to Git.
 """
 
 from __future__ import annotations
@@ -110,6 +105,8 @@ class Workspace:
         # (0o777 minus the umask), because these are the user's project folders, not private store
         # folders. fsio.mkdir sets the mode exactly, so we compute it rather than pass 0o777.
         self.dir_mode = 0o777 & ~_current_umask()
+        # Every write below the root is resolved from it without following links (store/anchored.py).
+        fsio.fence_root(self.root)
 
     # ------------------------------------------------------------------ lexical
 
@@ -148,6 +145,13 @@ class Workspace:
         folded = rel.casefold()
         return folded in self._store_folds or (bool(self._store_prefixes)
                                                and folded.startswith(self._store_prefixes))
+
+    @staticmethod
+    def git_internal(rel: str) -> bool:
+        """True for a `.git` folder or file (a worktree's or submodule's) and anything under one.
+        Git owns those bytes: turnback never captures or restores them (a rewind lists the
+        `git-head-and-index` gap instead)."""
+        return rel == ".git" or rel.startswith(".git/") or rel.endswith("/.git") or "/.git/" in rel
 
     def _refuse(self, ref: object, why: str) -> OutsideWorkspace:
         return OutsideWorkspace(f"{ref!r} is outside the workspace {str(self.root)!r}: {why}",
