@@ -63,7 +63,8 @@ def parse(argv: list[str]):
         return None
     sub = rest[1]
     valued, flags, positional = _TURN[sub]
-    ns.update(command="turn", turn_command=sub, **_DEFAULTS[sub])
+    ns.update(command="turn", turn_command=sub,
+              **{k: list(v) if isinstance(v, list) else v for k, v in _DEFAULTS[sub].items()})
     found = []
     j = 2
     while j < len(rest):
