@@ -95,6 +95,7 @@ _REGISTRY = {
     "hook-roundtrip": "live:run_hook_roundtrip",
     "watcher-fallback": "live:run_watcher_fallback",
     "live-resources": "live:run_live_resources",
+    "agent-hooks": "agenthooks:run",
 }
 
 
@@ -107,7 +108,7 @@ def _load(name: str) -> Callable[[Context], None]:
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
-             "hook-roundtrip", "watcher-fallback", "live-resources")
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks")
 
 
 # ---------------------------------------------------------------------------------------- output

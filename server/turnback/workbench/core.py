@@ -90,6 +90,7 @@ class Workbench:
         self._last_status: dict | None = None
         from .collection import CollectionFeature
         from .directives import DirectivesFeature
+        from .fork import ForkFeature
         from .sessions import SessionsFeature
         from .travel import RecoveryFeature, RedoFeature, RewindFeature
         from .turns import TurnsFeature
@@ -101,6 +102,7 @@ class Workbench:
         self.directives = DirectivesFeature(self)
         self.collection = CollectionFeature(self)
         self.sessions = SessionsFeature(self)
+        self.fork = ForkFeature(self)
 
     # -- opening and closing ----------------------------------------------------------------------
     @classmethod
