@@ -207,3 +207,16 @@ def test_every_routed_command_runs_through_the_owner_with_its_options(root):
     info = json.loads(tb(root, "--json", "info").stdout)
     assert info["background"] is True and info["turnCount"] == 0 and text
     tb(root, "daemon", "stop")
+
+
+def test_fork_runs_through_the_owner(root, tmp_path):
+    if tb(root, "fork", "--help", check=False).returncode != 0:
+        pytest.skip("`turnback fork` is not registered on the command line of this build")
+    tb(root, "--json", "serve", "--background", "--idle-exit", "60")
+    tb(root, "turn", "begin", "--prompt", "first")
+    (root / "a.txt").write_text("two\n")
+    tb(root, "turn", "settle")
+    out = json.loads(tb(root, "--json", "fork", "--turn", "1", "--worktree", "../branch", "--yes").stdout)
+    assert out["confirm"]["status"] == "forked", out
+    assert (root.parent / "branch" / "a.txt").read_text() == "two\n"  # relative to this command
+    tb(root, "daemon", "stop")

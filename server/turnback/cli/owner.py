@@ -17,7 +17,7 @@ from ..remote import client
 from .remote import CODE_CLASSES
 
 # Commands whose `ctx.open()` returns an OwnerWorkbench when an owner answers.
-ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn"}
+ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork"}
 
 
 class _Job:
@@ -108,10 +108,17 @@ class OwnerWorkbench:
                                           "list": "turnback/directive/list"})
         self.sessions = _Feature(self, {"log": "turnback/session/log", "list": "turnback/session/list"})
         self.collection = _Feature(self, {"run": "turnback/collect/run"})
+        self.fork = _Feature(self, {"prepare": "turnback/fork/prepare",
+                                    "prepare_job": "turnback/fork/prepare",
+                                    "confirm": "turnback/fork/confirm",
+                                    "confirm_job": "turnback/fork/confirm"})
 
     def call(self, method: str, params=None, timeout: float = 3600.0):
         if method != "turnback/session/info":
             self._info = None  # anything may change what info says
+        if isinstance(params, dict) and isinstance(params.get("worktree"), str):
+            # the owner runs elsewhere: a folder named on this command line is taken from here
+            params = {**params, "worktree": os.path.abspath(params["worktree"])}
         try:
             return client.call(self.root, method, params or {}, store=self.store.path, timeout=timeout)
         except client.RemoteError as exc:
