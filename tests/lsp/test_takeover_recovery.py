@@ -53,7 +53,8 @@ async def test_an_observer_takes_over_from_an_owner_killed_mid_commit(ws, server
         shutil.copytree(ws, root, symlinks=True)
         victim = await servers(root, "emacs", env={"TURNBACK_CRASH_AT": str(crash_at)})
         await victim.until(lambda: not victim.status[-1]["collecting"], what="start-up collection")
-        watcher = await servers(root, "vscode")
+        # a plain observer (one attached to the owner's socket would answer with the owner's view)
+        watcher = await servers(root, "vscode", env={"TURNBACK_ATTACH": "off"})
         assert (await watcher.req("turnback/session/info", {}))["ownership"] == "observer"
         cand = await victim.req("turnback/rewind/prepare", {"boundary": boundary})
         commit = asyncio.ensure_future(victim.req(
