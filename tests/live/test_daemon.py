@@ -182,3 +182,41 @@ def test_an_owner_that_cannot_be_reached_still_refuses_with_status_3(root):
         assert proc.returncode == 3 and "owns the store" in proc.stderr
     finally:
         wb.close()
+
+
+def test_every_routed_command_runs_through_the_owner_with_its_options(root):
+    """rewind/redo with --keep-user-edits, recovery, gc, log and info: commands.py itself runs
+    against the owner, so the options of the direct path reach the owner unchanged."""
+    from turnback.cli.owner import ROUTED
+
+    assert {"rewind", "redo", "gc", "recovery", "log", "info", "turn"} <= ROUTED
+    tb(root, "--json", "serve", "--background", "--idle-exit", "60")
+    tb(root, "turn", "begin", "--prompt", "agent edit")
+    (root / "a.txt").write_text("agent\n")
+    tb(root, "turn", "settle")
+    (root / "a.txt").write_text("agent, then the user\n")  # a user edit after the turn
+    out = json.loads(tb(root, "--json", "rewind", "--before-prompt", "1", "--yes",
+                        "--keep-user-edits").stdout)
+    assert out["commit"]["status"] == "committed"
+    assert (root / "a.txt").read_text() == "agent, then the user\n"  # kept, as asked
+    assert json.loads(tb(root, "--json", "recovery").stdout)["recovery"] == []
+    assert "headsRetired" in json.loads(tb(root, "--json", "gc").stdout)
+    redo = json.loads(tb(root, "--json", "redo").stdout)
+    assert redo["available"] is True
+    text = tb(root, "log").stdout
+    info = json.loads(tb(root, "--json", "info").stdout)
+    assert info["background"] is True and info["turnCount"] == 0 and text
+    tb(root, "daemon", "stop")
+
+
+def test_fork_runs_through_the_owner(root, tmp_path):
+    if tb(root, "fork", "--help", check=False).returncode != 0:
+        pytest.skip("`turnback fork` is not registered on the command line of this build")
+    tb(root, "--json", "serve", "--background", "--idle-exit", "60")
+    tb(root, "turn", "begin", "--prompt", "first")
+    (root / "a.txt").write_text("two\n")
+    tb(root, "turn", "settle")
+    out = json.loads(tb(root, "--json", "fork", "--turn", "1", "--worktree", "../branch", "--yes").stdout)
+    assert out["confirm"]["status"] == "forked", out
+    assert (root.parent / "branch" / "a.txt").read_text() == "two\n"  # relative to this command
+    tb(root, "daemon", "stop")

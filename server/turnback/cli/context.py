@@ -48,6 +48,11 @@ class Context:
         """Open the workspace's live session. With `own`, take ownership if no one else holds it (a
         running `turnback serve` does: then this is a read-only observer, and mutations refuse).
         With `must_exist`, a workspace without a store is an error instead of a new store."""
+        from .owner import open_through_owner
+
+        through = open_through_owner(self.args, self.root.resolve(), self.store_path)
+        if through is not None:  # a live owner answers: ask it, never open the store here
+            return through
         from ..workbench import Options, Workbench
 
         root, store = self.root, self.store_path

@@ -1,7 +1,6 @@
 """The `turnback` entry point: a fast path for the commands hooks run, then the full command line.
 
-A hook runs `turnback turn begin|capture|step|respond|settle`, `turnback info` or `turnback log`
-many times a minute. When a live owner listens, such a command needs only the standard library: it
+A hook runs `turnback turn begin|capture|step|respond|settle` many times a minute. When a live owner listens, such a command needs only the standard library: it
 is parsed here by hand (no argparse), sent over the socket, and printed. Anything this parser does
 not recognise exactly (help, an unknown flag, another command), and any workspace without a live
 owner, goes to the full command line (`main.py`), which prints the same things the same way.
@@ -60,14 +59,12 @@ def parse(argv: list[str]):
         else:
             rest.append(tok)
         i += 1
-    if rest in (["info"], ["log"]):
-        ns["command"] = rest[0]
-        return _Args(**ns)
     if len(rest) < 2 or rest[0] != "turn" or rest[1] not in _TURN:
         return None
     sub = rest[1]
     valued, flags, positional = _TURN[sub]
-    ns.update(command="turn", turn_command=sub, **_DEFAULTS[sub])
+    ns.update(command="turn", turn_command=sub,
+              **{k: list(v) if isinstance(v, list) else v for k, v in _DEFAULTS[sub].items()})
     found = []
     j = 2
     while j < len(rest):

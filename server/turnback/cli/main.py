@@ -183,13 +183,9 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_ERROR
     from . import commands
     from .context import Context
-    from .remote import run as through_owner
 
     ctx = Context(args)
     try:
-        routed = through_owner(args, stdout=ctx.stdout, stderr=ctx.stderr, stdin=ctx.stdin)
-        if routed is not None:  # a live owner answered: the store was never opened here
-            return routed
         return int(commands.dispatch(ctx) or 0)
     except NotOwner as exc:
         ctx.fail(exc)

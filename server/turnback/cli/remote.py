@@ -1,9 +1,9 @@
-"""The command line through the live owner: each command as requests over the private socket.
+"""The hook path: `turnback turn …` through the live owner with the standard library only.
 
-When a sidecar owns the store and listens, a command never opens the store itself: it asks the owner,
-and prints exactly what the direct path (`commands.py`) prints, with the same exit statuses. When no
-owner answers, `run` returns None and the caller takes the direct path. Import-light on purpose:
-the standard library and `remote.client` only, `render.py` when text is printed.
+`cli/fast.py` sends the commands agent hooks run here, before argparse or the store is imported;
+they print exactly what `commands.py` prints, with the same exit statuses (tests/live compares the
+two). When no owner answers, `run` returns None and the full command line takes over. Every other
+command reaches the owner through `commands.py` and the stand-in of `cli/owner.py`.
 """
 
 from __future__ import annotations
@@ -79,19 +79,6 @@ class Remote:
 
     def emit(self, document) -> None:
         print(json.dumps(document, indent=2, ensure_ascii=False, default=str), file=self.stdout)
-
-    def decide(self, yes: bool, question: str) -> bool:
-        if yes:
-            return True
-        if self.json:
-            return False
-        try:
-            if not (self.stdin.isatty() and self.stdout.isatty()):
-                return False
-            print(f"{question} Type yes to confirm: ", end="", file=self.stdout, flush=True)
-            return self.stdin.readline().strip().lower() in ("yes", "y")
-        except (AttributeError, ValueError, OSError, EOFError):
-            return False
 
 
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
@@ -170,138 +157,7 @@ def turn_settle(r: Remote) -> int:
     return EXIT_OK
 
 
-# -- reporting ----------------------------------------------------------------------------------
-def log(r: Remote) -> int:
-    result = r.call("turnback/session/log")
-    if r.json:
-        r.emit(result)
-        return EXIT_OK
-    info = r.info()
-    r.print(*r.renderer().log(result, info))
-    if info.get("liveGaps"):
-        r.print(f"live gaps: {info['liveGaps']} (see `turnback info`)")
-    return EXIT_OK
-
-
-def info(r: Remote) -> int:
-    result = r.info()
-    if r.json:
-        r.emit(result)
-        return EXIT_OK
-    ren = r.renderer()
-    r.print(*ren.info(result))
-    for g in r.call("turnback/session/status").get("gaps", []):
-        r.print(f"  gap: {ren.gap(g)}")
-    return EXIT_OK
-
-
-# -- rewind and redo ----------------------------------------------------------------------------
-def _boundary(r: Remote) -> dict:
-    a = r.args
-    if a.after_response is not None:
-        return {"kind": "afterResponse", "turn": a.after_response}
-    if a.before_prompt is not None:
-        if a.turn is not None:
-            raise InvalidParams("--turn goes with --before-directive only")
-        return {"kind": "beforePrompt", "turn": a.before_prompt}
-    did, turn = a.before_directive, a.turn
-    if turn is None:
-        turns = r.call("turnback/session/log")["turns"]
-        attempts = [t["turn"] for t in turns if t.get("directiveId") == did]
-        if not attempts:
-            known = {d["id"] for d in r.call("turnback/directive/list").get("directives", [])}
-            if did not in known:
-                raise NotFound(f"no directive {did!r} in this session", data={"directiveId": did})
-            raise UnknownTurn(f"directive {did} has no attempt turn to rewind before",
-                              data={"directiveId": did})
-        turn = attempts[-1]
-    return {"kind": "beforeDirectiveAttempt", "directiveId": did, "turn": turn}
-
-
-def rewind(r: Remote) -> int:
-    from .render import step_index
-
-    boundary = _boundary(r)
-    candidate = r.call("turnback/rewind/prepare", {"boundary": boundary})
-    if not r.json:
-        r.print(*r.renderer().candidate(candidate, step_index(r.call("turnback/session/log"))))
-    if not r.decide(r.args.yes, "Rewind?"):
-        if r.json:
-            r.emit({"candidate": candidate, "commit": None})
-        else:
-            r.print("Nothing changed. Run again with --yes to rewind.")
-        return EXIT_OK
-    result = r.call("turnback/rewind/commit", {"boundary": boundary,
-                                               "planHash": candidate["planHash"]})
-    if r.json:
-        r.emit({"candidate": candidate, "commit": result})
-    else:
-        r.print(*r.renderer().commit(result, "rewind"))
-    return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
-
-
-def redo(r: Remote) -> int:
-    listing = r.call("turnback/redo/list")
-    heads = r.info()["storeKind"] == "heads"
-    if r.args.head is None:
-        r.emit(listing) if r.json else r.print(*r.renderer().redo_list(listing))
-        return EXIT_OK if listing.get("groups") or heads else EXIT_ERROR
-    if not heads:
-        raise TurnbackError(listing.get("reason", "this store cannot redo"), code="no-heads")
-    plan = r.call("turnback/redo/prepare", {"headSeq": r.args.head})
-    if not r.json:
-        r.print(*r.renderer().redo_plan(plan))
-    if not r.decide(r.args.yes, "Redo?"):
-        if r.json:
-            r.emit({"plan": plan, "commit": None})
-        else:
-            r.print("Nothing changed. Run again with --yes to redo.")
-        return EXIT_OK
-    result = r.call("turnback/redo/commit", {"headSeq": r.args.head, "planHash": plan["planHash"]})
-    if r.json:
-        r.emit({"plan": plan, "commit": result})
-    else:
-        r.print(*r.renderer().commit(result, "redo"))
-    return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
-
-
-# -- store upkeep -------------------------------------------------------------------------------
-def gc(r: Remote) -> int:
-    stats = r.call("turnback/collect/run")
-    if r.json:
-        r.emit(stats)
-    else:
-        from .render import Renderer
-
-        r.print(*Renderer.stats(stats))
-    return EXIT_OK
-
-
-def recovery(r: Remote) -> int:
-    a = r.args
-    if a.resolve is None and (a.retry or a.dismiss):
-        raise InvalidParams("--retry and --dismiss go with --resolve ID")
-    if a.resolve is not None and not (a.retry or a.dismiss):
-        raise InvalidParams("--resolve ID needs --retry or --dismiss")
-    if a.resolve is None:
-        result = r.call("turnback/recovery/list")
-    else:
-        result = r.call("turnback/recovery/resolve", {"id": a.resolve,
-                                                      "action": "retry" if a.retry else "dismiss"})
-    if r.json:
-        r.emit(result)
-        return EXIT_OK
-    if "status" in result:
-        r.print(f"recovery {a.resolve}: {result['status']}")
-    if not result["recovery"]:
-        r.print("no recovery records: every rewind and redo put everything back")
-    ren = r.renderer()
-    for rec in result["recovery"]:
-        r.print(*ren.recovery_record(rec))
-    return EXIT_OK if result.get("status") != "failed" else EXIT_ERROR
-
-
-COMMANDS = {"log": log, "info": info, "rewind": rewind, "redo": redo, "gc": gc, "recovery": recovery}
+COMMANDS: dict = {}  # every other command runs commands.py against cli/owner.py's stand-in
 TURN = {"begin": turn_begin, "capture": turn_capture, "step": turn_step, "respond": turn_respond,
         "settle": turn_settle}
 

@@ -274,7 +274,7 @@ class Connection:
                 self._error(msg_id, -32800, f"{method} was cancelled", "cancelled")
             raise
         except Exception as exc:
-            rpc = to_rpc(exc, method) if not isinstance(exc, JsonRpcException) else to_rpc(exc)
+            rpc = to_rpc(exc, method)
             data = rpc.data if isinstance(rpc.data, dict) else {}
             self.send(_encode({"jsonrpc": "2.0", "id": msg_id, "error": {
                 "code": rpc.code, "message": rpc.message,
