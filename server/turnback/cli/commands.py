@@ -440,5 +440,8 @@ COMMANDS = {
     "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
     "daemon": cmd_daemon,
 }
+from .fork_cmd import COMMANDS as _FORK_COMMANDS  # noqa: E402  (fork, branch, compare)
+
+COMMANDS.update(_FORK_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -134,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hook_parsers(sub, add)  # `hook AGENT` and `hooks install|uninstall|status`
 
+    from .fork_cmd import add_parsers as add_fork_parsers
+
+    add_fork_parsers(sub, add)  # `fork`, `branch`, `compare`
+
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)
     p.add_argument("rest", nargs="*", metavar="SCENARIO")

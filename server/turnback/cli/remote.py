@@ -301,7 +301,14 @@ def recovery(r: Remote) -> int:
     return EXIT_OK if result.get("status") != "failed" else EXIT_ERROR
 
 
-COMMANDS = {"log": log, "info": info, "rewind": rewind, "redo": redo, "gc": gc, "recovery": recovery}
+def fork(r: Remote) -> int:
+    from .fork_cmd import remote_fork  # render and argparse only when a fork is asked for
+
+    return remote_fork(r)
+
+
+COMMANDS = {"log": log, "info": info, "rewind": rewind, "redo": redo, "gc": gc, "recovery": recovery,
+            "fork": fork}
 TURN = {"begin": turn_begin, "capture": turn_capture, "step": turn_step, "respond": turn_respond,
         "settle": turn_settle}
 

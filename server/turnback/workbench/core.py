@@ -171,6 +171,7 @@ class Workbench:
         self.book = book
         self.recorder.book = book
         self.recovery.recover_interrupted()
+        self.sessions.tidy()
         self.collection.schedule("resume")
         self.emit_status()
         return True
