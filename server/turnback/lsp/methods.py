@@ -39,6 +39,8 @@ def _info(wb, params):
     info = wb.info()
     running = wb.state.running
     info.setdefault("running", running.n if running is not None else None)  # for thin clients
+    watcher = getattr(wb, "watcher", None)
+    info["watcher"] = watcher.info() if watcher is not None else None
     return info
 
 

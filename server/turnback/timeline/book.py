@@ -194,13 +194,17 @@ class Book:
         committed operation into an error; reopen the journal so later appends still work."""
         try:
             self.journal.reset()
+            return
         except OSError:
-            try:
-                self.journal.close()
-            except OSError:
-                pass
-            self.journal, _frames, _torn = journal_mod.Journal.open(
+            pass
+        try:
+            fresh, _frames, _torn = journal_mod.Journal.open(
                 self.store.journal_path(self.state.session_id))
+        except OSError as exc:  # (a full disk) keep the old one, refusing appends until a reopen
+            self.journal._broken = f"it could not be emptied after a commit ({exc})"
+            return
+        self.journal.close()
+        self.journal = fresh
 
     def _switch_journal(self) -> None:
         """After the commit of another session: its journal. Failing to open it must not turn the

@@ -276,7 +276,7 @@ def summary(c: dict) -> str:
                      + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
                                               if f.get("userEditBy") in USER_EDIT_WORDS else "")
                                  for f in edits)
-                     + "; commit with keepUserEdits to leave them as they are.")
+                     + "; keeping your edits leaves them as they are.")
     if c["gaps"]:
         parts.append("Cannot undo: " + "; ".join(
             f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")
