@@ -40,11 +40,12 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
     if store.kind != "heads":
         return []
     best: dict[tuple, object] = {}
+    line = _forked_from(store, current)
     for seq in store.heads.list_seqs():
         head = store.heads.read(seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
-        if current is not None and head.session and head.session != current.session_id:
+        if current is not None and head.session and head.session not in line:
             continue  # another session's state (parked, a fork's branch): not this session's Redo
         key = (head.turn_count, head.fork_point)
         if key not in best or best[key].seq < head.seq:
@@ -65,6 +66,24 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
                 continue
         out.append(group)
     return sorted(out, key=lambda g: -g["headSeq"])
+
+
+def _forked_from(store, current: SessionState | None) -> set:
+    """This session and the frozen sessions it was forked from: a frozen parent's states stay
+    Redo-able from its branch (docs/fork.md); unrelated sessions' states are not offered."""
+    if current is None:
+        return set()
+    from ..store import lineage
+
+    line = {current.session_id}
+    parent = (current.lineage or {}).get("parentId")
+    while parent and parent not in line:
+        rec = lineage.read_session(store, parent)
+        if rec is None or not rec.get("frozen"):
+            break
+        line.add(parent)
+        parent = rec.get("parentId")
+    return line
 
 
 def _outline(codec, head):
