@@ -41,13 +41,16 @@ def test_demo_keep_leaves_the_workspace_as_a_real_process(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     files = {p.relative_to(keep).as_posix(): p.read_text() for p in keep.rglob("*")
              if p.is_file() and ".turnback" not in p.parts}
-    assert files == {  # the state after the redo: the end of turn 4
-        "README.md": demo_mod.README_BEHIND, "src/app.py": demo_mod.APP_V2,
-        "src/util.py": demo_mod.UTIL_V2, "build/preview.txt": demo_mod.PREVIEW}
+    from turnback.cli import demo_fork
+
+    assert files == {  # after the fork at turn 2: the end of turn 2, plus the branch's own turn 3
+        "README.md": demo_mod.START["README.md"], "notes/todo.md": demo_mod.START["notes/todo.md"],
+        "src/app.py": demo_mod.APP_V1, "src/util.py": demo_mod.UTIL_V2,
+        "src/farewell.py": demo_fork.FAREWELL}
     assert (keep / ".turnback" / "FORMAT").exists()
     # The kept workspace is a live session the command line can read.
     proc = run_turnback("--workspace", str(keep), "--json", "log")
-    assert proc.returncode == 0 and len(json.loads(proc.stdout)["turns"]) == 4
+    assert proc.returncode == 0 and len(json.loads(proc.stdout)["turns"]) == 3  # the live branch
     assert run_turnback("--workspace", str(keep), "fsck").returncode == 0
     # A second demo refuses a folder that is not empty.
     proc = run_turnback("demo", "--keep", str(keep))

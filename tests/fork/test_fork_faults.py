@@ -91,3 +91,48 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
         shutil.rmtree(work)
     assert after is not None and after != before
     assert "rolled-back" in statuses or "io-error" in statuses
+
+
+def _power_cut(code: str, *args, crash_at: int):
+    """A child killed at operation `crash_at` as a power cut would: every write and name change no
+    fsync made durable is undone first (the seam's lose-unsynced crash model)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
+    env.update(TURNBACK_CRASH_AT=str(crash_at), TURNBACK_CRASH_MODEL="lose-unsynced")
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["heads", "pid"])
+def test_a_power_cut_at_every_operation_of_a_fork(tmp_path, kind):
+    from sessionkit import pristine_copy
+
+    from turnback.store.fsio import CRASH_EXIT
+
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    build(pristine, kind)
+    before = snapshot(pristine_copy(tmp_path, pristine, "before"), kind)
+    done = pristine_copy(tmp_path, pristine, "done")
+    proc = _power_cut(FORK, done, kind, crash_at=10 ** 9)
+    assert proc.returncode == 0, proc.stderr
+    after = snapshot(done, kind)
+    outcomes = {"old": 0, "new": 0}
+    n = 0
+    while True:
+        n += 1
+        work = pristine_copy(tmp_path, pristine, f"cut{n}")
+        proc = _power_cut(FORK, work, kind, crash_at=n)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == CRASH_EXIT, proc.stderr
+        got = snapshot(work, kind)
+        assert got in (before, after), f"a power cut at operation {n} left a mix"
+        outcomes["old" if got == before else "new"] += 1
+        assert fsck(work / ".turnback").ok, n
+        shutil.rmtree(work)
+    assert outcomes["old"] and outcomes["new"], outcomes

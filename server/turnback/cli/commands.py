@@ -450,5 +450,8 @@ COMMANDS = {
 from .takeover import cmd_takeover  # noqa: E402  (a command of its own module)
 
 COMMANDS["takeover"] = cmd_takeover
+from .fork_cmd import COMMANDS as _FORK_COMMANDS  # noqa: E402  (fork, branch, compare)
+
+COMMANDS.update(_FORK_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

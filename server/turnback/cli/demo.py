@@ -4,7 +4,8 @@ Everything goes through the workbench exactly as an agent's hooks and an editor 
 begin and settle, the agent's hook captures files before and after it writes them, steps are logged
 with their scope, a directive is anchored in a file and attempted, and one change is made behind
 turnback's back (only the settle sweep sees it). Then the demo rewinds, shows what came back and what
-could not be undone, redoes the rewound state, collects, and runs fsck. It checks itself as it goes and
+could not be undone, redoes the rewound state, forks the session at turn 2 (the parent frozen, the
+branch taking a different turn, the lineage drawn offline), collects, and runs fsck. It checks itself as it goes and
 exits 0 only when every check holds.
 """
 
@@ -321,6 +322,12 @@ def _session(story: Story, root: Path, wb, fsck, Workbench, options) -> bool:
         ok &= story.check("the session has its four turns again", wb.info()["turnCount"] == 4,
                           f"{wb.info()['turnCount']} turns")
 
+    # -- fork (cli/demo_fork.py) -------------------------------------------------------------------
+    from .demo_fork import fork_chapter
+
+    forked_ok, live_turns = fork_chapter(story, root, wb, uri)
+    ok &= forked_ok
+
     # -- collection and fsck -----------------------------------------------------------------------
     story.heading("Collection")
     if callable(getattr(wb.collection, "run", None)):
@@ -345,8 +352,8 @@ def _session(story: Story, root: Path, wb, fsck, Workbench, options) -> bool:
     # Reopen: the session comes back from disk as it was.
     wb2 = Workbench.open(root, options)
     try:
-        ok &= story.check("reopening gives back the four turns", wb2.info()["turnCount"] == 4,
-                          f"{wb2.info()['turnCount']} turns")
+        ok &= story.check("reopening gives back the live branch and its turns",
+                          wb2.info()["turnCount"] == live_turns, f"{wb2.info()['turnCount']} turns")
     finally:
         wb2.close()
     return bool(ok)

@@ -4,7 +4,9 @@ report, freeze the parent, take a different turn in the branch, and draw the lin
 from __future__ import annotations
 
 from .fork_cmd import compare_lines, report_lines, tree_lines
-from .render import step_index
+from .render import Renderer, step_index
+
+FAREWELL = 'def farewell(name):\n    return "Bye " + name\n'  # what the branch writes instead
 
 
 def fork_chapter(story, root, wb, uri) -> tuple[bool, int]:
@@ -16,7 +18,8 @@ def fork_chapter(story, root, wb, uri) -> tuple[bool, int]:
     story.heading("Fork: try again from turn 2, keeping the first attempt frozen")
     parent = wb.state.session_id
     report = wb.fork.prepare({"turn": 2})
-    story.say(*report_lines(wb, report, step_index(wb.turns.log({})), None))
+    r = Renderer(uri("x").rsplit("/", 1)[0])
+    story.say(*report_lines(r, report, step_index(wb.turns.log({})), None))
     out = wb.fork.confirm({"turn": 2, "hash": report["hash"]})
     story.account["fork"] = {"report": report, "confirm": out}
     ok &= story.check("the fork committed", out.get("status") == "forked", str(out.get("status")))
@@ -27,7 +30,7 @@ def fork_chapter(story, root, wb, uri) -> tuple[bool, int]:
     # The branch goes its own way: a different answer to what turn 3 asked.
     n = wb.run(wb.turns.begin_job({"prompt": "Add a farewell instead"}))["turn"]
     wb.turns.capture({"uris": [uri("src/farewell.py")], "phase": "before"})
-    (root / "src" / "farewell.py").write_text('def farewell(name):\n    return "Bye " + name\n')
+    (root / "src" / "farewell.py").write_text(FAREWELL)
     wb.turns.capture({"uris": [uri("src/farewell.py")]})
     wb.turns.step({"turn": n, "kind": "file-write", "scope": "host", "uris": [uri("src/farewell.py")],
                    "summary": "write src/farewell.py"})

@@ -7,6 +7,8 @@ nothing, so they work beside a running sidecar and on a copy of a store.
 
 from __future__ import annotations
 
+import os
+
 from .main import EXIT_ERROR, EXIT_OK
 from .render import Renderer, clip, step_index
 
@@ -29,43 +31,57 @@ def add_parsers(sub, add) -> None:
 
 
 def cmd_fork(ctx) -> int:
-    a = ctx.args
+    from .commands import _decide
+
     wb = ctx.open(must_exist=True)
     try:
-        report = wb.fork.prepare({"turn": a.turn})
-        steps = step_index(wb.turns.log({}))
-        lines = report_lines(wb, report, steps, a.worktree)
-        if not ctx.json:
-            ctx.print(*lines)
-        refusal = report.get("refusal")
-        if refusal:
-            if ctx.json:
-                ctx.emit({"report": report, "confirm": None})
-            return EXIT_ERROR
-        from .commands import _decide
+        r = Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
 
-        if not _decide(ctx, a.yes, "Fork?"):
-            if ctx.json:
-                ctx.emit({"report": report, "confirm": None})
-            else:
-                ctx.print("Nothing changed. Run again with --yes to fork.")
-            return EXIT_OK
-        ctx.require_owner(wb)
-        params = {"turn": a.turn, "hash": report["hash"]}
-        if a.worktree:
-            params.update(worktree=a.worktree, git=bool(a.git))
-        result = wb.fork.confirm(params)
+        def confirm(params):
+            ctx.require_owner(wb)
+            return wb.fork.confirm(params)
+
+        return fork_flow(ctx, lambda yes: _decide(ctx, yes, "Fork?") in (True, "yes"), r,
+                         wb.fork.prepare, confirm, lambda: wb.turns.log({}))
     finally:
         wb.close()
-    if ctx.json:
-        ctx.emit({"report": report, "confirm": result})
+
+
+def remote_fork(remote) -> int:
+    """`turnback fork` through a live owner (the same flow, as requests on its socket)."""
+    return fork_flow(remote, lambda yes: remote.decide(yes, "Fork?"), remote.renderer(),
+                     lambda p: remote.call("turnback/fork/prepare", p),
+                     lambda p: remote.call("turnback/fork/confirm", p),
+                     lambda: remote.call("turnback/session/log"))
+
+
+def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
+    a = io.args
+    report = prepare({"turn": a.turn})
+    if not io.json:
+        io.print(*report_lines(r, report, step_index(log()), a.worktree))
+    if report.get("refusal"):
+        if io.json:
+            io.emit({"report": report, "confirm": None})
+        return EXIT_ERROR
+    if not decide(a.yes):
+        if io.json:
+            io.emit({"report": report, "confirm": None})
+        else:
+            io.print("Nothing changed. Run again with --yes to fork.")
+        return EXIT_OK
+    params = {"turn": a.turn, "hash": report["hash"]}
+    if a.worktree:
+        params.update(worktree=os.path.abspath(a.worktree), git=bool(a.git))
+    result = confirm(params)
+    if io.json:
+        io.emit({"report": report, "confirm": result})
     else:
-        ctx.print(*confirm_lines(result))
+        io.print(*confirm_lines(result))
     return EXIT_OK if result.get("status") == "forked" else EXIT_ERROR
 
 
-def report_lines(wb, report: dict, steps: dict, worktree: str | None) -> list[str]:
-    r = Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
+def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None) -> list[str]:
     where = (f"a new folder {worktree}; this session stays live" if worktree
              else "this workspace; this session is frozen")
     out = [f"Fork at turn {report['turn']} of session {report['sessionId'][:12]} into {where}."]
@@ -194,7 +210,7 @@ def compare_lines(c: dict) -> list[str]:
     if c["files"]:
         out.append("Files whose final images differ:")
         for f in c["files"]:
-            out.append(f"  {f['path']}: A {f['a']}  B {f['b']}")
+            out.append(f"  {f['path']}: A {f['a'] or '(never seen)'}  B {f['b'] or '(never seen)'}")
     else:
         out.append("Every file has the same final image in both.")
     live = c.get("liveReport")

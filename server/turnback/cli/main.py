@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .takeover import register as register_takeover
     register_takeover(add)
+    from .fork_cmd import add_parsers as add_fork_parsers
+
+    add_fork_parsers(sub, add)  # `fork`, `branch`, `compare`
 
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)

@@ -6,6 +6,7 @@ import `turnback.collect` before calling `store.fsck.fsck`.
 """
 
 from . import fsck_check  # noqa: F401  (registers the fsck extra check)
+from . import fsck_sessions  # noqa: F401  (and the one for session records)
 from .cache import HeadCache
 from .collector import Collector, collect_job
 

@@ -195,6 +195,7 @@ class Workbench:
         self.recorder.book = book
         self._watch_ownership()
         self.recovery.recover_interrupted()
+        self.sessions.tidy()
         self.collection.schedule("resume")
         self.emit_status()
         return True

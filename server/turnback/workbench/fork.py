@@ -104,12 +104,21 @@ class ForkFeature:
             self._forget(record)
             raise _io_error(exc) from exc
         touched = {d.rel for d in parent.directives.values()}
+        done: dict = {}
         try:
             outcome = yield from transaction.run_job(book, wb.ws, operation="fork",
                                                      changes=plan.derived.changes, new_state=branch,
-                                                     max_bytes=wb.options.max_file_bytes)
+                                                     max_bytes=wb.options.max_file_bytes, done=done)
         except TurnbackError:
             self._forget(record)  # nothing was changed (the transaction says so)
+            raise
+        except GeneratorExit:
+            # Closed after the first file was touched: the transaction ran on to its outcome.
+            finished = done.get("outcome")
+            if finished is not None and finished.status == "committed":
+                self._finish_quietly(record, parent, finished.head_seq)
+            elif finished is not None:
+                self._forget(record)
             raise
         if outcome.status != "committed":
             self._forget(record)
@@ -118,10 +127,7 @@ class ForkFeature:
                 result["recovery"] = [wb.recovery.wire(r) for r in outcome.recovery]
             wb.emit_status()
             return result
-        try:
-            self._complete(record, parent, outcome.head_seq)
-        except OSError:
-            pass  # committed: the next open finishes the records from the fork-begin record
+        self._finish_quietly(record, parent, outcome.head_seq)
         wb.events.emit("epoch", {"source": "fork", "sessionId": branch.session_id,
                                  "parentId": parent.session_id, "turnCount": wb.state.turn_count,
                                  "epoch": wb.state.epoch})
@@ -142,6 +148,12 @@ class ForkFeature:
         lineage.write_fork(store, dict(record, phase="complete", headSeq=head_seq,
                                        completed=time.time()))
 
+    def _finish_quietly(self, record: dict, parent, head_seq) -> None:
+        try:
+            self._complete(record, parent, head_seq)
+        except OSError:
+            pass  # committed: the next open finishes the records from the fork-begin record
+
     def _forget(self, record: dict) -> None:
         try:
             lineage.remove_fork(self.wb.store, record["branchId"])
@@ -161,12 +173,23 @@ class ForkFeature:
                   "hash": report["hash"], "created": time.time(), "phase": "begun",
                   "effects": report["effects"], "droppedSends": [],
                   "parentTurnCount": parent.turn_count, "worktree": str(target)}
-        lineage.write_fork(wb.store, record)  # fork-begin
-        images = dict(plan.derived.new_state.known.items())  # every captured path at turn k
-        made = yield from wt.materialise_job(wb.ws, wb.store.objects, images, target,
-                                             use_git=use_git)
-        made["store"], made["turnCount"] = self._child_store(target, child_id, parent, report,
-                                                             made["mode"])
+        try:
+            lineage.write_fork(wb.store, record)  # fork-begin
+        except OSError as exc:
+            raise _io_error(exc) from exc
+        try:
+            images = dict(plan.derived.new_state.known.items())  # every captured path at turn k
+            made = yield from wt.materialise_job(wb.ws, wb.store.objects, images, target,
+                                                 use_git=use_git)
+            made["store"], made["turnCount"] = self._child_store(target, child_id, parent, report,
+                                                                 made["mode"])
+        except BaseException:
+            # The folder is outside the workspace: it is reported, never deleted.
+            try:
+                lineage.write_fork(wb.store, dict(record, phase="abandoned", completed=time.time()))
+            except OSError:
+                pass  # the next open marks it abandoned
+            raise
         lineage.write_session(wb.store, {
             "sessionId": child_id, "body": None, "frozen": False, "parentId": parent.session_id,
             "forkTurn": report["turn"], "worktree": str(target), "store": made["store"],

@@ -19,6 +19,7 @@ from ..errors import InvalidParams, NotCurrent, NotFound, SessionFrozen, TurnRun
 from ..model.session import SessionState
 from ..store import lineage
 from ..timeline.book import new_session
+from ..travel.offline import session_entry
 from . import params as P
 
 # Configuration that belongs to one conversation and never passes to another session.
@@ -49,19 +50,8 @@ def fresh_state(old: SessionState, lineage_info: dict) -> SessionState:
 
 
 def entry(rec_or_state, *, current: bool) -> dict:
-    """One line of `turnback/session/list`."""
-    if isinstance(rec_or_state, SessionState):
-        s = rec_or_state
-        lin = s.lineage or {}
-        return {"sessionId": s.session_id, "parentId": lin.get("parentId"),
-                "forkTurn": lin.get("forkTurn"), "frozen": bool(s.frozen),
-                "worktree": lin.get("worktree"), "turnCount": s.turn_count, "current": current,
-                "created": s.created, "meta": dict(lin.get("meta") or {})}
-    r = rec_or_state
-    return {"sessionId": r["sessionId"], "parentId": r.get("parentId"),
-            "forkTurn": r.get("forkTurn"), "frozen": bool(r.get("frozen")),
-            "worktree": r.get("worktree"), "turnCount": r.get("turnCount", 0), "current": current,
-            "created": r.get("created"), "meta": dict(r.get("meta") or {})}
+    """One line of `turnback/session/list` (the same line `turnback branch` prints)."""
+    return session_entry(rec_or_state, current=current)
 
 
 class SessionsFeature:

@@ -98,8 +98,7 @@ class RedoFeature:
             return {"available": False, "groups": [],
                     "reason": "this store keeps one sidecar record under a PID lock; it publishes "
                               "no heads, so there is nothing to redo"}
-        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True,
-                                 sessions=self._lineage())
+        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True)
         groups = every if everything else [g for g in every if not g.get("ancestor")]
         # `hidden`: earlier moments of the current line, one `{all: true}` away
         out = {"available": bool(groups), "groups": groups, "all": everything,
@@ -108,17 +107,6 @@ class RedoFeature:
             out["reason"] = ("no state has been left behind by a rewind"
                              + (f" ({out['hidden']} earlier state(s) of this line: ask for all states)"
                                 if out["hidden"] else ""))
-        return out
-
-    def _lineage(self) -> set[str]:
-        """The live session and the sessions it was forked from: a frozen parent's states stay
-        Redo-able in its branch; an unrelated (parked) session's do not."""
-        records = self.wb.sessions.records()
-        out = {self.wb.state.session_id}
-        parent = self.wb.state.lineage.get("parentId")
-        while parent and parent not in out:
-            out.add(parent)
-            parent = (records.get(parent) or {}).get("parentId")
         return out
 
     def _plan_job(self, head_seq):
