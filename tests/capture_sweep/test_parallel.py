@@ -118,12 +118,26 @@ def test_abandoning_the_sweep_leaves_no_temp_file_and_no_object(setup):
     assert list(store.objects.list()) == []
 
 
-def test_a_worker_that_cannot_write_fails_the_sweep_cleanly(setup):
+@pytest.mark.parametrize("fail_at", [40, 90, 250])
+def test_a_worker_that_cannot_write_fails_the_sweep_cleanly(setup, fail_at):
+    """One write fails in a worker (the disk filled for a moment): the error reaches the sweep's
+    caller, every other staged temp file is removed, and nothing was named."""
     ws, store = setup
     with pytest.raises(OSError) as info:
         with store.objects.batch():
-            with fsio.faults(fail_at=60, errno=errno.ENOSPC, sticky=True):
+            with fsio.faults(fail_at=fail_at, errno=errno.ENOSPC):
                 sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
     assert info.value.errno == errno.ENOSPC
     assert _temps(store) == []
     assert list(store.objects.list()) == []
+
+
+def test_under_a_full_disk_nothing_is_named_and_the_owner_sweeps_the_rest(setup):
+    ws, store = setup
+    with pytest.raises(OSError):
+        with store.objects.batch():
+            with fsio.faults(fail_at=60, errno=errno.ENOSPC, sticky=True):
+                sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
+    assert list(store.objects.list()) == []
+    store.sweep_temp()  # what the next owner's open does; a full disk refused even the unlinks
+    assert _temps(store) == []

@@ -65,7 +65,7 @@ def test_batch_child_observations_equal_an_in_process_scan(ws):
 def test_cold_scan_over_sixteen_heads_goes_to_the_child_and_warms_the_cache(ws):
     wb = _many_heads(ws, turns=4)
     assert len(wb.store.heads.list_seqs()) > 16
-    collector = Collector(wb, HeadCache.load(wb.store), grace_heads=1000)
+    collector = Collector(wb, HeadCache.load(wb.store), grace_heads=1000, child_threshold=16)
     yields, stats = _drive(collector.job())
     assert stats["child"] and stats["coldHeads"] == len(wb.store.heads.list_seqs())
     # the child's observations are what the parent cached, and they equal an in-process scan

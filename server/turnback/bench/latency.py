@@ -1,11 +1,16 @@
 """capture-latency: saves of files from 1 KiB to 16 MiB inside a running turn; p50 and p99 of the
 `turnback/turn/capture` call per size (read, hash, store the image, journal the operation durably; an
-occasional debounced publication lands inside a capture, as it would for a user)."""
+occasional debounced publication lands inside a capture, as it would for a user).
+
+Where a capture's time goes: the store's fsyncs (object file, its folder, the journal) are timed in
+place during every capture, and reported per size as the median share of the capture they took."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
+from ..store import fsio
 from . import gen
 from .common import begin, keepalive, session, settle, uris, write
 from .runner import percentile
@@ -24,6 +29,30 @@ def _reps(ctx, size: int) -> int:
     return ctx.pick(2, 5, 20)
 
 
+@contextlib.contextmanager
+def _timed_syncs():
+    """Time every fsync the store makes (file and folder) while the block runs: {"s": seconds, "n"}."""
+    spent = {"s": 0.0, "n": 0}
+    real = {name: getattr(fsio, name) for name in ("fsync", "fsync_dir", "syncfs_or_fsync")}
+
+    def wrap(fn):
+        def timed(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent["s"] += time.perf_counter() - t0
+                spent["n"] += 1
+        return timed
+    for name, fn in real.items():
+        setattr(fsio, name, wrap(fn))
+    try:
+        yield spent
+    finally:
+        for name, fn in real.items():
+            setattr(fsio, name, fn)
+
+
 def run(ctx) -> None:
     root = ctx.dir("ws")
     rels = {label: f"data/blob_{label}.bin" for _size, label in SIZES}
@@ -34,18 +63,24 @@ def run(ctx) -> None:
         turn = begin(wb, "save files of every size")
         objects = wb.store.objects
         for size, label in SIZES:
-            times = []
+            times, syncs, counts = [], [], []
             for i in range(1, _reps(ctx, size) + 1):
                 data = gen.big(label, size, i) if size >= 1 << 20 else gen.content(label, size, i)
                 write(root, rels[label], data)
                 keepalive(wb)
-                t0 = time.perf_counter()
-                res = wb.turns.capture({"uris": uris(wb, [rels[label]])})
-                times.append(time.perf_counter() - t0)
+                with _timed_syncs() as spent:
+                    t0 = time.perf_counter()
+                    res = wb.turns.capture({"uris": uris(wb, [rels[label]])})
+                    times.append(time.perf_counter() - t0)
+                syncs.append(spent["s"])
+                counts.append(spent["n"])
                 digest = res["captured"][0]["digest"]
                 ok &= digest is not None and objects.get(digest) == data
             ctx.fig(f"p50-{label}", percentile(times, 50) * 1000, "ms")
             ctx.fig(f"p99-{label}", percentile(times, 99) * 1000, "ms", note=f"{len(times)} saves")
+            ctx.fig(f"fsync-p50-{label}", percentile(syncs, 50) * 1000, "ms",
+                    baseline=percentile(times, 50) * 1000, source="the whole capture, p50",
+                    note=f"{percentile(counts, 50)} fsyncs a capture")
         settle(wb, turn)
         ctx.check("every capture stored exactly the bytes that were saved", ok)
         log = wb.turns.log()["turns"][0]

@@ -13,6 +13,10 @@ images, the final transcript, tool results), and what the metadata costs (bodies
 
 from __future__ import annotations
 
+import os
+
+import cbor2
+
 from . import gen
 from .common import begin, keepalive, open_wb, settle, store_objects, uris, verify_objects, write
 
@@ -21,6 +25,53 @@ SEED = "long"
 
 def _ticks(i: int) -> int:
     return 5 + (i * 7) % 10  # 5..14, mean 9.5
+
+
+KINDS = ("file-images", "response-chunks", "tool-results", "turns", "reference-lists", "known-shards",
+         "bodies", "other-metadata", "unclassified")
+_META = {"turn": "turns", "refs": "reference-lists", "known": "known-shards", "body": "bodies"}
+
+
+def _kind_of(digest: str, data: bytes, images: set[str], results: set[str]) -> str:
+    if digest in images:
+        return "file-images"
+    if digest in results:
+        return "tool-results"
+    if data[:1] in (b"\xa3", b"\xbf"):  # a CBOR map: one of the codec's own objects
+        try:
+            doc = cbor2.loads(data)
+        except Exception:  # noqa: BLE001 - then it is plain data after all
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("t"), str) and "p" in doc:
+            return _META.get(doc["t"], "other-metadata")
+    return "response-chunks" if _utf8(data) else "unclassified"
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def breakdown(store, images: set[bytes], results: set[bytes]) -> dict[str, list[int]]:
+    """kind -> [objects, raw bytes, stored bytes] over every object of the store."""
+    h = store.hasher
+    image_ds = {h.digest(b) for b in images}
+    result_ds = {h.digest(b) for b in results}
+    out = {k: [0, 0, 0] for k in KINDS}
+    for d in store.objects.list():
+        data = store.objects.get(d)
+        row = out[_kind_of(d, data, image_ds, result_ds)]
+        row[0] += 1
+        row[1] += len(data)
+        row[2] += store.objects.stored_size(d) or 0
+    return out
+
+
+def _journal_bytes(store) -> int:
+    return sum(e.stat().st_size for e in os.scandir(store.journal_dir) if e.is_file())
 
 
 def run(ctx) -> None:
@@ -67,8 +118,10 @@ def run(ctx) -> None:
         store = wb.store
         heads = store.heads.list_seqs()
         body_bytes = sum(store.objects.stat(store.heads.read(s).body) or 0 for s in heads)
+        journal_peak = _journal_bytes(store)
     finally:
         wb.close()
+    kinds = breakdown(store, unique_images, results)
 
     objects_n, stored = store_objects(store.objects)
     transcript = sum(len(t.encode()) for t in responses)
@@ -80,7 +133,15 @@ def run(ctx) -> None:
             baseline=7.3e9 if ctx.scale == "full" else None,
             source="record, about 7.3 GB" if ctx.scale == "full" else None)
     ctx.fig("unique-bytes", unique, "bytes", note="distinct file images + final transcript + tool results")
-    ctx.fig("stored-over-unique", stored / unique, "ratio")
+    ctx.fig("stored-over-unique", stored / unique, "ratio", note="raw (uncompressed) object bytes")
+    on_disk = sum(row[2] for row in kinds.values())
+    ctx.fig("stored-compressed", on_disk, "bytes", baseline=stored, source="the same objects, raw",
+            note="object files as written: zstd envelopes where they pay")
+    ctx.fig("compressed-over-unique", on_disk / unique, "ratio")
+    for kind, (count, raw, packed) in kinds.items():
+        if count:
+            ctx.fig(f"{kind}-bytes", raw, "bytes", note=f"{count} objects, {packed} bytes stored")
+    ctx.fig("journal-bytes", journal_peak, "bytes", note="the journal at the end, before close")
     ctx.fig("body-bytes", body_bytes, "bytes", note="head bodies: each lists every object its state reaches")
     ctx.fig("transcript-bytes", transcript, "bytes")
     ctx.fig("objects", objects_n, "objects")

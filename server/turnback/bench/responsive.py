@@ -85,6 +85,12 @@ def run(ctx) -> None:
     ctx.fig("p99-busy", percentile(busy, 99) * ms, "ms", baseline=percentile(idle, 99) * ms, source=same)
     ctx.fig("max-busy", max(busy) * ms, "ms", baseline=11.0, source="record, editor timer delay")
     ctx.fig("max-idle", max(idle) * ms, "ms")
+    # What held the server's loop longest, by the collector's phase (from collect/run's own stats).
+    collected = out["collected"] if isinstance(out["collected"], dict) else {}
+    for phase, slowest in sorted((collected.get("slowestByPhase") or {}).items(), key=lambda kv: -kv[1]):
+        ctx.fig(f"slowest-slice-{phase}", slowest, "ms", note="the collector's longest slice in this phase")
+    if "maxSliceMs" in collected:
+        ctx.fig("slowest-slice", collected["maxSliceMs"], "ms", baseline=10.0, source="the loop's budget")
     ctx.fig("heads-before", before["heads"], "heads")
     ctx.fig("heads-after", after["heads"], "heads", note="what the server's collection kept")
     ctx.check("every request was answered with this session's info",

@@ -44,7 +44,9 @@ class StateCodec:
 
     def __init__(self, objects):
         self.objects = objects
-        self._confirmed: dict[str, int] = {}
+        # digest -> (raw size, stored size): present and unchanged while its file keeps that stored
+        # size (one lstat, where the raw size of an envelope would cost an open and a read).
+        self._confirmed: dict[str, tuple[int, int]] = {}
         self._shard_cache: dict[int, tuple] = {}  # shard -> ((map id, shard, generation), digest, list)
         self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix, chunks)
         self._lists_by_key: dict[str, str] = {}  # turn or shard digest -> its reference list
@@ -56,10 +58,11 @@ class StateCodec:
 
     def _put(self, data: bytes) -> str:
         digest = self.objects.hasher.digest(data)
-        if self._confirmed.get(digest) == len(data) and self.objects.stat(digest) == len(data):
+        seen = self._confirmed.get(digest)
+        if seen is not None and seen[0] == len(data) and self._stored(digest) == seen[1]:
             return digest
         digest = self.objects.put(data)
-        self._confirmed[digest] = len(data)
+        self._confirmed[digest] = (len(data), self._stored(digest))
         return digest
 
     # -- write ----------------------------------------------------------------------------------
@@ -89,9 +92,11 @@ class StateCodec:
             refs.update(i for pair in changes.values() for i in pair if is_digest(i))
         root = {
             "sessionId": state.session_id, "created": state.created, "config": state.config,
-            "turns": turn_digests, "between": between,
+            # Packed 16-byte digests in order (a hex list in stores written before format 2): the
+            # root is rewritten by every publication, so its size is paid 2,850 times a long session.
+            "turns": _pack_ordered(turn_digests), "between": between,
             "betweenBy": [[k, rel, by] for (k, rel), by in state.between_by.items()],
-            "known": known_digests,  # position is the shard number
+            "known": _pack_ordered(known_digests),  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
             "agents": put("agents", {"items": [a.to_dict() for a in state.agents.values()]}),
@@ -164,7 +169,7 @@ class StateCodec:
             text = b"".join(self.objects.get(c) for c in chunks)
             doc["response"] = text.decode("utf-8")
             for c in chunks:
-                self._confirmed[c] = self.objects.stat(c) or 0
+                self._confirm(c)
         turn = Turn.from_dict(doc)
         if chunks is not None:
             self._chunks[(session_id, turn.n, turn.started)] = (
@@ -172,8 +177,17 @@ class StateCodec:
         return turn
 
     def _present(self, digest: str) -> bool:
-        size = self._confirmed.get(digest)
-        return size is not None and self.objects.stat(digest) == size
+        seen = self._confirmed.get(digest)
+        return seen is not None and self._stored(digest) == seen[1]
+
+    def _stored(self, digest: str) -> int:
+        stored = getattr(self.objects, "stored_size", None)  # an object store without envelopes
+        size = stored(digest) if stored is not None else self.objects.stat(digest)
+        return -1 if size is None else size
+
+    def _confirm(self, digest: str) -> None:
+        """Remember an object just read whole (and so verified)."""
+        self._confirmed[digest] = (self.objects.stat(digest) or 0, self._stored(digest))
 
     # -- read -----------------------------------------------------------------------------------
     def read_body(self, body_digest: str, *, skip=()) -> dict:
@@ -198,12 +212,13 @@ class StateCodec:
         root = self._get(body["root"], "session")
         state = SessionState(session_id=root["sessionId"], created=root["created"],
                              config=dict(root.get("config", {})))
-        state.turns = [self._read_turn(state.session_id, d) for d in root["turns"]]
+        state.turns = [self._read_turn(state.session_id, d)
+                       for d in _digests(root["turns"], body_digest)]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
         state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
         known = {}
-        for shard in root["known"]:
+        for shard in _digests(root["known"], body_digest):
             known.update(self._get(shard, "known")["map"])
         state.known = KnownMap(known)
         state.directives = {d["id"]: Directive.from_dict(d)
@@ -223,20 +238,33 @@ class StateCodec:
         """(turn digests, known-shard digests) of a published state: enough to tell whether one
         state's turns are a prefix of another's and which paths differ, without reading turns."""
         root = self._get(self.read_body(body_digest)["root"], "session")
-        return list(root["turns"]), list(root["known"])
+        return _digests(root["turns"], body_digest), _digests(root["known"], body_digest)
 
     def known_shard(self, digest: str) -> dict:
         return dict(self._get(digest, "known")["map"])
 
     def _get(self, digest: str, kind: str) -> dict:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
-        self._confirmed[digest] = self.objects.stat(digest) or 0
+        self._confirm(digest)
         return payload
 
 
 def _pack(digests) -> bytes:
     """Digests as sorted raw 16-byte values: deterministic, and half the size of hex text."""
     return b"".join(bytes.fromhex(d) for d in sorted(digests))
+
+
+def _pack_ordered(digests) -> bytes:
+    return b"".join(bytes.fromhex(d) for d in digests)
+
+
+def _digests(value, where: str) -> list[str]:
+    """A root's ordered digest list: packed bytes, or a list of hex digests (older roots)."""
+    if isinstance(value, list):
+        if not all(is_digest(d) for d in value):
+            raise CorruptStore(f"object {where}: a digest list holds something else")
+        return list(value)
+    return _unpack(value, where)
 
 
 def _unpack(packed, where: str) -> list[str]:

@@ -159,6 +159,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.fork_point = uuid.uuid4().hex
     new_state.last_op = state.last_op
     new_state.frozen = False
+    new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
     return RedoPlan(result, new_state, changes)
 
 
