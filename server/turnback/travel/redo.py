@@ -29,14 +29,16 @@ class RedoPlan:
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
-           everything: bool = False) -> list[dict]:
+           everything: bool = False, sessions: set[str] | None = None) -> list[dict]:
     """Settled heads grouped by (settled turn count, fork point); the newest head of each group,
     leaving out the group of the current state. Newest first.
 
     With a codec, each group says whether it is an `ancestor` of the current state (its turns are a
     prefix of the current turns: an earlier moment of this very line, nothing a rewind left behind)
     and what bringing it back would change (`changes`: how many paths differ, the first few).
-    Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded."""
+    Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded.
+    `sessions` are the sessions whose states count (this one and the sessions it was forked from: a
+    fork leaves its parent's state behind like a rewind); default, the current session only."""
     if store.kind != "heads":
         return []
     best: dict[tuple, object] = {}
@@ -44,8 +46,9 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         head = store.heads.read(seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
-        if current is not None and head.session and head.session != current.session_id:
-            continue  # another session's state (parked, a fork's branch): not this session's Redo
+        mine = sessions if sessions is not None else ({current.session_id} if current else None)
+        if mine is not None and head.session and head.session not in mine:
+            continue  # another session's state (parked, or a branch of this one): not this Redo
         key = (head.turn_count, head.fork_point)
         if key not in best or best[key].seq < head.seq:
             best[key] = head
