@@ -1444,7 +1444,9 @@ about buffers with unsaved changes follow it.  Return the result."
                     (kept (turnback--list (plist-get result :kept)))
                     (files (cl-remove-if (lambda (f) (member (plist-get f :uri) kept))
                                          (turnback--list (plist-get plan :files))))
-                    (warnings (turnback--sync-buffers files)))
+                    (warnings (if (eq kind 'fork)
+                                  (turnback--sync-changed-buffers root)  ; no file list in a fork report
+                                (turnback--sync-buffers files))))
                (message "%s" (string-join
                               (delq nil
                                     (list (if (equal status "forked")
@@ -1491,6 +1493,21 @@ about buffers with unsaved changes follow it.  Return the result."
                           "; some files could not be put back (M-x turnback-recovery)"
                         "; nothing changed"))))
           result)))))
+
+(defun turnback--sync-changed-buffers (root)
+  "Revert the unmodified buffers under ROOT whose file changed on disk.
+Return the warnings about modified ones."
+  (let (warnings)
+    (dolist (buffer (buffer-list))
+      (with-current-buffer buffer
+        (when (and buffer-file-name (file-in-directory-p buffer-file-name root)
+                   (not (verify-visited-file-modtime buffer)))
+          (cond ((buffer-modified-p)
+                 (push (format "%s has unsaved changes; its file on disk changed" (buffer-name))
+                       warnings))
+                ((file-exists-p buffer-file-name) (revert-buffer t t t))
+                (turnback-kill-deleted-file-buffers (kill-buffer buffer))))))
+    (nreverse warnings)))
 
 (defun turnback--sync-buffers (files)
   "Revert unmodified buffers visiting the restored FILES; handle deleted ones.

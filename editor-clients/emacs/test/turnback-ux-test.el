@@ -432,9 +432,7 @@ finally:
   (turnback-test--with-workspace ('(("a.txt" . "a0\n")))
     (turnback-test--turn server "one" (lambda () (turnback-test--save root "a.txt" "a1\n")) "did one")
     (turnback-test--turn server "two" (lambda () (turnback-test--save root "a.txt" "a2\n")) "did two")
-    (let ((probe (condition-case err (turnback--request server :turnback/fork/prepare (list :turn 1))
-                   (user-error err))))
-      (skip-unless (and (consp probe) (keywordp (car probe))))  ; fork is issue 14's, in parallel
+    (progn
       (with-current-buffer (find-file-noselect (expand-file-name "a.txt" root))
         (turnback-session))
       (with-current-buffer "*turnback-session*"
@@ -442,10 +440,19 @@ finally:
         (should (eql (get-text-property (point) 'turnback-item) 1))
         (turnback-session-fork))
       (should (string-search "Fork at the response of turn 1" (turnback-test--confirm-text)))
-      (let ((result (turnback-confirm-commit)))
+      (let* ((result nil)
+             (shown (turnback-ux--messages (setq result (turnback-confirm-commit)))))
         (should (equal (plist-get result :status) "forked"))
-        (should (turnback--get result :branch :sessionId)))
+        (should (turnback--get result :branch :sessionId))
+        (should (cl-some (lambda (m) (string-prefix-p "turnback: forked at turn 1: the new session is" m))
+                         shown))
+        (let ((sessions (turnback--list (plist-get (turnback--request server :turnback/session/list)
+                                                   :sessions))))
+          (should (cl-some (lambda (s) (turnback--true-p (plist-get s :frozen))) sessions))))
       (should (equal (turnback-test--read (expand-file-name "a.txt" root)) "a1\n"))
+      (should (equal (with-current-buffer (find-buffer-visiting (expand-file-name "a.txt" root))
+                       (buffer-string))
+                     "a1\n"))  ; the buffer follows the fork's rewind
       (kill-buffer "*turnback-session*"))))
 
 (provide 'turnback-ux-test)

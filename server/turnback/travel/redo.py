@@ -29,24 +29,26 @@ class RedoPlan:
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
-           everything: bool = False) -> list[dict]:
+           everything: bool = False, sessions: set[str] | None = None) -> list[dict]:
     """Settled heads grouped by (settled turn count, fork point); the newest head of each group,
     leaving out the group of the current state. Newest first.
 
     With a codec, each group says whether it is an `ancestor` of the current state (its turns are a
     prefix of the current turns: an earlier moment of this very line, nothing a rewind left behind)
     and what bringing it back would change (`changes`: how many paths differ, the first few).
-    Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded."""
+    Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded.
+    `sessions` are the sessions whose states count (this one and the sessions it was forked from: a
+    fork leaves its parent's state behind like a rewind); default, the current session only."""
     if store.kind != "heads":
         return []
     best: dict[tuple, object] = {}
-    line = _forked_from(store, current)
     for seq in store.heads.list_seqs():
         head = store.heads.read(seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
-        if current is not None and head.session and head.session not in line:
-            continue  # another session's state (parked, a fork's branch): not this session's Redo
+        mine = sessions if sessions is not None else ({current.session_id} if current else None)
+        if mine is not None and head.session and head.session not in mine:
+            continue  # another session's state (parked, or a branch of this one): not this Redo
         key = (head.turn_count, head.fork_point)
         if key not in best or best[key].seq < head.seq:
             best[key] = head
@@ -66,24 +68,6 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
                 continue
         out.append(group)
     return sorted(out, key=lambda g: -g["headSeq"])
-
-
-def _forked_from(store, current: SessionState | None) -> set:
-    """This session and the frozen sessions it was forked from: a frozen parent's states stay
-    Redo-able from its branch (docs/fork.md); unrelated sessions' states are not offered."""
-    if current is None:
-        return set()
-    from ..store import lineage
-
-    line = {current.session_id}
-    parent = (current.lineage or {}).get("parentId")
-    while parent and parent not in line:
-        rec = lineage.read_session(store, parent)
-        if rec is None or not rec.get("frozen"):
-            break
-        line.add(parent)
-        parent = rec.get("parentId")
-    return line
 
 
 def _outline(codec, head):
