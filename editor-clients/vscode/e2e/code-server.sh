@@ -32,9 +32,10 @@ fi
 
 echo "code-server.sh: building code-server $version into $dest (first run on this machine)" >&2
 mkdir -p "$cache"
-work="$dest.partial"
+work="$dest.partial.$$"   # one per build: two runs at once never share a half-built tree
 rm -rf "$work"
 mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
 cd "$work"
 echo '{"name": "turnback-ci-code-server", "private": true}' > package.json
 npm install --ignore-scripts --no-audit --no-fund "code-server@$version" >&2
@@ -56,6 +57,10 @@ npm rebuild argon2 >&2
 node "$work/node_modules/code-server/out/node/entry.js" --version >&2
 
 touch "$work/.complete"
-rm -rf "$dest"
-mv "$work" "$dest"
+if [ -f "$dest/.complete" ]; then
+  echo "code-server.sh: another run finished first; keeping its build" >&2
+else
+  rm -rf "$dest"
+  mv "$work" "$dest"
+fi
 echo "$entry"

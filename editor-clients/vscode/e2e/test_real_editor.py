@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from editor import Browser, CodeServer, Workbench, wait_until
-from workspace import APP_V1, APP_V3, FAREWELL, PROMPTS, UTIL_V2, image_bytes, make_workspace
+from workspace import APP_V1, APP_V3, FAREWELL, PROMPTS, UTIL_V0, UTIL_V2, image_bytes, make_workspace
 
 TYPED = "# edited in the editor"
 MINE = "# my own line, saved between turns"
@@ -175,6 +175,26 @@ def test_rewind_keep_my_edits_leaves_the_users_own_save(vscode):
     ui.shot("11-kept-my-edit")
 
 
+def test_fork_at_this_response_freezes_this_session_and_shows_the_lineage(vscode):
+    ui, root = vscode.ui, vscode.root
+    ui.show_session_view()
+    ui.inline_action(ui.session_row(f"Turn 1: {PROMPTS[0]}"), "Fork at This Response")
+    message, detail = ui.dialog_texts()
+    ui.shot("12-fork-confirmation")
+    assert "Fork at the response of turn 1: continue in a new branch and freeze this session?" in message, message
+    assert f"ending with turn 1 “{PROMPTS[0]}”" in detail, detail
+    assert f"1 later turn from turn 2 “{PROMPTS[1]}”" in detail, detail
+    assert "util.py" in detail and "The branch does not preserve" in detail, detail
+    ui.dialog_button("Fork Here")
+    wait_until("util.py back at the end of turn 1", lambda: (root / "util.py").read_text() == UTIL_V0)
+    wait_until("the notification", lambda: any(n.startswith("Forked at turn 1: branch") for n in ui.notifications()))
+    rows = wait_until("the lineage in the view", lambda: (lambda r: any(x.startswith("Sessions (2)") for x in r) and r)(
+        ui.session_rows()))
+    assert any("frozen" in r for r in rows), rows
+    assert any(r.startswith("↳ ●") or "↳ ●" in r for r in rows), rows
+    ui.shot("13-lineage")
+
+
 def type_at_end(ui, text: str) -> None:
     """Click into the editor, go to the end, type, save."""
     ui.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
@@ -209,7 +229,7 @@ def test_a_save_in_the_editor_reaches_the_server_as_a_capture(vscode):
     wait_until("the save on disk", lambda: (root / "app.py").read_text() == vscode.saved)
     wait_until("the running turn with the saved file in the view",
                lambda: f"{row} · 1 file" in ui.session_rows(), timeout=30)
-    ui.shot("12-save-captured")
+    ui.shot("14-save-captured")
 
 
 def test_recovery_from_the_status_bar_retry_puts_the_file_back(vscode):
@@ -218,14 +238,14 @@ def test_recovery_from_the_status_bar_retry_puts_the_file_back(vscode):
                                                      and ui.status_item("turnback")), timeout=30)
     item.click()
     message, detail = ui.dialog_texts()
-    ui.shot("13-recovery")
+    ui.shot("15-recovery")
     assert "could not put everything back" in message, message
     assert "disk full while restoring farewell.md" in detail and "farewell.md ← image" in detail, detail
     ui.dialog_button("Retry")
     wait_until("farewell.md put back", lambda: (root / "farewell.md").read_text() == RECOVERED)
     wait_until("the notification", lambda: any(n.startswith("Put back: farewell.md") for n in ui.notifications()))
     wait_until("no recovery count", lambda: not ui.status_item("turnback").inner_text().strip().endswith("1"))
-    ui.shot("14-recovered")
+    ui.shot("16-recovered")
 
 
 def test_restart_server_from_the_palette(vscode):
@@ -238,7 +258,7 @@ def test_restart_server_from_the_palette(vscode):
     ui.page.locator(".part.sidebar .codicon-refresh").first.click()  # the view's Refresh button
     wait_until("the view from the new server",
                lambda: any(r.startswith(f"Turn {vscode.hand_turn}: Edit by hand") for r in ui.session_rows()), timeout=30)
-    ui.shot("15-restarted")
+    ui.shot("17-restarted")
 
 
 def test_the_session_log_has_the_save_as_a_capture(vscode):

@@ -115,6 +115,10 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
         if (String(err).includes("ENOENT")) {
             void notInstalled(cmd);
         } else {
+            statusItem.text = "$(circle-slash) turnback";
+            statusItem.tooltip = "turnback: the server did not start. Click to show its output.";
+            statusItem.backgroundColor = undefined;
+            statusItem.command = Commands.showOutput;
             void vscode.window.showErrorMessage(startFailureMessage(err, cmd), "Show Output")
                 .then((choice) => choice && output.show());
         }

@@ -52,10 +52,16 @@ function recoveryNote(result: { recovery?: unknown[] }): string {
 }
 
 /** A rolled-back commit in words: the server's own sentence when it sent one. */
-export function rolledBackMessage(operation: "rewind" | "redo", result: { message?: string; reason?: string; recovery?: unknown[] }): string {
-    const why = result.message || result.reason;
-    const head = `The ${operation} was rolled back: nothing changed` + (why ? ` (${why.replace(/\.$/, "")}).` : ".");
-    return head + recoveryNote(result);
+export function rolledBackMessage(operation: "rewind" | "redo" | "fork", result: { message?: string; reason?: string; recovery?: unknown[] }): string {
+    const n = result.recovery?.length ?? 0;
+    const pointer = n ? " See Turnback: Recovery…." : "";
+    if (result.message) {
+        return result.message + pointer;
+    }
+    const why = result.reason ? ` (${result.reason.replace(/\.$/, "")})` : "";
+    return n
+        ? `The ${operation} was rolled back${why}, but ${n === 1 ? "a recovery record keeps" : `${n} recovery records keep`} what could not be put back.${pointer}`
+        : `The ${operation} was rolled back${why}: every file is as it was and the session did not change.`;
 }
 
 export const NOTHING_TO_REWIND = "Nothing to rewind: the workspace and the session are already at that point.";

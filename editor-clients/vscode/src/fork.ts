@@ -1,6 +1,7 @@
 // "Fork at This Response" (issue 14): prepare → the confirmation → confirm, re-shown when stale, in the
 // same style as a rewind; and the lineage of the store's sessions for the session view. No `vscode`.
 
+import { rolledBackMessage } from "./flows";
 import { errorCode } from "./protocol";
 import type { FilePlan, ForkConfirmResult, ForkPrepareResult, Gap, SessionSummary, TurnbackApi } from "./protocol";
 import { effectLines, fileSection, gapSection, plural, quote } from "./render";
@@ -125,12 +126,7 @@ export async function forkFlow(api: TurnbackApi, turn: number, ui: ForkUi, opts:
         if (result.status === "refused") {
             return { status: "refused", shown, result, message: refusedMessage(refusalOf(result) ?? { message: result.message }) };
         }
-        const why = result.message ?? (result as { reason?: string }).reason;
-        return {
-            status: result.status, shown, result,
-            message: `The fork was rolled back: nothing changed${why ? ` (${why.replace(/\.$/, "")})` : ""}.` +
-                (result.recovery?.length ? ` ${plural(result.recovery.length, "recovery record")} keep what could not be put back.` : ""),
-        };
+        return { status: result.status, shown, result, message: rolledBackMessage("fork", result as { message?: string; reason?: string; recovery?: unknown[] }) };
     }
     return { status: "stale", shown, message: "The session kept changing; fork abandoned." };
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ProgressType } from "vscode-jsonrpc/node";
 
-import { choiceOf, NOTHING_TO_REWIND, redoFlow, rewindFlow } from "../flows";
+import { choiceOf, NOTHING_TO_REWIND, redoFlow, rewindFlow, rolledBackMessage } from "../flows";
 import type { FlowUi } from "../flows";
 import { FORK_HERE, FORK_WORKTREE, forkFlow, lineageNode, renderForkPlan } from "../fork";
 import type { Boundary, Candidate, ForkPrepareResult, Recovery, SessionSummary, TurnbackApi } from "../protocol";
@@ -265,7 +265,13 @@ describe("the user's own edits: flagged in the confirmation, kept on request (ke
         });
         const out = await rewindFlow(api, BOUNDARY, answering());
         assert.equal(out.status, "rolled-back");
-        assert.equal(out.message, "The rewind was rolled back: nothing changed (the disk filled up while writing a.txt; every file is as it was).");
+        assert.equal(out.message, "the disk filled up while writing a.txt; every file is as it was.");
+        assert.equal(rolledBackMessage("redo", { reason: "OSError: disk full." }),
+            "The redo was rolled back (OSError: disk full): every file is as it was and the session did not change.");
+        assert.equal(rolledBackMessage("rewind", { reason: "x", recovery: [{}] }),
+            "The rewind was rolled back (x), but a recovery record keeps what could not be put back. See Turnback: Recovery….");
+        assert.equal(rolledBackMessage("rewind", { message: "The rewind failed.", recovery: [{}, {}] }),
+            "The rewind failed. See Turnback: Recovery….");
     });
 
     test("choiceOf: true or the action commits, the alternative keeps edits, anything else cancels", () => {
