@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# A background owner a test starts (and forgets to stop) exits soon after its last client.
+os.environ.setdefault("TURNBACK_IDLE_EXIT", "30")
 from sessionkit import Agent
 
 

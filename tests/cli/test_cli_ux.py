@@ -101,3 +101,29 @@ def test_gc_says_what_it_freed_and_why_it_kept_the_rest(cli, ws):
     assert "kept " in out and "the current state" in out
     doc = cli.json("gc")
     assert doc["keptFor"]["current"] == 1
+
+
+def test_log_shows_a_transient_as_such():
+    from turnback.cli.render import Renderer
+
+    log = {"turns": [{"turn": 1, "kind": "chat", "state": "settled", "prompt": "p",
+                      "files": [{"path": "scratch.tmp", "before": "absent", "after": "absent",
+                                 "checkpoint": "1:scratch.tmp@v1"},
+                                {"path": "a.txt", "before": "absent", "after": "1d2c3b4a5f",
+                                 "checkpoint": "1:a.txt@v1"}]}]}
+    lines = Renderer().log(log)
+    assert any("scratch.tmp" in line and "created and removed in this turn" in line for line in lines)
+    assert any("a.txt" in line and "(absent) -> 1d2c3b4a" in line for line in lines)
+
+
+def test_candidate_text_names_who_made_each_user_edit():
+    from turnback.cli.render import Renderer
+
+    files = [{"path": "README.md", "action": "restore", "from": "aa", "to": "bb", "userEdit": True,
+              "userEditBy": "editor-save"},
+             {"path": "a.txt", "action": "restore", "from": "aa", "to": "bb", "userEdit": False}]
+    r = Renderer()
+    lines = r.files(files) + r.user_edits(files, False)
+    assert "  README.md  (saved in the editor)" in lines
+    assert not any("a.txt" in line and "your edit" in line for line in lines)
+    assert r.user_edits(files, True)[0].startswith("Your edits that stay as they are")

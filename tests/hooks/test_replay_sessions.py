@@ -18,6 +18,14 @@ if HAVE_SOCKET:
     PATHS.append(pytest.param({}, id="live-sidecar"))
 
 
+@pytest.fixture(autouse=True)
+def stop_background_owner(tmp_path):
+    """A live-sidecar replay starts a background owner; stop it when the test is done."""
+    yield
+    if (tmp_path / "ws" / ".turnback").exists():
+        tb(tmp_path / "ws", "daemon", "stop", check=False)
+
+
 def _steps(log: dict, n: int) -> list[dict]:
     return log["turns"][n - 1]["stepList"]
 
@@ -79,7 +87,7 @@ def test_claude_code_session(tmp_path, env):
     assert ids["Bash: git status --short [scope none: 'git status' -> none (default)]"] \
         in effects["provablyEmpty"]
     assert steps2[2]["id"] in effects["crossedUncompensated"]
-    assert any("session start" in line for line in hook_log(root))
+    assert any("session start" in line for line in hook_log(root)), hook_log(root)
 
 
 @pytest.mark.parametrize("env", PATHS)
@@ -126,3 +134,16 @@ def test_no_store_opened_for_a_folder_turnback_does_not_know(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
     assert not (stranger / ".turnback").exists()
     tb(rep.workspace, "info", check=False)
+
+
+@pytest.mark.parametrize("env", PATHS)
+def test_vscode_agent_mode_running_claude_hooks(tmp_path, env):
+    recording, rep = replay_fixture(tmp_path, "claude-code", "vscode", env=env)
+    root = rep.workspace
+    assert all(s.returncode == 0 for s in rep.sent)
+    turn = tb_json(root, "log")["turns"][0]
+    steps = [(s["kind"], s["scope"], s["summary"].split(" [")[0]) for s in turn["stepList"]]
+    assert steps == [("file-write", "host", "create_file src/version.py"),
+                     ("file-write", "host", "replace_string_in_file src/app.py"),
+                     ("shell", "unknown", "run_in_terminal: echo 'Built with VS Code.' >> README.md")]
+    _rewind_all_and_redo(root, recording)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 
@@ -41,8 +42,18 @@ async def test_an_editor_and_two_command_line_clients_share_one_sidecar(ws, serv
         info = await asyncio.to_thread(two.result, "turnback/session/info", {})
         assert info["running"] == begun["turn"] and info["ownership"] == "owner"
         assert info["clients"] == 2
+        assert info["watcher"]["state"] in ("healthy", "starting")  # the owner watches the workspace
         await editor.req("turnback/turn/settle", {"turn": begun["turn"]})
-        # the thin client's one-shot call sees the same turns
+        # a real command-line process through the owner, and the thin client's one-shot call
+        import subprocess
+        import sys
+
+        cli = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "turnback", "--workspace",
+                                                       str(ws), "--json", "info"],
+                                      capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 0, cli.stderr
+        shown = json.loads(cli.stdout)
+        assert shown["turnCount"] == 1 and shown["running"] is None and shown["socket"] == path
         log = await asyncio.to_thread(remote.call, ws, "turnback/session/log", {})
         assert [t["prompt"] for t in log["turns"]] == ["from cli one"]
         assert log["turns"][0]["files"][0]["uri"].endswith("/a.txt")
@@ -136,15 +147,30 @@ def test_the_owner_refuses_to_listen_on_an_unsafe_path(ws, tmp_path):
     assert planted.read_text() == "not a socket"
 
 
-def test_a_long_store_path_puts_the_socket_in_the_runtime_folder(tmp_path, monkeypatch):
+async def test_a_long_store_path_puts_the_socket_in_the_runtime_folder(tmp_path, monkeypatch):
+    from turnback.lsp.sockets import Listener
     from turnback.remote.paths import recorded_socket
+
+    class Server:
+        def on_clients_changed(self):
+            pass
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
     (tmp_path / "xdg").mkdir(mode=0o700)
     store = tmp_path / ("d" * 60) / ("e" * 60) / ".turnback"
+    store.mkdir(parents=True, mode=0o700)
     path = preferred_socket(str(store))
     assert path.startswith(str(tmp_path / "xdg" / "turnback")) and len(path) < 108
     assert recorded_socket(str(store)) is None
+    listener = Listener(Server(), str(store))
+    assert await listener.start() == path
+    try:
+        assert recorded_socket(str(store)) == path  # the store records where its owner listens
+        assert stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode) == 0o700
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+    finally:
+        listener.close()
+    assert not os.path.lexists(path) and recorded_socket(str(store)) is None
 
 
 def test_peer_credentials_of_the_same_user(tmp_path):
@@ -158,3 +184,105 @@ def test_peer_credentials_of_the_same_user(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+async def test_a_client_of_another_user_is_refused(ws, tmp_path, monkeypatch):
+    """SO_PEERCRED names the connecting user; anyone but the owner's user is closed at once."""
+    from turnback.lsp import sockets
+
+    class Server:
+        def on_clients_changed(self):
+            pass
+
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    listener = sockets.Listener(Server(), str(store))
+    path = await listener.start()
+    monkeypatch.setattr(sockets, "peer_uid", lambda sock: os.getuid() + 1)
+    try:
+        reader, writer = await asyncio.open_unix_connection(path)
+        writer.write(remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/session/info"}))
+        try:
+            answer = await asyncio.wait_for(reader.read(), 5)
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b""  # closed without an answer
+        writer.close()
+        assert not listener.connections
+    finally:
+        listener.close()
+    assert not os.path.lexists(path)
+
+
+async def test_a_client_gone_mid_request_cancels_it_and_the_owner_goes_on(ws, servers):
+    for i in range(3000):  # a pre-turn sweep long enough to be cut in the middle
+        (ws / f"f{i:04}.txt").write_text(f"{i}\n")
+    editor = await servers(ws)
+    path = await _socket_of(editor)
+    s = raw(path, remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/turn/begin",
+                                "params": {"prompt": "abandoned"}}))
+    await asyncio.sleep(0.05)
+    s.close()
+    info = await editor.req("turnback/session/info", {})
+    assert info["ownership"] == "owner"
+    # whether the begin was cut before or after it finished, the session is consistent and usable
+    log = await editor.req("turnback/session/log", {})
+    assert [t["prompt"] for t in log["turns"]] in ([], ["abandoned"])
+    if log["turns"]:
+        await editor.req("turnback/turn/settle", {"turn": 1})
+    n = (await asyncio.to_thread(remote.call, ws, "turnback/turn/begin", {"prompt": "next"}))["turn"]
+    assert n == len(log["turns"]) + 1
+
+
+async def test_the_hook_path_imports_the_standard_library_only(ws, servers):
+    import subprocess
+    import sys
+
+    editor = await servers(ws)
+    await _socket_of(editor)
+    await editor.req("turnback/turn/begin", {"prompt": "hooked"})
+    probe = ("import sys; from turnback.cli.fast import main; rc = main(['--workspace', sys.argv[1], "
+             "'--json', 'turn', 'capture', 'a.txt']); "
+             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', "
+             "'cbor2', 'xxhash', 'psutil', 'pathspec', 'argparse', 'asyncio') or m.startswith("
+             "('turnback.store', 'turnback.workbench', 'turnback.lsp', 'turnback.cli.main'))); "
+             "print('HEAVY', heavy, rc)")
+    proc = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", probe, str(ws)],
+                                   capture_output=True, text=True, cwd=ws, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY [] 0" in proc.stdout, proc.stdout
+    log = await editor.req("turnback/session/log", {})
+    assert log["turns"][0]["prompt"] == "hooked"
+
+
+async def test_a_second_editor_attaches_to_the_owner(ws, servers):
+    """A second editor's sidecar finds the store owned and becomes one more client of the owner:
+    its requests are answered there and it hears the owner's notifications; when the owner goes
+    away it takes over as before."""
+    first = await servers(ws, "vscode")
+    path = await _socket_of(first)
+    second = await servers(ws, "emacs")
+    begun = await second.req("turnback/turn/begin", {"prompt": "from the second editor"})
+    (ws / "a.txt").write_text("second\n")
+    from lsprotocol import types
+
+    second.notify(types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=second.uri("a.txt"))))
+    info = await second.req("turnback/session/info", {})
+    assert info["owner"]["pid"] == first.process.pid and info["socket"] == path
+    await second.req("turnback/turn/settle", {"turn": begun["turn"]})
+    log = await first.req("turnback/session/log", {})
+    assert log["turns"][0]["prompt"] == "from the second editor"
+    assert [f["uri"] for f in log["turns"][0]["files"]] == [second.uri("a.txt")]
+    cand = await second.req("turnback/rewind/prepare", {"boundary": {"kind": "beforePrompt", "turn": 1}})
+    done = await second.req("turnback/rewind/commit", {"boundary": {"kind": "beforePrompt", "turn": 1},
+                                                       "planHash": cand["planHash"]})
+    assert done["status"] == "committed" and (ws / "a.txt").read_text() == "one\n"
+    await second.until(lambda: second.epochs, what="the owner's epoch, relayed")
+    assert second.epochs == first.epochs
+    # the owner leaves: the second editor owns and listens
+    await first.stop()
+    await second.until(lambda: second.status and second.status[-1]["ownership"] == "owner", timeout=15,
+                       what="the second editor to take over")
+    info = await second.req("turnback/session/info", {})
+    assert info["owner"]["pid"] == second.process.pid

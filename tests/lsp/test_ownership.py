@@ -19,7 +19,9 @@ from .test_session import turn
 async def test_two_servers_observer_then_take_over(ws, servers, flavour):
     owner = await servers(ws, flavour)
     await turn(owner, "first", {"a.txt": "two\n"})
-    observer = await servers(ws, "emacs" if flavour == "vscode" else "vscode")
+    # a plain observer (tests/live covers the one that attaches to the owner's socket)
+    observer = await servers(ws, "emacs" if flavour == "vscode" else "vscode",
+                             env={"TURNBACK_ATTACH": "off"})
     info = await observer.req("turnback/session/info", {})
     assert info["ownership"] == "observer"
     assert info["owner"]["pid"] == owner.process.pid
@@ -50,7 +52,8 @@ async def test_two_servers_observer_then_take_over(ws, servers, flavour):
 
 async def test_an_observer_hears_the_owners_gaps_and_heads(ws, servers):
     owner = await servers(ws, "vscode", init_options={"capture": {"maxFileBytes": 1000}})
-    observer = await servers(ws, "emacs", init_options={"capture": {"maxFileBytes": 1000}})
+    observer = await servers(ws, "emacs", init_options={"capture": {"maxFileBytes": 1000}},
+                             env={"TURNBACK_ATTACH": "off"})
     assert observer.status[-1]["ownership"] == "observer"
     n = (await owner.req("turnback/turn/begin", {"prompt": "make trouble"}))["turn"]
     (ws / "big.bin").write_bytes(b"x" * 5000)

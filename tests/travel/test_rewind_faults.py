@@ -208,7 +208,7 @@ def test_temp_files_a_crash_left_in_the_store_are_removed_at_open(agent):
 def test_recovery_never_cleans_temp_files_through_a_linked_folder(agent, tmp_path):
     import os
 
-    from turnback.travel.transaction import _clean_temps
+    from turnback.travel.transaction import clean_temps
 
     a = agent()
     outside = tmp_path / "outside"
@@ -219,5 +219,5 @@ def test_recovery_never_cleans_temp_files_through_a_linked_folder(agent, tmp_pat
     (a.root / "src").mkdir()
     ours = a.root / "src" / f".x.txt{fsio.TEMP_MARK}abc"
     ours.write_text("ours")
-    _clean_temps(a.wb.ws, [{"rel": "lib/x.txt"}, {"rel": "src/x.txt"}])
+    clean_temps(a.wb.ws, [{"rel": "lib/x.txt"}, {"rel": "src/x.txt"}])
     assert victim.exists() and not ours.exists()

@@ -36,7 +36,7 @@ def test_a_captured_edit_between_turns_is_flagged_with_who_made_it(agent):
     assert files["README.md"]["userEditBy"] == "disk-change"
     assert files["a.txt"]["userEdit"] is False  # turn 6 made that change
     assert "README.md (changed on disk)" in c["summary"]
-    assert "keepUserEdits" in c["summary"]
+    assert "keeping your edits leaves them as they are" in c["summary"]
 
 
 def test_a_save_in_the_editor_is_named_as_such(agent):
@@ -156,3 +156,19 @@ def test_redo_flags_and_keeps_user_edits(agent):
     assert out["status"] == "committed" and out["kept"] == [a.uri("b.txt")]
     assert (a.root / "b.txt").read_text() == "my b"
     assert (a.root / "a.txt").read_text() == "a2"
+
+
+def test_redo_offers_only_this_sessions_states(agent):
+    a = agent()
+    a.turn("one", {"a.txt": "a1"})
+    a.turn("two", {"a.txt": "a2"})
+    boundary = {"kind": "afterResponse", "turn": 1}
+    c = prepare(a, boundary)
+    a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
+    assert a.wb.redo.list({})["groups"]  # the 2-turn state the rewind left behind
+    a.wb.sessions.start()  # park this session; a fresh one is live
+    a.turn("other", {"b.txt": "b1"})
+    listing = a.wb.redo.list({"all": True})
+    sessions = {a.wb.store.heads.read(g["headSeq"]).session for g in listing["groups"]}
+    assert sessions <= {a.wb.state.session_id}  # never the parked session's states
+    assert not any(g["lastPrompt"] in ("one", "two") for g in listing["groups"])

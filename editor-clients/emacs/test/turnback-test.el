@@ -163,16 +163,17 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
                       "1 turn, ending with turn 1: “first”"
                       "1 turn with their answers, from turn 2: “second”"
                       "restore  a.txt"
-                      "delete   b.txt  (edited outside the session: will be overwritten)"
+                      "delete   b.txt  (your edit, no discarded turn made it)"
                       "(1 file unchanged)"
-                      "External changes that will be overwritten\n  b.txt"
+                      "Your edits that will be overwritten\n  b.txt (no discarded turn made it)"
+                      "k: commit, keeping your edits"
                       "(no file): step-scope-unknown — step s2.1 (shell) did not say its scope (turn 2)"
                       "big.bin: too-large (turn 2)"
                       "crossedUncompensated" "s2.1" "unrestored" "s2.2"
                       "d1: 1 attempt discarded, becomes ready"
                       "2 tasks, 1 goal, 0 agents, 0 handoffs"
                       "Discards 1 turn(s) from"
-                      "y: commit this rewind    q: cancel"))
+                      "y: commit this rewind"))
       (should (string-search needle text)))
     ;; All seven effect lists are shown, empty ones as "none".
     (dolist (cell turnback--effect-labels)
@@ -225,7 +226,8 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
     (should (equal (substring-no-properties s) " TB⚠3"))
     (should (eq (get-text-property 0 'face s) 'turnback-mode-line-warning))
     (let ((help (get-text-property 0 'help-echo s)))
-      (should (string-search "3 files cannot be captured" help))
+      (should (string-search "3 gaps (a rewind cannot put them back)" help))
+      (should-not (string-search "files cannot be captured" help))
       (should (string-search "big.bin: too-large — 2 MB (turn 1)" help))
       (should (string-search "link: symlink" help))
       (should (string-search "secret: unreadable" help))))
@@ -425,7 +427,7 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
               (turnback-rewind-before-directive))
             (let ((text (turnback-test--confirm-text)))
               (should (string-search "before the attempt of turn 1 at directive" text))
-              (should (string-search (format "%s: 1 attempt discarded" id) text)))
+              (should (string-search (format "%s “make it shout”: 1 attempt discarded" id) text)))
             (should (equal (plist-get (turnback-confirm-commit) :status) "committed"))
             (should (equal (turnback-test--read a) "one\nanchor\nthree\n"))
             (should (equal (with-current-buffer (find-buffer-visiting a) (buffer-string))

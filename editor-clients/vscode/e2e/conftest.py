@@ -50,3 +50,22 @@ def scratch():
     yield path
     if not os.environ.get("TURNBACK_E2E_KEEP"):
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture(autouse=True)
+def screenshot_on_failure(request):
+    """A failed step leaves a picture of the window at that moment."""
+    yield
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed and "vscode" in request.fixturenames:
+        try:
+            request.getfixturevalue("vscode").ui.shot(f"FAILED-{request.node.name}")
+        except Exception:
+            pass

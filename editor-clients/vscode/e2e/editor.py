@@ -112,11 +112,17 @@ class CodeServer:
                 self.proc.wait()
         self.proc = None
 
+    def extension_logs(self) -> list[Path]:
+        """The extension's output channel of every window so far, as VS Code writes it under the
+        user-data folder, oldest first."""
+        return sorted((Path(p) for p in glob.glob(str(
+            self.user_data / "logs" / "*" / "exthost*" / "output_logging_*" / "*Turnback.log"))),
+            key=os.path.getmtime)
+
     def extension_log(self) -> str:
-        """The extension's output channel, as VS Code writes it under the user-data folder."""
-        paths = sorted(glob.glob(str(self.user_data / "logs" / "*" / "exthost*" / "output_logging_*" / "*Turnback.log")),
-                       key=os.path.getmtime)
-        return Path(paths[-1]).read_text() if paths else ""
+        """The output channel of the latest window."""
+        paths = self.extension_logs()
+        return paths[-1].read_text() if paths else ""
 
 
 class Browser:
@@ -146,9 +152,16 @@ class Workbench:
         # Wait for the workbench to restore (the explorer shows the folder).
         self.page.wait_for_selector(".explorer-folders-view, .monaco-workbench .part.sidebar", timeout=60_000)
 
-    def shot(self, name: str) -> Path:
+    def shot(self, name: str, around=None, margin: int = 24) -> Path:
+        """A screenshot of the window, or of the part of it around a locator (for the docs)."""
         path = self.shots / f"{name}.png"
-        self.page.screenshot(path=str(path))
+        clip = None
+        if around is not None:
+            box = around.bounding_box()
+            if box:
+                clip = {"x": max(0, box["x"] - margin), "y": max(0, box["y"] - margin),
+                        "width": box["width"] + 2 * margin, "height": box["height"] + 2 * margin}
+        self.page.screenshot(path=str(path), clip=clip)
         return path
 
     # -- the command palette and quick picks ------------------------------------------------------
@@ -229,7 +242,20 @@ class Workbench:
         if not sidebar.locator(".composite.title", has_text="Turnback Session").is_visible():
             self.page.locator(".activitybar .action-item .action-label[aria-label^='Turnback']").first.click()
         sidebar.locator(".composite.title", has_text="Turnback Session").wait_for(timeout=15_000)
-        self.page.mouse.move(700, 450)  # away from the activity bar's tooltip
+        self.widen_sidebar(480)
+        self.page.mouse.move(900, 450)  # away from the activity bar's tooltip
+
+    def widen_sidebar(self, width: int) -> None:
+        """Drag the sash at the sidebar's right edge, as a person widens a narrow view."""
+        box = self.page.locator(".part.sidebar").bounding_box()
+        if not box or box["width"] >= width - 5:
+            return
+        edge = box["x"] + box["width"]
+        y = box["y"] + box["height"] / 2
+        self.page.mouse.move(edge, y)
+        self.page.mouse.down()
+        self.page.mouse.move(box["x"] + width, y, steps=5)
+        self.page.mouse.up()
 
     def _session_list(self):
         return self.page.locator(".part.sidebar .monaco-list")
@@ -251,6 +277,10 @@ class Workbench:
         menu.wait_for(state="visible", timeout=10_000)
         menu.hover()
         self.page.keyboard.press("Enter")
+        try:
+            menu.wait_for(state="hidden", timeout=3_000)
+        except Exception:  # the key went elsewhere (a busy machine): a plain click then
+            menu.click()
 
     def inline_action(self, row, title: str) -> None:
         """The icon button a tree row shows on hover."""

@@ -27,7 +27,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   echo "e2e/run.sh: installing ${missing[*]}"
   apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 fi
 
 python="${TURNBACK_E2E_PYTHON:-}"

@@ -2,12 +2,14 @@
 // by render.ts and flows.ts, which the plain-Node tests drive against the real server.
 
 import * as vscode from "vscode";
-import { LanguageClient, State, TransportKind } from "vscode-languageclient/node";
+import { LanguageClient, State, TransportKind, WorkDoneProgress } from "vscode-languageclient/node";
 import type { LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 
 import { findExecutable, initializationOptions, serverCommand, startFailureMessage, NOT_INSTALLED } from "./config";
 import type { ServerCommand, Settings } from "./config";
 import { failureMessage, redoFlow, rewindFlow } from "./flows";
+import { forkFlow, lineageNode } from "./fork";
+import { recoveryFlow } from "./recovery";
 import type { FlowOutcome, FlowUi } from "./flows";
 import { TurnbackApi } from "./protocol";
 import type { Boundary, Directive, RedoGroup } from "./protocol";
@@ -93,7 +95,9 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
             // The language client restarted a crashed server by itself: what we showed is stale.
             void refreshFromServer(true);
         }
-        if (e.newState === State.Stopped) {
+        // Only the current client speaks for the status bar: a client stopped by a restart reports
+        // Stopped after its successor may already have shown the new server's status.
+        if (e.newState === State.Stopped && client === c) {
             statusItem.text = "$(circle-slash) turnback";
             statusItem.tooltip = "turnback: the server is not running. Click to show its output.";
             statusItem.backgroundColor = undefined;
@@ -117,6 +121,13 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
         return;
     }
     context.subscriptions.push({ dispose: () => void c.stop() });
+    try {
+        const info = await api.sessionInfo();
+        output.appendLine(`turnback: running: session ${info.sessionId}, ${info.ownership}, ${info.turnCount} turn(s), ` +
+            `${info.liveGaps} gap(s), ${info.recovery} recovery record(s)`);
+    } catch (err) {
+        output.appendLine(failureMessage("reading the session", err));
+    }
     await refreshFromServer();
 }
 
@@ -178,12 +189,20 @@ function updateStatusBar(): void {
     statusItem.text = view.text;
     statusItem.tooltip = view.tooltip;
     statusItem.backgroundColor = view.warning ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
-    statusItem.command = Commands.showGaps;
+    statusItem.command = view.opens === "recovery" ? Commands.showRecovery : Commands.showGaps;
     statusItem.show();
+    void vscode.commands.executeCommand("setContext", "turnback.recoveryPending", (state.status?.recovery ?? 0) > 0);
 }
 
 // -----------------------------------------------------------------------------------------------
 // Tree view
+
+const TREE_ICONS: Record<string, string> = {
+    "turnback.turn.directive": "wand",
+    "turnback.lineage": "type-hierarchy",
+    "turnback.session": "git-branch",
+    "turnback.session.frozen": "lock",
+};
 
 class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     private readonly emitter = new vscode.EventEmitter<TreeNode | undefined>();
@@ -203,8 +222,8 @@ class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     }
 
     getTreeItem(node: TreeNode): vscode.TreeItem {
-        const item = new vscode.TreeItem(node.label,
-            node.children?.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+        const item = new vscode.TreeItem(node.label, !node.children?.length ? vscode.TreeItemCollapsibleState.None
+            : node.expanded ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
         item.id = node.id;
         item.description = node.description;
         item.tooltip = node.tooltip;
@@ -214,7 +233,7 @@ class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
             item.resourceUri = uri;
             item.command = { command: "vscode.open", title: "Open", arguments: [uri] };
         } else {
-            item.iconPath = new vscode.ThemeIcon(node.contextValue === "turnback.turn.directive" ? "wand" : "comment-discussion");
+            item.iconPath = new vscode.ThemeIcon(TREE_ICONS[node.contextValue] ?? "comment-discussion");
         }
         return item;
     }
@@ -227,7 +246,9 @@ class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
             return [];
         }
         try {
-            return sessionTree(await api.sessionLog(), workspaceRoot());
+            const turns = sessionTree(await api.sessionLog(), workspaceRoot());
+            const lineage = await api.sessionList().then((r) => lineageNode(r.sessions ?? []), () => undefined);
+            return lineage ? [lineage, ...turns] : turns;
         } catch (err) {
             output.appendLine(failureMessage("reading the session log", err));
             return [];
@@ -268,7 +289,7 @@ class DirectiveLensProvider implements vscode.CodeLensProvider {
 // Commands
 
 const modalUi: FlowUi = {
-    async confirm(c: Confirmation): Promise<boolean> {
+    async confirm(c: Confirmation): Promise<string | undefined> {
         output.appendLine(`${c.title}\n${c.detail}\n`);
         // Unsaved editors over files the plan touches would end in a conflict: say so in the dialog.
         const dirty = vscode.workspace.textDocuments
@@ -278,8 +299,28 @@ const modalUi: FlowUi = {
         const detail = dirty.length
             ? `${c.detail}\n\n⚠ Unsaved changes in the editor: ${dirty.join(", ")}. Save or revert them first, or the editor will show a conflict.`
             : c.detail;
-        const choice = await vscode.window.showWarningMessage(c.title, { modal: true, detail }, c.action);
-        return choice === c.action;
+        const buttons = c.alternative ? [c.action, c.alternative] : [c.action];
+        return vscode.window.showWarningMessage(c.title, { modal: true, detail }, ...buttons);
+    },
+    during<T>(title: string, work: (workDoneToken?: string) => Promise<T>): Promise<T> {
+        const c = client;
+        if (!c) {
+            return work(undefined);
+        }
+        // The server reports $/progress on a token the request carries; show it as a notification.
+        const token = `turnback-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+        return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, async (progress) => {
+            const listening = c.onProgress(WorkDoneProgress.type, token, (p) => {
+                if (p.kind !== "end" && p.message) {
+                    progress.report({ message: p.message });
+                }
+            });
+            try {
+                return await work(token);
+            } finally {
+                listening.dispose();
+            }
+        }));
     },
 };
 
@@ -288,8 +329,15 @@ async function report(outcome: FlowOutcome): Promise<void> {
     if (outcome.status === "committed") {
         void vscode.window.showInformationMessage(outcome.message);
     } else if (outcome.status === "rolled-back" || outcome.status === "stale") {
-        void vscode.window.showErrorMessage(outcome.message, "Show Output").then((choice) => choice && output.show());
-    } else if (outcome.status === "unavailable") {
+        const buttons = outcome.result?.recovery?.length ? ["Show Recovery", "Show Output"] : ["Show Output"];
+        void vscode.window.showErrorMessage(outcome.message, ...buttons).then((choice) => {
+            if (choice === "Show Recovery") {
+                void vscode.commands.executeCommand(Commands.showRecovery);
+            } else if (choice) {
+                output.show();
+            }
+        });
+    } else if (outcome.status === "unavailable" || outcome.status === "nothing-to-do") {
         void vscode.window.showInformationMessage(outcome.message);
     }
     tree.refresh();
@@ -312,7 +360,7 @@ function turnOf(arg: unknown): number | undefined {
     return typeof t === "number" ? t : typeof arg === "number" ? arg : undefined;
 }
 
-async function pickBoundary(kind: "response" | "prompt"): Promise<Boundary | undefined> {
+async function pickBoundary(kind: "response" | "prompt", title?: string): Promise<Boundary | undefined> {
     const a = requireApi();
     if (!a) {
         return undefined;
@@ -330,7 +378,7 @@ async function pickBoundary(kind: "response" | "prompt"): Promise<Boundary | und
     }
     const items: BoundaryPick[] = kind === "response" ? responsePicks(log) : promptPicks(log);
     const picked = await vscode.window.showQuickPick(items, {
-        title: kind === "response" ? "Rewind at this response (keeps it)" : "Rewind to before this prompt (discards it)",
+        title: title ?? (kind === "response" ? "Rewind at this response (keeps it)" : "Rewind to before this prompt (discards it)"),
         placeHolder: kind === "response" ? "Pick the last answer to keep" : "Pick the first prompt to discard",
         matchOnDescription: true,
         matchOnDetail: true,
@@ -432,6 +480,72 @@ async function redo(): Promise<void> {
     }
 }
 
+async function showRecovery(): Promise<void> {
+    const a = requireApi();
+    if (!a) {
+        return;
+    }
+    try {
+        const outcome = await recoveryFlow(a, {
+            pick: (items) => Promise.resolve(vscode.window.showQuickPick(items, {
+                title: "turnback: recovery records, what a rewind or redo could not put back",
+                matchOnDescription: true,
+                matchOnDetail: true,
+            })),
+            confirm: (c) => modalUi.confirm(c),
+        }, { root: workspaceRoot() });
+        output.appendLine(`turnback: ${outcome.message}`);
+        if (outcome.status === "failed") {
+            void vscode.window.showErrorMessage(outcome.message, "Show Output").then((choice) => choice && output.show());
+        } else if (outcome.status !== "cancelled") {
+            void vscode.window.showInformationMessage(outcome.message);
+        }
+    } catch (err) {
+        void vscode.window.showErrorMessage(failureMessage("recovery", err));
+    }
+    await refreshFromServer(true);
+}
+
+async function forkAtResponse(arg?: unknown): Promise<void> {
+    const a = requireApi();
+    if (!a) {
+        return;
+    }
+    let turn = turnOf(arg);
+    if (turn === undefined) {
+        const boundary = await pickBoundary("response", "Fork at this response (the branch keeps it)");
+        turn = boundary?.turn;
+    }
+    if (turn === undefined) {
+        return;
+    }
+    const root = workspaceRoot();
+    try {
+        const outcome = await forkFlow(a, turn, {
+            confirm: (c) => modalUi.confirm(c),
+            worktreePath: () => Promise.resolve(vscode.window.showInputBox({
+                title: "Fork into a worktree: the branch's folder",
+                prompt: "A new folder (a git worktree when this is a git repository); this folder stays as it is.",
+                value: root ? `${root}-fork-${turn}` : "",
+                validateInput: (v) => (v.trim() ? undefined : "A folder path, please."),
+            })).then((v) => v?.trim() || undefined),
+        }, { root });
+        output.appendLine(`turnback: ${outcome.message}`);
+        if (outcome.status === "forked") {
+            const worktree = outcome.result?.branch?.worktree;
+            const choice = await vscode.window.showInformationMessage(outcome.message, ...(worktree ? ["Open Worktree"] : []));
+            if (choice === "Open Worktree" && worktree) {
+                await vscode.commands.executeCommand("vscode.openFolder", vscode.Uri.file(worktree), { forceNewWindow: true });
+            }
+        } else if (outcome.status === "refused" || outcome.status === "rolled-back" || outcome.status === "stale") {
+            void vscode.window.showErrorMessage(outcome.message, "Show Output").then((choice) => choice && output.show());
+        }
+    } catch (err) {
+        void vscode.window.showErrorMessage(failureMessage("fork", err));
+    }
+    await refreshFromServer(true);
+}
+
 async function showGaps(): Promise<void> {
     const items = gapPicks(state.status, workspaceRoot());
     if (!items.length) {
@@ -502,6 +616,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand(Commands.rewindBeforeDirective, rewindBeforeDirective),
         vscode.commands.registerCommand(Commands.redo, redo),
         vscode.commands.registerCommand(Commands.showGaps, showGaps),
+        vscode.commands.registerCommand(Commands.showRecovery, showRecovery),
+        vscode.commands.registerCommand(Commands.forkAtResponse, forkAtResponse),
         vscode.commands.registerCommand(Commands.editDirectiveRequest, editDirectiveRequest),
         vscode.commands.registerCommand(Commands.refreshSession, () => refreshFromServer(true)),
         vscode.commands.registerCommand(Commands.showOutput, () => output.show()),

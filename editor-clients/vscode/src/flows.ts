@@ -2,30 +2,71 @@
 // against a tiny UI interface so the tests can answer the confirmation programmatically. No `vscode`.
 
 import { errorCode, errorMessage } from "./protocol";
-import type { Boundary, Candidate, CommitResult, RedoCommitResult, RedoGroup, RedoPlan, TurnbackApi } from "./protocol";
+import type { Boundary, Candidate, CommitOptions, CommitResult, RedoCommitResult, RedoGroup, RedoPlan, TurnbackApi } from "./protocol";
 import { renderCandidate, renderRedoPlan, redoUnavailableMessage } from "./render";
 import type { Confirmation } from "./render";
 
 export interface FlowUi {
-    /** Show the modal; resolve true to commit. */
-    confirm(c: Confirmation): Promise<boolean>;
+    /**
+     * Show the modal. Resolve true (or the label of `action`) to commit, the label of `alternative`
+     * to commit that other way, false or undefined to cancel.
+     */
+    confirm(c: Confirmation): Promise<boolean | string | undefined>;
+    /**
+     * Run a commit while showing its `$/progress` (the extension: a notification); `work` gets the
+     * token to send. Without it the commit simply runs.
+     */
+    during?<T>(title: string, work: (workDoneToken?: string) => Promise<T>): Promise<T>;
     info?(message: string): void;
     warn?(message: string): void;
 }
 
 export interface FlowOutcome {
-    status: "committed" | "cancelled" | "rolled-back" | "unavailable" | "stale" | "error";
+    status: "committed" | "cancelled" | "rolled-back" | "unavailable" | "stale" | "error" | "nothing-to-do";
     message: string;
     /** Every confirmation shown, in order (a stale commit adds one). */
     shown: Confirmation[];
     result?: CommitResult | RedoCommitResult;
+    /** The commit left the user's own edits as they were. */
+    keptUserEdits?: boolean;
 }
 
 const MAX_STALE_ROUNDS = 5;
 
+/** What the person chose in a confirmation: commit, commit keeping their edits, or nothing. */
+export type Choice = "commit" | "keep-user-edits" | "cancel";
+
+export function choiceOf(c: Confirmation, answer: boolean | string | undefined): Choice {
+    if (answer === true || answer === c.action) {
+        return "commit";
+    }
+    if (c.alternative !== undefined && answer === c.alternative) {
+        return "keep-user-edits";
+    }
+    return "cancel";
+}
+
 function recoveryNote(result: { recovery?: unknown[] }): string {
     const n = result.recovery?.length ?? 0;
-    return n ? ` ${n} recovery record(s) keep what could not be put back.` : "";
+    return n ? ` ${n} recovery record(s) keep what could not be put back: see Turnback: Recovery….` : "";
+}
+
+/** A rolled-back commit in words: the server's own sentence when it sent one. */
+export function rolledBackMessage(operation: "rewind" | "redo", result: { message?: string; reason?: string; recovery?: unknown[] }): string {
+    const why = result.message || result.reason;
+    const head = `The ${operation} was rolled back: nothing changed` + (why ? ` (${why.replace(/\.$/, "")}).` : ".");
+    return head + recoveryNote(result);
+}
+
+export const NOTHING_TO_REWIND = "Nothing to rewind: the workspace and the session are already at that point.";
+export const NOTHING_TO_REDO = "Nothing to redo: the workspace and the session are already in that state.";
+
+async function commitWith<T>(ui: FlowUi, title: string, work: (opts: CommitOptions) => Promise<T>, keep: boolean): Promise<T> {
+    const base: CommitOptions = keep ? { keepUserEdits: true } : {};
+    if (!ui.during) {
+        return work(base);
+    }
+    return ui.during(title, (workDoneToken) => work(workDoneToken ? { ...base, workDoneToken } : base));
 }
 
 export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowUi, opts: { root?: string } = {}): Promise<FlowOutcome> {
@@ -33,14 +74,19 @@ export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowU
     let candidate: Candidate = await api.rewindPrepare(boundary);
     let stale = false;
     for (let round = 0; round < MAX_STALE_ROUNDS; round++) {
+        if (candidate.noop) {
+            return { status: "nothing-to-do", message: NOTHING_TO_REWIND, shown };
+        }
         const conf = renderCandidate({ ...candidate, boundary: candidate.boundary ?? boundary }, { root: opts.root, stale });
         shown.push(conf);
-        if (!(await ui.confirm(conf))) {
+        const choice = choiceOf(conf, await ui.confirm(conf));
+        if (choice === "cancel") {
             return { status: "cancelled", message: "Rewind cancelled.", shown };
         }
+        const keep = choice === "keep-user-edits";
         let result: CommitResult;
         try {
-            result = await api.rewindCommit(boundary, candidate.planHash);
+            result = await commitWith(ui, "turnback: rewinding", (o) => api.rewindCommit(boundary, candidate.planHash, o), keep);
         } catch (err) {
             if (errorCode(err) === "stale-plan") {
                 candidate = await api.rewindPrepare(boundary);
@@ -51,19 +97,20 @@ export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowU
         }
         if (result.status === "committed") {
             return {
-                status: "committed", shown, result,
-                message: `Rewound: kept ${candidate.keep.turnCount} turn(s), discarded ${candidate.discard.turnCount}.` + recoveryNote(result),
+                status: "committed", shown, result, keptUserEdits: keep,
+                message: `Rewound: kept ${candidate.keep.turnCount} turn(s), discarded ${candidate.discard.turnCount}` +
+                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result),
             };
+        }
+        if (result.status === "nothing-to-do") {
+            return { status: "nothing-to-do", shown, result, message: NOTHING_TO_REWIND };
         }
         if (result.status === "stale") {
             candidate = result.candidate ?? (await api.rewindPrepare(boundary));
             stale = true;
             continue;
         }
-        return {
-            status: "rolled-back", shown, result,
-            message: `The rewind was rolled back${result.reason ? `: ${result.reason}` : ""}.` + recoveryNote(result),
-        };
+        return { status: "rolled-back", shown, result, message: rolledBackMessage("rewind", result) };
     }
     return { status: "stale", shown, message: "The session kept changing; rewind abandoned." };
 }
@@ -89,12 +136,14 @@ export async function redoFlow(
     for (let round = 0; round < MAX_STALE_ROUNDS; round++) {
         const conf = renderRedoPlan(plan, group, { root: opts.root, stale });
         shown.push(conf);
-        if (!(await ui.confirm(conf))) {
+        const choice = choiceOf(conf, await ui.confirm(conf));
+        if (choice === "cancel") {
             return { status: "cancelled", message: "Redo cancelled.", shown };
         }
+        const keep = choice === "keep-user-edits";
         let result: RedoCommitResult;
         try {
-            result = await api.redoCommit(group.headSeq, plan.planHash);
+            result = await commitWith(ui, "turnback: redoing", (o) => api.redoCommit(group.headSeq, plan.planHash, o), keep);
         } catch (err) {
             if (errorCode(err) === "stale-plan") {
                 plan = await api.redoPrepare(group.headSeq);
@@ -104,14 +153,21 @@ export async function redoFlow(
             throw err;
         }
         if (result.status === "committed") {
-            return { status: "committed", shown, result, message: `Redone: head ${group.headSeq} is back (${group.turnCount} turn(s)).` + recoveryNote(result) };
+            return {
+                status: "committed", shown, result, keptUserEdits: keep,
+                message: `Redone: head ${group.headSeq} is back (${group.turnCount} turn(s))` +
+                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result),
+            };
+        }
+        if (result.status === "nothing-to-do") {
+            return { status: "nothing-to-do", shown, result, message: NOTHING_TO_REDO };
         }
         if (result.status === "stale") {
             plan = result.plan ?? (await api.redoPrepare(group.headSeq));
             stale = true;
             continue;
         }
-        return { status: "rolled-back", shown, result, message: `The redo was rolled back${result.reason ? `: ${result.reason}` : ""}.` + recoveryNote(result) };
+        return { status: "rolled-back", shown, result, message: rolledBackMessage("redo", result) };
     }
     return { status: "stale", shown, message: "The session kept changing; redo abandoned." };
 }

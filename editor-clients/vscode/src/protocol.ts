@@ -27,6 +27,12 @@ export interface FilePlan {
     from?: string | null;
     to?: string | null;
     externalChange?: boolean;
+    /** The change this plan would undo was not made by a discarded turn: the user's own edit. */
+    userEdit?: boolean;
+    /** Who made it: "editor-save", "disk-change", "capture-request" or "uncaptured". */
+    userEditBy?: string;
+    /** Permission bits restored with the file. */
+    mode?: number | string | null;
 }
 
 export interface TurnRef {
@@ -69,6 +75,8 @@ export interface Candidate {
     directives: CandidateDirective[];
     workflowCleared?: WorkflowCleared;
     summary: string;
+    /** The boundary is the current state: nothing would change. */
+    noop?: boolean;
 }
 
 export interface Recovery {
@@ -117,12 +125,22 @@ export interface SessionLog {
 }
 
 export interface CommitResult {
-    status: "committed" | "stale" | "rolled-back";
+    status: "committed" | "stale" | "rolled-back" | "nothing-to-do";
     candidate?: Candidate;
     epoch?: number;
     headSeq?: number | null;
     reason?: string;
+    /** What happened, in words (a rolled-back commit says why and what was put back). */
+    message?: string;
     recovery?: Recovery[];
+}
+
+/** Options of a rewind or redo commit beyond the plan hash. */
+export interface CommitOptions {
+    /** Leave every file flagged `userEdit` exactly as it is now. */
+    keepUserEdits?: boolean;
+    /** A `$/progress` token the client listens on. */
+    workDoneToken?: string;
 }
 
 export interface RedoGroup {
@@ -149,12 +167,50 @@ export interface RedoPlan {
 }
 
 export interface RedoCommitResult {
-    status: "committed" | "stale" | "rolled-back";
+    status: "committed" | "stale" | "rolled-back" | "nothing-to-do";
+    message?: string;
     headSeq?: number | null;
     epoch?: number;
     reason?: string;
     plan?: RedoPlan;
     recovery?: Recovery[];
+}
+
+// -- fork and lineage (second round)
+
+export interface ForkPrepareResult {
+    hash: string;
+    turn: number;
+    effects: Effects;
+    /** Set when this fork cannot be made (a live branch exists, a frozen session, …). */
+    refusal?: { code: string; message: string } | null;
+    summary: string;
+    [extra: string]: unknown;
+}
+
+export interface ForkBranch {
+    sessionId: string;
+    parentId: string;
+    worktree?: string | null;
+}
+
+export interface ForkConfirmResult {
+    status: "forked" | "stale" | "refused" | "rolled-back";
+    branch?: ForkBranch;
+    /** The fresh prepare result (stale), the refusal, or what the rollback did. */
+    report?: (Partial<ForkPrepareResult> & { message?: string; code?: string }) | null;
+    message?: string;
+    recovery?: Recovery[];
+}
+
+export interface SessionSummary {
+    sessionId: string;
+    parentId: string | null;
+    forkTurn: number | null;
+    frozen: boolean;
+    worktree: string | null;
+    turnCount: number;
+    current: boolean;
 }
 
 export interface Attempt {
@@ -281,6 +337,9 @@ export const Requests = {
     collectRun: "turnback/collect/run",
     recoveryList: "turnback/recovery/list",
     recoveryResolve: "turnback/recovery/resolve",
+    forkPrepare: "turnback/fork/prepare",
+    forkConfirm: "turnback/fork/confirm",
+    sessionList: "turnback/session/list",
 } as const;
 
 export const Notifications = {
@@ -361,8 +420,8 @@ export class TurnbackApi {
     rewindPrepare(boundary: Boundary): Promise<Candidate> {
         return this.call(Requests.rewindPrepare, { boundary });
     }
-    rewindCommit(boundary: Boundary, planHash: string): Promise<CommitResult> {
-        return this.call(Requests.rewindCommit, { boundary, planHash });
+    rewindCommit(boundary: Boundary, planHash: string, opts: CommitOptions = {}): Promise<CommitResult> {
+        return this.call(Requests.rewindCommit, { boundary, planHash, ...commitExtras(opts) });
     }
     redoList(): Promise<RedoList> {
         return this.call(Requests.redoList);
@@ -370,8 +429,8 @@ export class TurnbackApi {
     redoPrepare(headSeq: number): Promise<RedoPlan> {
         return this.call(Requests.redoPrepare, { headSeq });
     }
-    redoCommit(headSeq: number, planHash: string): Promise<RedoCommitResult> {
-        return this.call(Requests.redoCommit, { headSeq, planHash });
+    redoCommit(headSeq: number, planHash: string, opts: CommitOptions = {}): Promise<RedoCommitResult> {
+        return this.call(Requests.redoCommit, { headSeq, planHash, ...commitExtras(opts) });
     }
     directiveUpsert(params: DirectiveUpsertParams): Promise<Directive> {
         return this.call(Requests.directiveUpsert, params);
@@ -388,7 +447,34 @@ export class TurnbackApi {
     recoveryList(): Promise<{ recovery: Recovery[] }> {
         return this.call(Requests.recoveryList);
     }
-    recoveryResolve(id: string, action: "retry" | "dismiss"): Promise<{ status: string; recovery: Recovery[] }> {
+    recoveryResolve(id: string, action: "retry" | "dismiss"): Promise<RecoveryResolveResult> {
         return this.call(Requests.recoveryResolve, { id, action });
     }
+    forkPrepare(turn: number): Promise<ForkPrepareResult> {
+        return this.call(Requests.forkPrepare, { turn });
+    }
+    forkConfirm(turn: number, hash: string, worktree?: string): Promise<ForkConfirmResult> {
+        return this.call(Requests.forkConfirm, { turn, hash, ...(worktree ? { worktree } : {}) });
+    }
+    sessionList(): Promise<{ sessions: SessionSummary[] }> {
+        return this.call(Requests.sessionList);
+    }
+}
+
+export interface RecoveryResolveResult {
+    status: string;
+    recovery: Recovery[];
+    message?: string;
+}
+
+/** Only the options that are set travel (an older server sees the request it knows). */
+function commitExtras(opts: CommitOptions): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    if (opts.keepUserEdits) {
+        out.keepUserEdits = true;
+    }
+    if (opts.workDoneToken) {
+        out.workDoneToken = opts.workDoneToken;
+    }
+    return out;
 }

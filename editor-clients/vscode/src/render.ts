@@ -117,10 +117,58 @@ function fileLine(f: FilePlan, root?: string): string {
     const p = displayPath(f, root);
     const action = f.action === "restore" ? (f.from === "absent" || f.from == null ? "recreate" : "restore") : f.action;
     const ext = f.externalChange ? "  ⚠ changed outside turnback since the last capture: that edit will be overwritten" : "";
-    return `  ${action.padEnd(9)}${p}${ext}`;
+    const mine = f.userEdit && !f.externalChange ? `  ✎ your edit (${userEditWords(f.userEditBy)})` : "";
+    return `  ${action.padEnd(9)}${p}${ext}${mine}`;
 }
 
-function fileSection(files: FilePlan[], root?: string): string[] {
+const USER_EDIT_WORDS: Record<string, string> = {
+    "editor-save": "saved in the editor",
+    "disk-change": "changed on disk",
+    "capture-request": "captured between turns",
+    uncaptured: "changed on disk, not captured yet",
+};
+
+export function userEditWords(by: string | undefined): string {
+    return (by && USER_EDIT_WORDS[by]) || "not made by a discarded turn";
+}
+
+/** The files of a plan whose change is the user's own (made by no discarded turn). */
+export function userEditFiles(files: FilePlan[]): FilePlan[] {
+    return files.filter((f) => f.userEdit && f.action !== "unchanged");
+}
+
+/** The button that commits but leaves the user's own edits as they are now. */
+export const KEEP_MY_EDITS = { rewind: "Rewind, Keep My Edits", redo: "Redo, Keep My Edits" } as const;
+
+function userEditSection(files: FilePlan[], operation: "rewind" | "redo", root?: string): string[] {
+    const mine = userEditFiles(files);
+    if (!mine.length) {
+        return [];
+    }
+    const verb = operation === "rewind" ? "Rewind" : "Redo";
+    return ["", `Your own edits, made by no discarded turn (${mine.length}): ${mine.map((f) => displayPath(f, root)).join(", ")}.`,
+        `“${verb}” undoes them too; “${KEEP_MY_EDITS[operation]}” leaves ${mine.length === 1 ? "that file" : "those files"} as ${mine.length === 1 ? "it is" : "they are"} now.`];
+}
+
+/** One line per non-empty bucket of the seven, then any bucket this client does not know. */
+export function effectLines(effects: Partial<Record<string, string[]>> | undefined): string[] {
+    const e = effects ?? {};
+    const out: string[] = [];
+    for (const [key, label] of EFFECT_LABELS) {
+        const ids = e[key] ?? [];
+        if (ids.length) {
+            out.push(`  ${label}: ${ids.join(", ")}`);
+        }
+    }
+    for (const key of Object.keys(e)) {
+        if (!EFFECT_LABELS.some(([k]) => k === key) && (e[key] ?? []).length) {
+            out.push(`  ${key}: ${(e[key] ?? []).join(", ")}`);
+        }
+    }
+    return out;
+}
+
+export function fileSection(files: FilePlan[], root?: string): string[] {
     const moving = files.filter((f) => f.action !== "unchanged");
     const out: string[] = [];
     if (moving.length === 0) {
@@ -151,7 +199,7 @@ function fileSection(files: FilePlan[], root?: string): string[] {
     return out;
 }
 
-function gapSection(gaps: Gap[], root?: string): string[] {
+export function gapSection(gaps: Gap[], root?: string): string[] {
     if (!gaps.length) {
         return ["Gaps: none, everything in range was captured."];
     }
@@ -165,6 +213,8 @@ export interface Confirmation {
     detail: string;
     /** The button that commits. */
     action: string;
+    /** A second way to commit (for example keeping the user's own edits), when there is one. */
+    alternative?: string;
 }
 
 /** Candidate → the modal confirmation (`showWarningMessage(title, {modal, detail}, action)`). */
@@ -188,24 +238,13 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
     }
     lines.push("");
     lines.push(...fileSection(c.files ?? [], root));
+    lines.push(...userEditSection(c.files ?? [], "rewind", root));
     lines.push("");
     lines.push(...gapSection(c.gaps ?? [], root));
-    const effects = c.effects ?? {};
-    const effectLines: string[] = [];
-    for (const [key, label] of EFFECT_LABELS) {
-        const ids = effects[key] ?? [];
-        if (ids.length) {
-            effectLines.push(`  ${label}: ${ids.join(", ")}`);
-        }
-    }
-    for (const key of Object.keys(effects)) {
-        if (!EFFECT_LABELS.some(([k]) => k === key) && (effects[key] ?? []).length) {
-            effectLines.push(`  ${key}: ${effects[key].join(", ")}`);
-        }
-    }
+    const effects = effectLines(c.effects);
     lines.push("");
-    lines.push(effectLines.length ? "Effects of the discarded steps:" : "Effects: no step to account for.");
-    lines.push(...effectLines);
+    lines.push(effects.length ? "Effects of the discarded steps:" : "Effects: no step to account for.");
+    lines.push(...effects);
     if (c.directives?.length) {
         lines.push("");
         lines.push("Directives:");
@@ -225,7 +264,8 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
         lines.push("");
         lines.push(c.summary);
     }
-    return { title, detail: lines.join("\n"), action: "Rewind" };
+    const alternative = userEditFiles(c.files ?? []).length ? KEEP_MY_EDITS.rewind : undefined;
+    return { title, detail: lines.join("\n"), action: "Rewind", ...(alternative ? { alternative } : {}) };
 }
 
 /** Redo plan → the modal confirmation. */
@@ -239,13 +279,15 @@ export function renderRedoPlan(p: RedoPlan, group?: RedoGroup, opts: { root?: st
         lines.push("");
     }
     lines.push(...fileSection(p.files ?? [], opts.root));
+    lines.push(...userEditSection(p.files ?? [], "redo", opts.root));
     lines.push("");
     lines.push(...gapSection(p.gaps ?? [], opts.root));
     if (p.summary) {
         lines.push("");
         lines.push(p.summary);
     }
-    return { title, detail: lines.join("\n"), action: "Redo" };
+    const alternative = userEditFiles(p.files ?? []).length ? KEEP_MY_EDITS.redo : undefined;
+    return { title, detail: lines.join("\n"), action: "Redo", ...(alternative ? { alternative } : {}) };
 }
 
 /** True when the confirmation detail lists the workspace-relative path `rel` as a file line. */
@@ -256,7 +298,8 @@ export function mentionsPath(detail: string, rel: string): boolean {
 
 /** Plain text of a confirmation (for logs, docs and the output channel). */
 export function confirmationText(c: Confirmation): string {
-    return `${c.title}\n\n${c.detail}\n\n[ ${c.action} ]  [ Cancel ]`;
+    const alt = c.alternative ? `  [ ${c.alternative} ]` : "";
+    return `${c.title}\n\n${c.detail}\n\n[ ${c.action} ]${alt}  [ Cancel ]`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,11 +401,13 @@ export interface StatusBarView {
     tooltip: string;
     /** Use the warning background. */
     warning: boolean;
+    /** What a click opens: pending recovery records come first, they are what needs the user. */
+    opens: "gaps" | "recovery";
 }
 
 export function renderStatus(status: Status | undefined, opts: { root?: string; maxTooltipGaps?: number } = {}): StatusBarView {
     if (!status) {
-        return { text: "$(history) turnback", tooltip: "turnback: starting…", warning: false };
+        return { text: "$(history) turnback", tooltip: "turnback: starting…", warning: false, opens: "gaps" };
     }
     const n = status.liveGaps ?? status.gaps?.length ?? 0;
     const extras: string[] = [];
@@ -387,7 +432,9 @@ export function renderStatus(status: Status | undefined, opts: { root?: string; 
         if ((status.gaps ?? []).length > max) {
             tip.push(`…and ${status.gaps.length - max} more`);
         }
-        tip.push("Click to show the gaps.");
+        if (!(status.recovery > 0)) {
+            tip.push("Click to show the gaps.");
+        }
     } else {
         tip.push("turnback: every change is captured, no gap.");
     }
@@ -398,12 +445,13 @@ export function renderStatus(status: Status | undefined, opts: { root?: string; 
         tip.push("Collecting old heads…");
     }
     if (status.recovery > 0) {
-        tip.push(`${plural(status.recovery, "recovery record")} waiting: a rewind or redo could not put everything back.`);
+        tip.push(`${plural(status.recovery, "recovery record")} waiting: a rewind or redo could not put everything back. Click to review.`);
     }
     if (status.headSeq != null) {
         tip.push(`Head ${status.headSeq}.`);
     }
-    return { text, tooltip: tip.join("\n"), warning: n > 0 };
+    const recovery = status.recovery > 0;
+    return { text, tooltip: tip.join("\n"), warning: n > 0 || recovery, opens: recovery ? "recovery" : "gaps" };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -436,6 +484,8 @@ export const Commands = {
     refreshSession: "turnback.refreshSession",
     showOutput: "turnback.showOutput",
     restartServer: "turnback.restartServer",
+    showRecovery: "turnback.showRecovery",
+    forkAtResponse: "turnback.forkAtResponse",
 } as const;
 
 /** The lenses shown above one directive's anchor: its state, then its actions. */
@@ -504,6 +554,8 @@ export interface TreeNode {
     turn?: number;
     uri?: string;
     children?: TreeNode[];
+    /** Show the children at once. */
+    expanded?: boolean;
 }
 
 function fileDescription(f: TurnFile): string {

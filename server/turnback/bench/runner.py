@@ -92,6 +92,10 @@ _REGISTRY = {
     "scan": "history:run_scan",
     "responsiveness": "responsive:run",
     "collect": "history:run_collect",
+    "hook-roundtrip": "live:run_hook_roundtrip",
+    "watcher-fallback": "live:run_watcher_fallback",
+    "live-resources": "live:run_live_resources",
+    "agent-hooks": "agenthooks:run",
 }
 
 
@@ -103,7 +107,8 @@ def _load(name: str) -> Callable[[Context], None]:
 
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
-             "long-session", "close-save", "scan", "responsiveness", "collect")
+             "long-session", "close-save", "scan", "responsiveness", "collect",
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks")
 
 
 # ---------------------------------------------------------------------------------------- output

@@ -110,6 +110,10 @@ def run(ctx) -> None:
     ctx.check("our restore left every file with its pre-turn bytes and removed the created ones",
               ours_ok, ours_why)
 
+    from .live import live_column  # the same turn again, by a live owner with its watcher
+
+    live_column(ctx, ours, changes, {"pre": git_pre, "turn": git_turn},
+                lambda: _check_tree(ours, sizes))
     src = "shadow git, same run"
     ctx.fig("initial-checkpoint", ours_initial, "s", baseline=git_initial, source=src)
     ctx.fig("pre-turn-checkpoint", ours_pre, "s", baseline=git_pre, source=src)

@@ -127,7 +127,10 @@ class Recorder:
         seen: dict[str, Image] = {}
         changed = 0
         gap_rels = {rel for rel, _reason in result.gaps}
-        vanished = {rel for rel, image in state.known.items()
+        scope = getattr(result, "scope", None)  # a watcher's sweep looked at these paths only
+        candidates = state.known.items() if scope is None else \
+            ((rel, state.known[rel]) for rel in scope if rel in state.known)
+        vanished = {rel for rel, image in candidates
                     if image not in (ABSENT, UNKNOWN) and rel not in result.images
                     and rel not in gap_rels and not self._ignored(rel)}
         observations = list(result.images.items()) + [(rel, ABSENT) for rel in
@@ -149,7 +152,8 @@ class Recorder:
         if seen or not state.config.get("swept"):
             self.book.record({"op": "seen", "images": seen, "covered": True})
         new = {(rel, reason) for rel, reason in result.gaps}
-        old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS}
+        old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS
+               and (scope is None or key[0] in scope)}
         add = [Gap(rel, reason, turn_n, self._detail(rel, reason)).to_dict()
                for rel, reason in sorted(new - old)]
         clear = [list(key) for key in sorted(old - new)]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -170,6 +171,7 @@ class SweepResult:
     gaps: list[tuple[str, str]] = field(default_factory=list)
     hashed: int = 0
     walked: int = 0
+    scope: set[str] | None = None  # None: the whole workspace; else the only paths looked at
 
 
 def _printable(rel: str) -> str:
@@ -353,3 +355,65 @@ def sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
             next(gen)
         except StopIteration as stop:
             return stop.value
+
+
+def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max_bytes: int,
+               rules: IgnoreRules, budget_files: int = 64,
+               verify_objects: bool = True) -> Generator[SweepProgress, None, SweepResult]:
+    """The sweep of a healthy watcher: look at the `dirty` paths only (see capture/watcher.py).
+
+    The result covers exactly `result.scope` (the paths looked at); the recorder leaves every other
+    path as it was. Same rules as `iter_sweep` for what each path is: an image, absent, a gap, or
+    neither (ignored, a folder, a FIFO). A path whose parent folder is now a link or gone is absent
+    only if it is gone; the fence in `read_image` refuses to read through a linked folder.
+    """
+    started = time.time_ns()
+    res = SweepResult(scope=set())
+    units = 0
+    for rel in sorted(dirty):
+        units += 1
+        if ws.in_store(rel) or rules.ignored(rel, False):
+            continue
+        res.scope.add(rel)
+        try:
+            st = os.lstat(ws.root / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            if rel in cache:  # as in the walk; a known path that is gone the recorder sees anyway
+                res.absent.add(rel)
+            cache.drop(rel)
+            continue
+        except OSError:
+            res.gaps.append((rel, "unreadable"))
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            cache.drop(rel)
+            if not _editor_lock(rel.rsplit("/", 1)[-1]):
+                res.gaps.append((rel, "symlink"))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            res.scope.discard(rel)  # a folder (its files have their own events) or a FIFO
+            cache.drop(rel)
+            continue
+        res.walked += 1
+        if st.st_size > max_bytes:
+            res.gaps.append((rel, "too-large"))
+            cache.drop(rel)
+            continue
+        digest = cache.fresh(rel, st)
+        if digest is not None and (not verify_objects or objects.has(digest)):
+            res.images[rel] = digest
+            continue
+        got = read_image(ws, rel, objects, max_bytes=max_bytes, check_parents=True)
+        if got.status == "ok":
+            res.hashed += 1
+            res.images[rel] = got.digest
+            cache.record(rel, got.stat, got.digest, started)
+            units += 1 + (got.size or 0) // _HASH_UNIT
+        else:
+            cache.drop(rel)
+            if got.status in ("too-large", "unreadable", "symlink"):
+                res.gaps.append((rel, got.status))
+        if units >= budget_files:
+            units = 0
+            yield SweepProgress(res.walked, res.hashed)
+    return res

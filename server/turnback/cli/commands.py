@@ -81,6 +81,10 @@ def cmd_daemon(ctx) -> int:
 
 
 def cmd_demo(ctx) -> int:
+    if getattr(ctx.args, "agent", None):
+        from .demo_agent import run_agent_demo
+
+        return run_agent_demo(ctx, ctx.args.agent)
     from .demo import run_demo
 
     return run_demo(ctx)
@@ -286,6 +290,9 @@ def cmd_rewind(ctx) -> int:
         ctx.emit({"candidate": candidate, "commit": result})
     else:
         ctx.print(*r.commit(result, "rewind"))
+        resume = result.get("agentResume") or {}
+        if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
+            ctx.print(f"Resume Claude Code at this point: {resume.get('command') or resume['note']}")
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
 
 

@@ -124,8 +124,29 @@ def _valid(sub: str, ns: dict) -> bool:
     return True
 
 
+_HOOK_AGENTS = ("claude-code", "codex", "gemini", "copilot")
+
+
+def _hook(argv: list[str]) -> int | None:
+    """`turnback hook AGENT [--event NAME]`, what an agent runs on every event (hooks/runtime.py)."""
+    if len(argv) not in (2, 4) or argv[1] not in _HOOK_AGENTS:
+        return None
+    event = None
+    if len(argv) == 4:
+        if argv[2] != "--event":
+            return None
+        event = argv[3]
+    from ..hooks.runtime import run
+
+    return run(argv[1], event=event)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        code = _hook(argv)
+        if code is not None:
+            return code
     args = parse(argv)
     if args is not None:
         code = _through_owner(args)

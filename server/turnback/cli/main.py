@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("demo", "run a scripted session end to end in a temporary workspace and check it")
     p.add_argument("--keep", metavar="DIR", help="run in DIR (new or empty) and leave it there")
+    p.add_argument("--agent", choices=("claude-code", "codex", "gemini", "copilot"),
+                   help="replay a recorded session of this agent through `turnback hook` instead")
 
     turn = add("turn", "drive a session from scripts and agent hooks")
     tsub = turn.add_subparsers(dest="turn_command", metavar="SUBCOMMAND")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 
 # Read-only commands and test runners: they change nothing a rewind could restore.
@@ -54,23 +53,23 @@ _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WRAPPERS = ("sudo", "command", "nice", "time", "nohup")
 
 
-@dataclass
 class Rule:
-    words: tuple[str, ...]
-    scope: str
-    source: str  # "default" or the file it came from
+    def __init__(self, words: tuple[str, ...], scope: str, source: str):
+        self.words = words
+        self.scope = scope
+        self.source = source  # "default" or the file it came from
 
     def matches(self, words: list[str]) -> bool:
         return tuple(words[: len(self.words)]) == self.words
 
 
-@dataclass
 class HookConfig:
-    rules: list[Rule] = field(default_factory=list)
-    block: bool = False
-    start_owner: bool = True
-    files: list[str] = field(default_factory=list)  # the files that were read
-    problems: list[str] = field(default_factory=list)  # what could not be read, for the log
+    def __init__(self, rules: list[Rule] | None = None):
+        self.rules = list(rules or [])
+        self.block = False
+        self.start_owner = True
+        self.files: list[str] = []  # the files that were read
+        self.problems: list[str] = []  # what could not be read, for the log
 
     def shell_scope(self, command: str) -> tuple[str, str]:
         """The scope of a shell command line and why: each part of a pipeline or `&&` chain is
@@ -97,10 +96,11 @@ class HookConfig:
             words = words[1:]
         if not words:
             return "unknown", f"{part!r}: nothing to match"
-        words[0] = os.path.basename(words[0])
+        # `/usr/bin/git push` is `git push`; a rule may also name the path itself (`./deploy.sh`)
+        forms = [words, [os.path.basename(words[0])] + words[1:]]
         best = None
         for rule in self.rules:
-            if rule.matches(words) and (best is None or len(rule.words) > len(best.words)
+            if any(rule.matches(f) for f in forms) and (best is None or len(rule.words) > len(best.words)
                                         or (len(rule.words) == len(best.words)
                                             and best.source == "default")):
                 best = rule
@@ -140,6 +140,9 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
             continue
         except OSError as exc:
             config.problems.append(f"{path}: {exc.strerror or exc}")
+            continue
+        if not raw.strip():
+            config.files.append(str(path))
             continue
         try:
             data = _parse_toml(raw)

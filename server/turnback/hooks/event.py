@@ -6,9 +6,7 @@ Kinds: `session-start`, `prompt`, `pre-tool`, `post-tool`, `tool-failed`, `stop`
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 
 KINDS = ("session-start", "prompt", "pre-tool", "post-tool", "tool-failed", "stop", "subagent-stop",
          "session-end", "other")
@@ -18,30 +16,37 @@ class BadPayload(ValueError):
     """A payload turnback cannot use; the message is the line that goes to the hook log."""
 
 
-@dataclass
 class Event:
+    """A plain class, not a dataclass: a hook's fast path does not import dataclasses (inspect)."""
+
     agent: str
     kind: str
     name: str  # the agent's own event name, for the log
     session: str  # the agent's session id (or a stand-in, see the adapter)
     cwd: str
-    transcript: str | None = None
-    prompt: str | None = None
-    tool: str | None = None
-    tool_input: dict = field(default_factory=dict)
-    tool_id: str | None = None
-    tool_response: object = None
-    message: str | None = None  # the assistant's last text (stop)
-    source: str | None = None  # session start: startup, resume, clear, compact, fork
-    agent_id: str | None = None  # a helper agent (subagent)
-    agent_transcript: str | None = None
-    error: str | None = None
+    _DEFAULTS = {
+        "transcript": None, "prompt": None, "tool": None, "tool_id": None, "tool_response": None,
+        "message": None,  # the assistant's last text (stop)
+        "source": None,  # session start: startup, resume, clear, compact, fork
+        "agent_id": None, "agent_transcript": None,  # a helper agent (subagent)
+        "error": None,
+    }
+
+    def __init__(self, agent: str, kind: str, name: str, session: str, cwd: str, **fields):
+        self.agent, self.kind, self.name, self.session, self.cwd = agent, kind, name, session, cwd
+        for key, default in self._DEFAULTS.items():
+            setattr(self, key, fields.pop(key, default))
+        self.tool_input: dict = fields.pop("tool_input", None) or {}
+        if fields:
+            raise TypeError(f"unknown Event fields: {sorted(fields)}")
 
     def tool_key(self) -> str:
         """The id pairing a tool's before and after events: the agent's own id, or (for agents that
         send none) a digest of the tool name and its input, which both events carry unchanged."""
         if self.tool_id:
             return str(self.tool_id)
+        import hashlib
+
         canon = json.dumps([self.tool, self.tool_input], sort_keys=True, default=str)
         return "h:" + hashlib.sha256(canon.encode()).hexdigest()[:16]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import transcript
@@ -28,13 +27,16 @@ from .port import PortError
 from .tools import ToolUse, classify
 
 RESULT_LIMIT = 256 * 1024
+NEW_CONVERSATION = ("startup", "clear", "fork")
+FORGET_SECONDS = 90 * 24 * 3600  # an agent session idle this long is not resumed any more
+STALE_SECONDS = 30 * 60  # a running turn with no hook event for this long belongs to a dead agent
 PROMPT_CLIP = 300
 
 
-@dataclass
 class Reply:
-    context: str | None = None  # additional context for the model (SessionStart, prompt)
-    message: str | None = None  # a message shown to the person (systemMessage)
+    def __init__(self):
+        self.context: str | None = None  # additional context for the model (SessionStart, prompt)
+        self.message: str | None = None  # a message shown to the person (systemMessage)
 
 
 class Mapper:
@@ -57,6 +59,8 @@ class Mapper:
             if ev.kind not in ("session-start", "prompt"):
                 self.log(f"{self.key}: {ev.name} from a session turnback has not seen start; "
                          "attaching it now")
+            if ev.kind == "session-start" and (ev.source or "startup") in NEW_CONVERSATION:
+                self._close_stale_turns(except_key=self.key)
             s = self._attach()
         handler = getattr(self, "on_" + ev.kind.replace("-", "_"), None)
         if handler is None:
@@ -65,39 +69,115 @@ class Mapper:
             handler(s)
         s["active"] = time.time()
         self.data["current"] = self.key
+        self._forget_old_sessions()
         return self.reply
 
+    def _forget_old_sessions(self) -> None:
+        """Agent sessions idle for a long time with no turn running leave the record (their turnback
+        sessions stay in the store; only the link to the agent's ids goes)."""
+        cutoff = time.time() - FORGET_SECONDS
+        for key in [k for k, v in self.data["sessions"].items()
+                    if v.get("turn") is None and v.get("active", 0) < cutoff and k != self.key]:
+            del self.data["sessions"][key]
+
     # -- sessions ---------------------------------------------------------------------------------
+    def _owner_of(self, turnback_id: str) -> str | None:
+        """The other agent session that feeds this turnback session, if any."""
+        for key, other in self.data["sessions"].items():
+            if key != self.key and other.get("turnback") == turnback_id:
+                return key
+        return None
+
     def _attach(self) -> dict:
+        """One turnback session per agent session: an empty live session nobody feeds is adopted;
+        otherwise a new session is started (the live one is parked, nothing on disk changes)."""
         info = self.port.call("turnback/session/info", {})
-        tb = info["sessionId"]
-        others = [k for k, v in self.data["sessions"].items() if v.get("turnback") == tb]
-        if others:
-            # One turnback session per agent session needs many sessions per store; until the store
-            # has them, a new agent session continues the live session's chain of turns.
-            self.log(f"{self.key}: continues turnback session {tb} (also fed by {', '.join(others)})")
-        s = {"agent": self.ev.agent, "sessionId": self.ev.session, "turnback": tb,
+        s = {"agent": self.ev.agent, "sessionId": self.ev.session, "turnback": info["sessionId"],
              "source": self.ev.source, "created": time.time(), "transcript": self.ev.transcript,
              "turn": None, "pending": {}, "seq": 0, "turns": {}, "noticed": [],
-             "epoch": info.get("epoch", 0), "turnCount": info.get("turnCount", 0), "offer": None}
+             "epoch": info.get("epoch", 0), "turnCount": info.get("turnCount", 0), "offer": None,
+             "provisional": info.get("headSeq") is None}
         self.data["sessions"][self.key] = s
+        earlier = self._resumed_from() if (self.ev.source or "") == "resume" else None
+        if earlier is not None:
+            # `claude --resume … --resume-session-at …` may continue under a new session id; its
+            # transcript holds the records of the turns it resumes, so it is the same conversation.
+            old = self.data["sessions"][earlier]
+            s.update(turnback=old["turnback"], turns=dict(old.get("turns", {})),
+                     epoch=old.get("epoch", 0), turnCount=old.get("turnCount", 0),
+                     provisional=old.get("provisional", False))
+            self.log(f"{self.key}: resumes {earlier} (its transcript holds that session's turns)")
+            return s
+        if info.get("turnCount", 0) or self._owner_of(info["sessionId"]) is not None:
+            parent = None
+            if (self.ev.source or "") in ("clear", "fork"):
+                current = self.data["sessions"].get(self.data.get("current") or "")
+                parent = current.get("turnback") if current else None
+            self._start_session(s, parent, why=f"a new {self.ev.agent} session "
+                                               f"({self.ev.source or 'first event'})")
         return s
 
-    def _follow_session(self, s: dict, session_id: str | None) -> None:
-        """A store's session id is settled by its first publication; follow it if it moved."""
-        if session_id and s.get("turnback") != session_id:
-            s["turnback"] = session_id
+    def _resumed_from(self) -> str | None:
+        """The known agent session whose turn-ending records this session's transcript contains."""
+        uuids = {r.get("uuid") for r in transcript.records(self.ev.transcript)} - {None}
+        if not uuids:
+            return None
+        best, best_n = None, 0
+        for key, other in self.data["sessions"].items():
+            if key == self.key or other.get("agent") != self.ev.agent:
+                continue
+            n = sum(1 for t in other.get("turns", {}).values() if t.get("uuid") in uuids)
+            if n > best_n:
+                best, best_n = key, n
+        return best
+
+    def _start_session(self, s: dict, parent: str | None, *, why: str) -> bool:
+        live = self.port.call("turnback/session/info", {})
+        owner = self._owner_of(live["sessionId"])
+        if owner is not None and self.data["sessions"][owner].get("turn") is not None:
+            # Two agent sessions at once in one workspace: the store has one live session, and the
+            # other one is mid-turn, so this one shares it rather than cutting that turn short.
+            self.log(f"{self.key}: {why}, but {owner} is in the middle of a turn; sharing turnback "
+                     f"session {live['sessionId']} with it")
+            s["turnback"] = live["sessionId"]
+            return False
+        params = {"meta": {"agent": self.ev.agent, "agentSessionId": self.ev.session,
+                           "source": self.ev.source}}
+        if parent:
+            params["parentId"] = parent
+        try:
+            entry = self.port.call("turnback/session/start", params)
+        except PortError as exc:
+            self.log(f"{self.key}: could not start a turnback session ([{exc.code}] {exc}); "
+                     f"continuing in {live['sessionId']}")
+            s["turnback"] = live["sessionId"]
+            return False
+        s.update(turnback=entry["sessionId"], turns={}, epoch=0, turnCount=0, provisional=False)
+        self.log(f"{self.key}: {why}: started turnback session {entry['sessionId']}"
+                 + (f" (lineage parent {parent})" if parent else ""))
+        return True
+
+    def _ensure_live(self, s: dict, info: dict) -> None:
+        """The agent session's turnback session must be the live one before a turn begins: after
+        another agent session took over the store, continue in a new session whose lineage parent
+        is this one's (a parked session takes no new turns)."""
+        if info["sessionId"] == s["turnback"]:
+            return
+        if s.get("provisional"):
+            s["turnback"] = info["sessionId"]  # an unpublished store settled its session id
+            return
+        self._start_session(s, s["turnback"], why="its turnback session is no longer the live one")
 
     def on_session_start(self, s: dict) -> None:
         source = self.ev.source or "startup"
         if self.ev.transcript:
             s["transcript"] = self.ev.transcript
-        if source in ("startup", "clear", "fork"):
-            self._close_stale_turns(except_key=self.key)
         if s.get("turn") is not None and source in ("startup", "clear"):
             self._close_turn(s, "cancelled", why=f"the agent session started again ({source})")
+        info = self._rewind_notice(s)
+        if source == "resume":
+            self._ensure_live(s, info)
         self.log(f"{self.key}: session start ({source}) -> turnback session {s['turnback']}")
-        self._rewind_notice(s)
 
     def on_session_end(self, s: dict) -> None:
         if s.get("turn") is not None:
@@ -105,14 +185,19 @@ class Mapper:
         self.log(f"{self.key}: session end")
 
     def _close_stale_turns(self, except_key: str) -> None:
-        """Another agent session of this store left a turn running (it died without a Stop)."""
+        """Another agent session left a turn running and has sent nothing for a long time: it died
+        without a Stop or a SessionEnd. (One that is still active is another agent at work.)"""
+        now = time.time()
         for key, other in self.data["sessions"].items():
-            if key != except_key and other.get("turn") is not None:
+            if key != except_key and other.get("turn") is not None \
+                    and now - other.get("active", 0) > STALE_SECONDS:
                 self._close_turn(other, "cancelled", why=f"{key} never stopped; a new session began")
 
     # -- turns ------------------------------------------------------------------------------------
     def on_prompt(self, s: dict) -> None:
-        self._rewind_notice(s)
+        info = self._rewind_notice(s)
+        if s.get("turn") is None:
+            self._ensure_live(s, info)
         if self.ev.agent == "claude-code":
             self._agent_rewind(s, self.ev.prompt)
         if s.get("turn") is not None:
@@ -160,7 +245,9 @@ class Mapper:
 
     def _turn_files(self, n: int) -> list[str]:
         log = self.port.call("turnback/session/log", {})
-        self._follow_session(self.data["sessions"][self.key], log.get("sessionId"))
+        s = self.data["sessions"][self.key]
+        if s.get("provisional"):  # the first publication settled the store's session id
+            s["turnback"], s["provisional"] = log.get("sessionId") or s["turnback"], False
         for t in log.get("turns", []):
             if t.get("turn") == n:
                 return sorted(f.get("path") or f.get("uri") for f in t.get("files", []))
@@ -169,6 +256,10 @@ class Mapper:
     def _close_turn(self, s: dict, status: str, *, why: str) -> None:
         n = s["turn"]
         self.log(f"{s['agent']}:{s['sessionId']}: turn {n} {status}: {why}")
+        live = self.port.call("turnback/session/info", {}).get("sessionId")
+        if live != s["turnback"] and not s.get("provisional"):
+            s["turn"] = None  # its session is parked: the turn was closed when it was parked
+            return
         try:
             self._flush(s, final=True)
             self.port.call("turnback/turn/settle", {"turn": n, "status": status})
@@ -259,6 +350,8 @@ class Mapper:
                 params = {"kind": p.get("kind") or "other",
                           "summary": f"{p.get('summary') or p.get('tool')} (began but never "
                                      "finished: denied, failed or interrupted)"}
+                self.log(f"{s['agent']}:{s['sessionId']}: tool call {key} ({p.get('tool')}) began "
+                         f"and never finished; recorded as a gap of turn {n}")
             if n is not None:
                 self.port.call("turnback/turn/step", {"turn": n, **params})
             del s["pending"][key]
@@ -273,13 +366,13 @@ class Mapper:
         return [p for p in paths if _uri(p) in outside]
 
     # -- the conversation's side of a rewind --------------------------------------------------------
-    def _rewind_notice(self, s: dict) -> None:
+    def _rewind_notice(self, s: dict) -> dict:
         """After a committed turnback rewind (or redo), tell the model what happened, once."""
         info = self.port.call("turnback/session/info", {})
-        self._follow_session(s, info.get("sessionId"))
         epoch = info.get("epoch")
-        if not isinstance(epoch, int) or epoch <= s.get("epoch", 0):
-            return
+        if info.get("sessionId") != s.get("turnback") or not isinstance(epoch, int) \
+                or epoch <= s.get("epoch", 0):
+            return info
         k = info.get("turnCount", 0)
         gone = sorted(int(n) for n in s["turns"] if int(n) > k)
         files = sorted({f for n in gone for f in s["turns"][str(n)].get("files", [])})
@@ -295,6 +388,7 @@ class Mapper:
                 + ". Do not assume any later change still exists; read files again before editing.")
         self.reply.context = text
         self.log(f"{self.key}: told the agent about the rewind to turn {k} (epoch {epoch})")
+        return info
 
     def _agent_rewind(self, s: dict, prompt: str | None, *, record: dict | None = None,
                       current: int | None = None) -> None:

@@ -96,6 +96,7 @@ DIRECT_METHODS = {
     "turnback/turn/respond": lambda wb, p: wb.turns.respond(p),
     "turnback/turn/settle": lambda wb, p: wb.run(wb.turns.settle_job(p)),
     "turnback/agent/transcript": lambda wb, p: wb.turns.agent_transcript(p),
+    "turnback/session/start": lambda wb, p: wb.sessions.start_params(p),
 }
 
 
@@ -113,29 +114,30 @@ class LazyPort:
     def name(self) -> str:
         return self.port.name if self.port is not None else "none"
 
-    def _choose(self):
+    def call(self, method: str, params: dict) -> dict:
+        if self.port is not None:
+            return self.port.call(method, params)
         try:
             from ..remote import client
         except ImportError:
-            return DirectPort(self.root, self.store)
+            self.port = DirectPort(self.root, self.store)
+            return self.port.call(method, params)
         remote = RemotePort(client, self.root, self.store)
         try:
-            client.call(str(self.root), "turnback/session/info", {}, store=str(self.store),
-                        timeout=5.0)
-            return remote
+            result = remote.call(method, params)  # the first real call doubles as the probe
+            self.port = remote
+            return result
         except client.NoOwner:
             pass
         if self.start_owner:
             try:
                 client.ensure_owner(str(self.root), str(self.store))
-                return remote
             except Exception as exc:  # cannot start one: say so and take the direct path
                 self.log(f"could not start a background sidecar ({exc}); using the direct path")
-        return DirectPort(self.root, self.store)
-
-    def call(self, method: str, params: dict) -> dict:
-        if self.port is None:
-            self.port = self._choose()
+            else:
+                self.port = remote
+                return remote.call(method, params)
+        self.port = DirectPort(self.root, self.store)
         return self.port.call(method, params)
 
     def close(self) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 # tool name -> the input fields that hold its target path(s)
 FILE_TOOLS = {
@@ -41,14 +40,15 @@ HELPER_TOOLS = {"Task", "Agent"}  # starts a helper agent, whose own tool calls 
 _PATCH_LINE = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
-@dataclass
 class ToolUse:
-    group: str  # file, shell, read, web, helper, mcp, other
-    kind: str  # the step kind
-    scope: str | None  # None: ask the scope table (shell)
-    paths: list[str] = field(default_factory=list)  # absolute target paths (file tools)
-    command: str | None = None
-    summary: str = ""
+    def __init__(self, group: str, kind: str, scope: str | None, paths: list[str] | None = None,
+                 command: str | None = None, summary: str = ""):
+        self.group = group  # file, shell, read, web, helper, mcp, other
+        self.kind = kind  # the step kind
+        self.scope = scope  # None: ask the scope table (shell)
+        self.paths = list(paths or [])  # absolute target paths (file tools)
+        self.command = command
+        self.summary = summary
 
     @property
     def restorable(self) -> bool:

@@ -26,7 +26,8 @@ from ..store import fsio
 
 log = logging.getLogger("turnback.daemon")
 
-DEFAULT_IDLE_SECONDS = 900.0
+# TURNBACK_IDLE_EXIT overrides it for every owner a hook or command starts (tests use a short one).
+DEFAULT_IDLE_SECONDS = float(os.environ.get("TURNBACK_IDLE_EXIT") or 900.0)
 LOST_OWNERSHIP = 3  # exit status of a child that found another owner
 
 

@@ -39,6 +39,8 @@ def _info(wb, params):
     info = wb.info()
     running = wb.state.running
     info.setdefault("running", running.n if running is not None else None)  # for thin clients
+    watcher = getattr(wb, "watcher", None)
+    info["watcher"] = watcher.info() if watcher is not None else None
     return info
 
 
@@ -53,6 +55,9 @@ METHODS: list[Method] = [
     Method("turnback/session/log", "read", lambda wb, p: wb.sessions.log(p)),
     Method("turnback/session/list", "read", lambda wb, p: wb.sessions.list(p)),
     Method("turnback/session/start", "mutate", lambda wb, p: wb.sessions.start_params(p)),
+    Method("turnback/fork/prepare", "job", lambda wb, p: wb.fork.prepare_job(p),
+           "turnback: preparing the fork"),
+    Method("turnback/fork/confirm", "job", lambda wb, p: wb.fork.confirm_job(p), "turnback: fork"),
     Method("turnback/turn/begin", "job", lambda wb, p: wb.turns.begin_job(p), "turnback: sweeping the workspace"),
     Method("turnback/turn/capture", "mutate", lambda wb, p: wb.turns.capture(p)),
     Method("turnback/turn/step", "mutate", lambda wb, p: wb.turns.step(p)),

@@ -58,6 +58,7 @@ class TurnbackServer(LanguageServer):
         self.extra_methods: dict[str, Method] = {}  # socket-only methods (the daemon's stop)
         self.last_client_seen = time.monotonic()
         self.background = False    # a `serve --background` owner (daemon.py): stoppable by request
+        self.relay = None          # an observer's connection to the live owner (relay.py)
         self.stop_event: asyncio.Event | None = None
         self.extra_methods["turnback/daemon/stop"] = Method("turnback/daemon/stop", "read",
                                                             self._stop_requested)
@@ -78,6 +79,8 @@ class TurnbackServer(LanguageServer):
         method = NOTIFICATIONS.get(name)
         if method is None or self.closed:
             return
+        if self.relay is not None and not self.relay.closed:
+            return  # an observer attached to the owner: the owner's own notifications go out
         try:
             if self.protocol.writer is not None:
                 self.protocol.notify(method, payload)
@@ -123,6 +126,16 @@ class TurnbackServer(LanguageServer):
 
     # -- running contract methods ---------------------------------------------------------------
     async def call(self, spec: Method, params: Any):
+        relay = self.relay
+        if relay is not None and not relay.closed and self.wb is not None and not self.wb.is_owner:
+            from .relay import RelayGone
+
+            try:  # the owner answers: this editor is one more client of the one sidecar
+                return await relay.request(spec.name, _without_token(params))
+            except RelayGone:
+                pass  # the owner went away mid-request: answer from here (as an observer)
+            except Exception as exc:
+                raise to_rpc(exc, spec.name) from None
         try:
             wb = self.workbench()
             wb.follow()  # an observer works from the owner's latest publication, not its own copy
@@ -268,16 +281,65 @@ class TurnbackServer(LanguageServer):
                         self.kick_collection()
                         self.tasks.append(asyncio.get_running_loop().create_task(
                             self.start_listening()))
+                        self.start_watcher()
                     else:
                         wb.follow()  # the owner's new gaps and heads reach this client too
                         wb.emit_status()
                 except Exception:
                     log.exception("could not take over the store")
+            if not wb.is_owner and (self.relay is None or self.relay.closed):
+                await self.attach_to_owner()
+
+    async def attach_to_owner(self) -> None:
+        """An observer connects to the live owner's socket, when there is one, and relays."""
+        from ..remote.client import NoOwner, RemoteError, owner_socket
+        from .relay import Relay
+
+        if os.environ.get("TURNBACK_ATTACH", "on") == "off":
+            return  # stay a plain read-only observer (tests of the observer itself)
+        try:
+            path = owner_socket(self.wb.root, str(self.wb.store.path))
+        except (NoOwner, RemoteError) as exc:
+            log.warning("not attaching to the owner: %s", exc)
+            return
+        if path is None:
+            return
+        relay = Relay(self._relayed)
+        try:
+            await relay.open(path)
+        except OSError as exc:
+            log.info("could not attach to the owner at %s: %s", path, exc)
+            return
+        self.relay = relay
+        self.wb.live["attachedTo"] = path
+        log.info("attached to the owner at %s: requests go there", path)
+        try:
+            status = await relay.request("turnback/session/status", {})
+            self._relayed("turnback/status", status)
+        except Exception:
+            pass
+
+    def _relayed(self, method: str, params) -> None:
+        if self.closed or method not in NOTIFICATIONS.values():
+            return
+        try:
+            if self.protocol.writer is not None:
+                self.protocol.notify(method, params)
+        except Exception:
+            log.exception("could not relay %s", method)
 
     # -- captures from editor events ------------------------------------------------------------
     async def capture_uris(self, uris, phase: str, by: str = "save") -> None:
         wb = self.wb
         if wb is None or self.closed:
+            return
+        if self.relay is not None and not self.relay.closed and not wb.is_owner:
+            if by == "watch":  # the owner captures what this editor saw, as it would its own
+                self.relay.notify("workspace/didChangeWatchedFiles",
+                                  {"changes": [{"uri": u, "type": 2} for u in uris]})
+            else:
+                for uri in uris:
+                    self.relay.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
             return
         rels = []
         for uri in uris:
@@ -326,6 +388,20 @@ class TurnbackServer(LanguageServer):
                        loop.create_task(self.observer_loop())]
         if self.wb.is_owner:
             self.tasks.append(loop.create_task(self.start_listening()))
+            self.start_watcher()
+
+    def start_watcher(self) -> None:
+        """The owner watches the workspace, so its sweeps read only what may have changed."""
+        wb = self.wb
+        if (wb.rules is None or getattr(wb, "watcher", None) is not None
+                or os.environ.get("TURNBACK_WATCHER", "on") == "off"):
+            return
+        from ..capture.ignore import IgnoreRules
+        from ..capture.watcher import Watcher
+
+        watcher = Watcher(wb.ws, IgnoreRules(wb.ws))  # its own rules: it runs on its own thread
+        watcher.start()
+        wb.watcher = watcher
 
     async def start_listening(self) -> None:
         """Listen on the private socket; a refusal (an unsafe path) is logged, the server goes on."""
@@ -362,10 +438,20 @@ class TurnbackServer(LanguageServer):
             self.listener.close()
             self.listener = None
             self.wb.live["socket"] = None
+        if getattr(self.wb, "watcher", None) is not None:
+            self.wb.watcher.close()
+        if self.relay is not None:
+            self.relay.close()
         try:
             self.wb.close()
         except Exception:
             log.exception("closing the workbench failed")
+
+
+def _without_token(params):
+    if isinstance(params, dict) and "workDoneToken" in params:
+        return {k: v for k, v in params.items() if k != "workDoneToken"}
+    return params
 
 
 def _token(params):
@@ -415,6 +501,8 @@ def create_server() -> TurnbackServer:
             return
         loop = asyncio.get_running_loop()
         server.start_tasks()
+        if not wb.is_owner:
+            await server.attach_to_owner()
         wb.emit_status(force=True)
         server.kick_collection()
         if server.client_supports("workspace.did_change_watched_files.dynamic_registration"):

@@ -65,4 +65,7 @@ async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGE
     except StopIteration as done:
         return done.value
     finally:
+        # Cancellation ($/cancelRequest, a client gone, shutdown) reaches the job here, as
+        # GeneratorExit at its yield: a commit that has touched a workspace file finishes inside
+        # close() (travel/transaction.py), so nothing may skip this call.
         job.close()

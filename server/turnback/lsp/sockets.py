@@ -263,7 +263,7 @@ class Connection:
                 await self.server.capture_uris([uri], "after")
         elif method == "workspace/didChangeWatchedFiles" and isinstance(params, dict):
             uris = [c.get("uri") for c in params.get("changes") or [] if isinstance(c, dict)]
-            await self.server.capture_uris([u for u in uris if isinstance(u, str)], "after")
+            await self.server.capture_uris([u for u in uris if isinstance(u, str)], "after", "watch")
         # initialized, didOpen/didClose and the rest: nothing to do for a socket client
 
     async def _request(self, msg_id, method: str, params: Any) -> None:

@@ -24,13 +24,19 @@ SCOPES = ("host", "crossing", "unknown", "none")
 class Inverse:
     kind: str
     scope: str  # an absent scope is stored as "unknown", never guessed
+    # Whether running the inverse twice is the same as once; None when the agent did not say. A fork
+    # refuses a span with a non-idempotent inverse (a crash may make recovery run it again).
+    idempotent: bool | None = None
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "scope": self.scope}
+        out = {"kind": self.kind, "scope": self.scope}
+        if self.idempotent is not None:
+            out["idempotent"] = self.idempotent
+        return out
 
     @staticmethod
     def from_dict(d: dict | None) -> "Inverse | None":
-        return None if d is None else Inverse(d["kind"], d["scope"])
+        return None if d is None else Inverse(d["kind"], d["scope"], d.get("idempotent"))
 
 
 @dataclass

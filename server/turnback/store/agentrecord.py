@@ -69,7 +69,9 @@ class AgentRecord:
             yield data
             after = json.dumps(data, sort_keys=True)
             if after != before:
-                fsio.write_atomic(self.state_path, after.encode())
+                # No fsync: losing the last note in a crash costs a Post without its Pre, which
+                # the mapper records as a step of its own; the session itself is in the journal.
+                fsio.write_atomic(self.state_path, after.encode(), sync=False)
         finally:
             os.close(fd)  # closing releases the flock
 

@@ -22,8 +22,6 @@ Fault models (all in `FaultPlan`, so every loop uses the same seam):
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno as _errno
 import os
 import secrets
@@ -375,13 +373,26 @@ def discard(path: StrPath) -> None:
 
 _SYNCFS_MIN = 16  # below this many files, plain fsyncs are cheaper than syncing a whole file system
 _libc_syncfs = None
-if sys.platform.startswith("linux"):
-    try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        _libc_syncfs = _libc.syncfs
-        _libc_syncfs.argtypes = [ctypes.c_int]
-    except (OSError, AttributeError):
-        _libc_syncfs = None
+_syncfs_loaded = False
+
+
+def _load_syncfs():
+    """libc's syncfs, looked up on first use: finding libc runs ldconfig, which a short command (an
+    agent hook) should not pay for when it never batches durability."""
+    global _libc_syncfs, _syncfs_loaded
+    if not _syncfs_loaded:
+        _syncfs_loaded = True
+        if sys.platform.startswith("linux"):
+            import ctypes
+            import ctypes.util
+
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+                _libc_syncfs = libc.syncfs
+                _libc_syncfs.argtypes = [ctypes.c_int]
+            except (OSError, AttributeError):
+                _libc_syncfs = None
+    return _libc_syncfs
 
 
 def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
@@ -393,7 +404,7 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
     paths = list(paths)
     if not paths:
         return
-    if _libc_syncfs is not None and len(paths) >= _SYNCFS_MIN:
+    if len(paths) >= _SYNCFS_MIN and _load_syncfs() is not None:
         done: set[int] = set()
         for p in paths:
             dev = os.stat(p, follow_symlinks=False).st_dev
@@ -403,6 +414,8 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
             fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
             try:
                 if _libc_syncfs(fd) != 0:
+                    import ctypes
+
                     err = ctypes.get_errno()
                     raise OSError(err, os.strerror(err), str(p))
             finally:

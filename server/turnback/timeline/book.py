@@ -121,6 +121,9 @@ class Book:
         """Append one operation to the journal, then fold it into the state."""
         self.require_owner()
         op = dict(op, seq=self.state.last_op + 1)
+        if self.journal is None:  # a session switch could not open the new journal: open it now
+            self.journal, _frames, _torn = journal_mod.Journal.open(
+                self.store.journal_path(self.state.session_id))
         self.journal.append(op)
         if sync:
             self.journal.sync()
@@ -180,7 +183,8 @@ class Book:
         self.state = state
         if state.session_id != old_session:
             self._switch_journal()
-        self._empty_journal()
+        if self.journal is not None:
+            self._empty_journal()
         self.published_op = state.last_op
         self.last_publish = time.monotonic()
 
@@ -190,18 +194,30 @@ class Book:
         committed operation into an error; reopen the journal so later appends still work."""
         try:
             self.journal.reset()
+            return
         except OSError:
-            try:
-                self.journal.close()
-            except OSError:
-                pass
-            self.journal, _frames, _torn = journal_mod.Journal.open(
+            pass
+        try:
+            fresh, _frames, _torn = journal_mod.Journal.open(
                 self.store.journal_path(self.state.session_id))
+        except OSError as exc:  # (a full disk) keep the old one, refusing appends until a reopen
+            self.journal._broken = f"it could not be emptied after a commit ({exc})"
+            return
+        self.journal.close()
+        self.journal = fresh
 
     def _switch_journal(self) -> None:
-        self.journal.close()
-        self.journal, _frames, _torn = journal_mod.Journal.open(
-            self.store.journal_path(self.state.session_id))
+        """After the commit of another session: its journal. Failing to open it must not turn the
+        commit into an error; the next operation opens it (and reports a failure there)."""
+        try:
+            self.journal.close()
+        except OSError:
+            pass
+        try:
+            self.journal, _frames, _torn = journal_mod.Journal.open(
+                self.store.journal_path(self.state.session_id))
+        except OSError:
+            self.journal = None
 
     def committed_txn(self, txn: str) -> bool:
         """Whether the published state names this transaction (used by recovery at open)."""

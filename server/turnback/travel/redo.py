@@ -44,6 +44,8 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         head = store.heads.read(seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
+        if current is not None and head.session and head.session != current.session_id:
+            continue  # another session's state (parked, a fork's branch): not this session's Redo
         key = (head.turn_count, head.fork_point)
         if key not in best or best[key].seq < head.seq:
             best[key] = head
@@ -144,7 +146,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     result["summary"] = (f"Would bring back head {head_seq}: {head.turn_count} turn(s), last prompt "
                          f"\u201c{head.last_prompt[:60]}\u201d; writes or deletes {restored} file(s). "
                          + (f"Overwrites edits no turn of that state made: {', '.join(edits)}; "
-                            "commit with keepUserEdits to leave them as they are. " if edits else "")
+                            "keeping your edits leaves them as they are. " if edits else "")
                          + "Directive records stay as they are now; no step is run again.")
     new_state = copy.deepcopy(target_state)
     unreachable = {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
@@ -157,6 +159,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.fork_point = uuid.uuid4().hex
     new_state.last_op = state.last_op
     new_state.frozen = False
+    new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
     return RedoPlan(result, new_state, changes)
 
 

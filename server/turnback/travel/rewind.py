@@ -121,13 +121,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
                         "a rewind does not restore Git HEAD or the index"))
     gaps = _unique(gaps)
 
-    steps = [s for t in discarded for s in t.steps]
-    restorable_paths = {rel for rel, to in target.items() if to not in (UNKNOWN, None)} - \
-        {g.rel for g in gaps if g.reason in ("symlink", "unreadable", "too-large", "not-a-file")}
-    effects = partition(
-        steps, log=[s for t in state.turns[:keep] for s in t.steps],
-        restorable=lambda s: bool(s.rels) and all(r in restorable_paths for r in s.rels),
-        runs_inverse=lambda s: False)  # the only host inverse turnback runs is the file restore
+    effects = tail_effects(state, keep, target, gaps)
 
     texts = {}
     for d in state.directives.values():
@@ -158,6 +152,22 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
     return Derived(candidate, new_state, changes)
+
+
+# Gaps that stop the file restore from putting a path back.
+BLOCKING_GAPS = ("symlink", "unreadable", "too-large", "not-a-file")
+
+
+def tail_effects(state: SessionState, keep: int, target: dict, gaps) -> dict:
+    """The effect partition of every step above turn `keep`, given the file plan's target images
+    and the known gaps. Rewind, fork and the offline `compare` all call this one function."""
+    steps = [s for t in state.turns[keep:] for s in t.steps]
+    restorable_paths = {rel for rel, to in target.items() if to not in (UNKNOWN, None)} - \
+        {g.rel for g in gaps if g.reason in BLOCKING_GAPS}
+    return partition(
+        steps, log=[s for t in state.turns[:keep] for s in t.steps],
+        restorable=lambda s: bool(s.rels) and all(r in restorable_paths for r in s.rels),
+        runs_inverse=lambda s: False)  # the only host inverse turnback runs is the file restore
 
 
 def _transients(state: SessionState, n: int) -> set[str]:
@@ -266,7 +276,7 @@ def summary(c: dict) -> str:
                      + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
                                               if f.get("userEditBy") in USER_EDIT_WORDS else "")
                                  for f in edits)
-                     + "; commit with keepUserEdits to leave them as they are.")
+                     + "; keeping your edits leaves them as they are.")
     if c["gaps"]:
         parts.append("Cannot undo: " + "; ".join(
             f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")

@@ -267,7 +267,7 @@ def recover(book, ws) -> list[dict]:
 def recover_one(book, ws, path: Path, intent: dict) -> tuple[dict, bool]:
     """Settle one intent; (report line, whether its outcome is durable now and the intent gone)."""
     line = {"id": intent["id"], "operation": intent["operation"], "failed": []}
-    _clean_temps(ws, intent["files"])
+    clean_temps(ws, intent["files"])
     try:
         verdict = oc.decide(book, intent)
     except oc.OutcomeUnknown as exc:
@@ -305,7 +305,7 @@ def _retry(book, ws, path: Path, intent: dict, new_state):
     return retry
 
 
-def _clean_temps(ws, files: list[dict]) -> None:
+def clean_temps(ws, files: list[dict]) -> None:
     """Temp files a crash left next to the files being restored are ours to remove."""
     for f in files:
         try:

@@ -90,6 +90,7 @@ class Workbench:
         self._last_status: dict | None = None
         from .collection import CollectionFeature
         from .directives import DirectivesFeature
+        from .fork import ForkFeature
         from .sessions import SessionsFeature
         from .travel import RecoveryFeature, RedoFeature, RewindFeature
         from .turns import TurnsFeature
@@ -101,6 +102,7 @@ class Workbench:
         self.directives = DirectivesFeature(self)
         self.collection = CollectionFeature(self)
         self.sessions = SessionsFeature(self)
+        self.fork = ForkFeature(self)
 
     # -- opening and closing ----------------------------------------------------------------------
     @classmethod
@@ -292,13 +294,25 @@ class Workbench:
         # the cache was last checked: always in a fresh process, later only after a collection here.
         removals = self.store.objects.removals
         verify = getattr(self, "_verified_at", None) != removals
+        # A live owner's watcher (capture/watcher.py) names the paths that may have changed.
+        plan = self.watcher.begin() if getattr(self, "watcher", None) is not None else None
         with self.store.objects.batch():
-            result = yield from iter_sweep(self.ws, self.store.objects, self._stat_cache,
-                                           max_bytes=self.options.max_file_bytes, rules=self.rules,
-                                           verify_objects=verify)
+            if plan is not None and not plan.full:
+                from ..capture.sweep import iter_dirty
+
+                result = yield from iter_dirty(self.ws, self.store.objects, self._stat_cache,
+                                               plan.dirty, max_bytes=self.options.max_file_bytes,
+                                               rules=self.rules, verify_objects=verify)
+            else:
+                result = yield from iter_sweep(self.ws, self.store.objects, self._stat_cache,
+                                               max_bytes=self.options.max_file_bytes,
+                                               rules=self.rules, verify_objects=verify)
         self._verified_at = removals
         changed = self.recorder.apply_sweep(result)
-        self._stat_cache.save(cache_path)
+        # The cache is rebuildable; a watcher's small sweeps save it now and then, not each time.
+        if plan is None or plan.full or time.monotonic() - getattr(self, "_cache_saved", 0) >= 30:
+            self._stat_cache.save(cache_path)
+            self._cache_saved = time.monotonic()
         self.emit_status()
         return changed
 

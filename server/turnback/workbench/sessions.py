@@ -189,11 +189,14 @@ class SessionsFeature:
 
     # -- at open ------------------------------------------------------------------------------------
     def tidy(self) -> None:
-        """A crash between parking a session and publishing the next leaves a record for the session
+        """Interrupted forks are finished or forgotten first. A crash between parking a session and publishing the next leaves a record for the session
         that is still live: it is not parked, so the record goes (owner only, at open)."""
         wb = self.wb
         if not wb.is_owner:
             return
+        forks = wb.fork.recover_interrupted()
+        if forks:
+            wb.open_report["forks"] = forks
         rec = lineage.read_session(wb.store, wb.state.session_id)
         if rec is not None and not rec.get("frozen"):
             lineage.remove_session(wb.store, wb.state.session_id)

@@ -195,12 +195,23 @@ class RecoveryFeature:
 
     def recover_interrupted(self) -> list[dict]:
         report = transaction.recover(self.wb.book, self.wb.ws)
+        self._clean_record_temps()
         # Temp files in the store are leftovers of interrupted writes: only an owner writes, and the
         # owner is us, now, before any new work.
         self.wb.open_report["tempFilesRemoved"] = len(self.wb.store.sweep_temp())
         if report:
             self.wb.collection.schedule("recovery")
         return report
+
+
+    def _clean_record_temps(self) -> None:
+        """A retry killed mid-write leaves a temp file next to a path of its record: ours too."""
+        try:
+            records = self.records()
+        except Exception:  # noqa: BLE001 - a damaged record is reported elsewhere; cleanup is best effort
+            return
+        for record in records:
+            transaction.clean_temps(self.wb.ws, [{"rel": b["rel"]} for b in record["backups"]])
 
 
 def retry_record(wb, record: dict) -> list[dict]:

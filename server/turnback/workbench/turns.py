@@ -144,7 +144,10 @@ class TurnsFeature:
         if inverse is not None:
             inverse = P.obj(inverse, "inverse")
             inverse = {"kind": P.field(inverse, "kind", str),
-                       "scope": P.field(inverse, "scope", str, default="unknown", choices=SCOPES)}
+                       "scope": P.field(inverse, "scope", str, default="unknown", choices=SCOPES),
+                       **({"idempotent": inverse["idempotent"]}
+                          if P.field(inverse, "idempotent", bool, default=None, allow_none=True)
+                          is not None else {})}
         compensates = P.field(p, "compensates", str, default=None, allow_none=True)
         if compensates is not None and not any(s.id == compensates for t in self.state.turns
                                                for s in t.steps):

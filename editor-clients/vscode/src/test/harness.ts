@@ -1,7 +1,7 @@
 // Spawns the REAL `turnback serve` and talks to it with vscode-jsonrpc, the way VS Code's language
 // client does: initialize with VS Code-like capabilities, initialized, then requests and notifications.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -10,7 +10,7 @@ import { pathToFileURL } from "node:url";
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from "vscode-jsonrpc/node";
 import type { MessageConnection } from "vscode-jsonrpc/node";
 
-import { splitCommandLine } from "../config";
+import { findExecutable, splitCommandLine } from "../config";
 import { TurnbackApi } from "../protocol";
 import type { InitializationOptions } from "../protocol";
 import { SessionState } from "../state";
@@ -212,4 +212,28 @@ export async function startSession(root: string, initializationOptions: Initiali
     });
     await conn.sendNotification("initialized", {});
     return session;
+}
+
+/** The Python that runs the server: `<python> -m turnback` as given, else the console script's shebang. */
+export function serverPython(): string {
+    const [cmd, ...args] = serverCommandLine();
+    if (args[0] === "-m") {
+        return cmd;
+    }
+    const exe = cmd.includes("/") ? cmd : findExecutable(cmd);
+    if (!exe) {
+        throw new Error(`cannot find ${cmd} on PATH`);
+    }
+    const first = fs.readFileSync(exe, "utf8").split("\n")[0];
+    if (!first.startsWith("#!")) {
+        throw new Error(`${exe} has no #! line naming its Python`);
+    }
+    return first.slice(2).trim().split(/\s+/)[0];
+}
+
+/** Leave a pending recovery record in `root`'s store (fixtures/plant_recovery.py); returns its id. */
+export function plantRecovery(root: string, rel: string, backupText: string, reason?: string): string {
+    const script = path.resolve(__dirname, "..", "..", "..", "fixtures", "plant_recovery.py");
+    const out = execFileSync(serverPython(), [script, root, rel, backupText, ...(reason ? [reason] : [])], { encoding: "utf8" });
+    return out.trim();
 }

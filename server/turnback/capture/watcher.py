@@ -1,0 +1,291 @@
+"""The live owner's watcher: a dirty set fed by inotify, so sweeps look only at what may have changed.
+
+Why inotify through `inotify_simple` (a maintained ctypes wrapper of the three system calls) rather
+than watchfiles or watchdog: the fallbacks are the feature. We must *know* when the kernel dropped
+events (IN_Q_OVERFLOW), when a watch could not be added (ENOSPC: fs.inotify.max_user_watches), when
+a folder arrived whose contents produced no events (IN_MOVED_TO on a folder), and we must not spend
+watches on ignored trees (node_modules). The higher-level libraries debounce, merge and hide exactly
+these signals; here every one of them is in our hands.
+
+Protocol with the sweep (`begin`): the sweep takes the dirty set atomically *before* it looks at the
+disk; events that arrive meanwhile land in the next set. When anything may have been missed, `begin`
+answers `full` with the reason, and the sweep walks the whole tree: at start-up (changes made before
+the sidecar ran), after an overflow, after a folder was moved in or renamed, after ignore rules
+changed, once a watch limit was hit (from then on every sweep is full), and once the reading thread
+died. Every fallback is counted, logged and reported in `session/info` (`watcher`).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+log = logging.getLogger("turnback.watcher")
+
+try:  # Linux only; elsewhere there is no watcher and every sweep walks the tree
+    import inotify_simple as _ino
+except Exception:  # pragma: no cover - import failure on other systems
+    _ino = None
+
+RULE_FILES = (".gitignore",)
+PERMANENT = ("watch-limit", "watcher-died", "root-gone")
+
+
+@dataclass
+class SweepPlan:
+    """What the next sweep may do: `full` (with `reason`) or read just `dirty`."""
+
+    full: bool
+    reason: str | None = None
+    dirty: set[str] = field(default_factory=set)
+
+
+class Watcher:
+    """Watches every non-ignored folder of the workspace; keeps the set of paths that may differ."""
+
+    def __init__(self, ws, rules, *, max_watches: int | None = None):
+        self.ws = ws
+        self.rules = rules
+        self.root = str(ws.root)
+        self.max_watches = max_watches  # a test's stand-in for fs.inotify.max_user_watches
+        self._lock = threading.Lock()       # guards the dirty set and the flags
+        self._reading = threading.Lock()    # one reader of the inotify queue at a time
+        self._dirty: set[str] = set()
+        self._missed: str | None = "started"   # a full sweep is owed, and why
+        self._permanent: str | None = None      # a condition no sweep can clear
+        self._ready = False
+        self._wd: dict[int, str] = {}           # watch descriptor -> folder (relative, "" = root)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._inotify = None
+        self.fallbacks: Counter = Counter()
+        self.last_sweep: str | None = None
+        self.last_reason: str | None = None    # why the last sweep was full (None: it was not)
+        self.last_fallback: str | None = None
+        self.die_for_test = False  # set by tests: the thread raises on its next event
+
+    # -- life -----------------------------------------------------------------------------------
+    def start(self) -> bool:
+        if _ino is None:
+            self._permanent = "unavailable"
+            return False
+        try:
+            self._inotify = _ino.INotify()
+        except OSError as exc:
+            log.warning("no file watcher (%s): every sweep walks the workspace", exc)
+            self._permanent = "unavailable"
+            return False
+        self._thread = threading.Thread(target=self._run, name="turnback-watcher", daemon=True)
+        self._thread.start()
+        return True
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._inotify is not None:
+            try:
+                self._inotify.close()  # wakes the reader with EBADF; it exits quietly
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+    @property
+    def healthy(self) -> bool:
+        return self._permanent is None and self._thread is not None and self._thread.is_alive()
+
+    def wait_ready(self, timeout: float = 30.0) -> bool:
+        """For tests and the bench: block until the initial watches are in place."""
+        end = threading.Event()
+        for _ in range(int(timeout / 0.01)):
+            if self._ready or not self.healthy:
+                return self._ready
+            end.wait(0.01)
+        return self._ready
+
+    def info(self) -> dict:
+        with self._lock:
+            state = "healthy" if self.healthy and self._ready else (
+                "starting" if self.healthy else "degraded")
+            return {"state": state, "reason": self._permanent or self._missed,
+                    "watches": len(self._wd), "dirty": len(self._dirty),
+                    "lastSweep": self.last_sweep, "lastFallback": self.last_fallback,
+                    "fallbacks": dict(self.fallbacks)}
+
+    # -- what the sweep asks ----------------------------------------------------------------------
+    def begin(self) -> SweepPlan:
+        """Take the dirty set for one sweep; say `full` when something may have been missed."""
+        if self.healthy and self._ready:
+            # Events the kernel queued before this moment must be in the set we take: a write the
+            # agent finished just before its hook asked for the sweep has no other way in.
+            with self._reading:
+                try:
+                    self._drain()
+                except Exception:
+                    log.exception("the file watcher failed while draining its queue")
+                    self.missed("watcher-died")
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+            reason = self._permanent
+            if reason is None and self._thread is not None and not self._thread.is_alive():
+                reason = self._permanent = "watcher-died"
+            if reason is None:
+                reason = self._missed
+                if reason is not None and self._ready:
+                    self._missed = None  # this full sweep starts after the miss: it covers it
+                elif reason is None and not self._ready:
+                    reason = "started"
+        if reason is not None:
+            self.fallbacks[reason] += 1
+            self.last_sweep, self.last_reason, self.last_fallback = "full", reason, reason
+            log.info("full sweep: %s", _WHY.get(reason, reason))
+            return SweepPlan(True, reason)
+        self.last_sweep, self.last_reason = "dirty", None
+        return SweepPlan(False, None, dirty)
+
+    def missed(self, reason: str) -> None:
+        """Something happened that the dirty set cannot describe: the next sweep is full."""
+        with self._lock:
+            if reason in PERMANENT:
+                self._permanent = self._permanent or reason
+            self._missed = self._missed or reason
+        log.warning("the watcher may have missed changes (%s): the next sweep walks the workspace",
+                    _WHY.get(reason, reason))
+
+    # -- the reading thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        import select
+
+        try:
+            with self._reading:
+                self._watch_tree("")
+                self._ready = True
+            poller = select.poll()
+            poller.register(self._inotify.fileno(), select.POLLIN)
+            while not self._stop.is_set():
+                if not poller.poll(500):
+                    continue
+                self._stop.wait(0.005)  # let a burst gather: fewer, larger reads
+                with self._reading:
+                    self._drain()
+        except (OSError, ValueError) as exc:
+            if self._stop.is_set():
+                return
+            log.error("the file watcher stopped: %s", exc)
+            self.missed("watcher-died")
+        except Exception:
+            if self._stop.is_set():
+                return
+            log.exception("the file watcher stopped")
+            self.missed("watcher-died")
+
+    def _drain(self) -> None:
+        """Read and fold in every queued event (callers hold `_reading`)."""
+        events = self._inotify.read(timeout=0)
+        if self.die_for_test:
+            raise RuntimeError("the watcher was told to die (test)")
+        if events:
+            self._handle(events)
+
+    def _watch_tree(self, top: str) -> list[str]:
+        """Add a watch to `top` and every non-ignored folder below; returns the files found."""
+        files: list[str] = []
+        stack = [top]
+        f = _ino.flags
+        mask = (f.CREATE | f.DELETE | f.MODIFY | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
+                | f.ATTRIB | f.DELETE_SELF | f.MOVE_SELF | f.DONT_FOLLOW | f.ONLYDIR | f.EXCL_UNLINK)
+        while stack:
+            folder = stack.pop()
+            path = os.path.join(self.root, folder) if folder else self.root
+            if self.max_watches is not None and len(self._wd) >= self.max_watches:
+                self.missed("watch-limit")
+                return files
+            try:
+                wd = self._inotify.add_watch(path, mask)
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    self.missed("watch-limit")
+                    return files
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    continue  # gone (or became a link) before we got there: its events tell
+                raise
+            with self._lock:
+                self._wd[wd] = folder
+            try:
+                with os.scandir(path) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            for entry in entries:
+                rel = f"{folder}/{entry.name}" if folder else entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if not self.ws.in_store(rel) and not self.rules.match(rel, True):
+                        stack.append(rel)
+                else:
+                    files.append(rel)
+        return files
+
+    def _handle(self, events) -> None:
+        f = _ino.flags
+        touched: set[str] = set()
+        for ev in events:
+            if ev.mask & f.Q_OVERFLOW:
+                self.missed("overflow")
+                continue
+            folder = self._wd.get(ev.wd)
+            if folder is None:
+                continue
+            if ev.mask & f.IGNORED:
+                with self._lock:
+                    self._wd.pop(ev.wd, None)
+                if folder == "":
+                    self.missed("root-gone")
+                continue
+            if ev.mask & (f.DELETE_SELF | f.MOVE_SELF):
+                if folder == "":
+                    self.missed("root-gone")
+                continue  # its entry in the parent reports the change
+            rel = f"{folder}/{ev.name}" if folder and ev.name else (ev.name or folder)
+            if not rel or self.ws.in_store(rel) or self.rules._always(rel):
+                continue
+            if ev.name in RULE_FILES:
+                # Folders ignored until now may need watches; the walk runs before the miss is
+                # reported, and a sweep's drain waits for it (both hold `_reading`).
+                self.rules.invalidate()
+                self._watch_tree("")
+                self.missed("ignore-rules-changed")
+            if ev.mask & f.ISDIR:
+                if ev.mask & (f.MOVED_FROM | f.MOVED_TO):
+                    # A folder renamed or moved in: its contents raised no events, and the watch
+                    # descriptors below it now name old paths. Walk everything again.
+                    self.missed("folder-moved")
+                    if ev.mask & f.MOVED_TO and not self.rules.match(rel, True):
+                        self._watch_tree(rel)
+                elif ev.mask & f.CREATE and not self.rules.match(rel, True):
+                    # A new folder: files may land in it before its watch exists; look at them.
+                    touched.update(self._watch_tree(rel))
+                touched.add(rel)
+                continue
+            touched.add(rel)
+        if touched:
+            with self._lock:
+                self._dirty |= touched
+
+
+_WHY = {
+    "started": "the sidecar started after changes may have been made",
+    "overflow": "the kernel's event queue overflowed",
+    "watch-limit": "the watch limit (fs.inotify.max_user_watches) was reached",
+    "folder-moved": "a folder was moved in or renamed",
+    "ignore-rules-changed": "ignore rules changed",
+    "watcher-died": "the watcher thread died",
+    "root-gone": "the workspace folder itself was moved or removed",
+    "unavailable": "no file watcher on this system",
+}

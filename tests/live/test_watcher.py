@@ -1,0 +1,223 @@
+"""The watcher's dirty set: sweeps read only what changed, and every way to miss falls back to a
+full sweep that says why. Driven through the workbench with a real inotify watcher attached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from turnback.capture import sweep as sweep_mod
+from turnback.capture.ignore import IgnoreRules
+from turnback.capture.watcher import Watcher
+from turnback.workbench import Workbench
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/sys/fs/inotify"), reason="Linux inotify")
+
+
+@pytest.fixture
+def root(tmp_path):
+    r = tmp_path / "ws"
+    (r / "src").mkdir(parents=True)
+    (r / "a.txt").write_text("one\n")
+    (r / "src" / "m.py").write_text("x = 1\n")
+    (r / "node_modules" / "dep").mkdir(parents=True)
+    (r / "node_modules" / "dep" / "i.js").write_text("//\n")
+    (r / ".gitignore").write_text("node_modules/\n")
+    return r.resolve()
+
+
+class Live:
+    """A workbench with a watcher, counting how many files each sweep looked at."""
+
+    def __init__(self, root, **kw):
+        self.wb = Workbench.open(root)
+        self.watcher = Watcher(self.wb.ws, IgnoreRules(self.wb.ws), **kw)
+        assert self.watcher.start()
+        self.wb.watcher = self.watcher
+        assert self.watcher.wait_ready()
+
+    def turn(self, prompt: str, change=None) -> dict:
+        """Begin a turn, make the change, settle; returns the settle's sweep plan and files."""
+        self.wb.renew()  # no server renews this process's lease on a timer
+        n = self.wb.run(self.wb.turns.begin_job({"prompt": prompt}))["turn"]
+        begin = (self.watcher.last_sweep, self.watcher.last_reason)
+        if change:
+            change()
+        self.wb.run(self.wb.turns.settle_job({"turn": n}))
+        log = self.wb.turns.log({})["turns"][-1]
+        return {"begin": begin, "settle": (self.watcher.last_sweep, self.watcher.last_reason),
+                "files": sorted(f["uri"].rsplit("/ws/", 1)[1] for f in log["files"])}
+
+    def rewind_all(self) -> None:
+        cand = self.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 1}})
+        assert self.wb.rewind.commit({"boundary": {"kind": "beforePrompt", "turn": 1},
+                                      "planHash": cand["planHash"]})["status"] == "committed"
+
+    def close(self):
+        self.watcher.close()
+        self.wb.close()
+
+
+@pytest.fixture
+def live(root):
+    lives = []
+
+    def make(**kw):
+        lv = Live(root, **kw)
+        lives.append(lv)
+        return lv
+    yield make
+    for lv in lives:
+        lv.close()
+
+
+def _count_reads(monkeypatch):
+    seen = []
+    real = sweep_mod.read_image
+
+    def counting(ws, rel, *a, **kw):
+        seen.append(rel)
+        return real(ws, rel, *a, **kw)
+    monkeypatch.setattr(sweep_mod, "read_image", counting)
+    return seen
+
+
+def test_the_first_sweep_is_full_then_only_dirty_paths_are_read(root, live, monkeypatch):
+    lv = live()
+    first = lv.turn("learn the workspace")
+    assert first["begin"] == ("full", "started")  # changes made before the sidecar ran
+    reads = _count_reads(monkeypatch)
+    walked = []
+    real_walk = sweep_mod.iter_sweep
+    monkeypatch.setattr(sweep_mod, "iter_sweep", lambda *a, **k: walked.append(1) or real_walk(*a, **k))
+
+    def edit():
+        (root / "a.txt").write_text("two\n")
+        subprocess.run(["sh", "-c", "echo 'y = 2' >> src/m.py && echo new > src/n.py"], cwd=root)
+        (root / "node_modules" / "dep" / "i.js").write_text("ignored\n")
+    second = lv.turn("edit through the shell", edit)
+    assert second["begin"] == ("dirty", None) and second["settle"] == ("dirty", None)
+    assert second["files"] == ["a.txt", "src/m.py", "src/n.py"]
+    assert walked == [] and set(reads) <= {"a.txt", "src/m.py", "src/n.py"}
+    info = lv.watcher.info()
+    assert info["state"] == "healthy" and info["fallbacks"] == {"started": 1}
+    lv.rewind_all()
+    assert (root / "a.txt").read_text() == "one\n" and not (root / "src" / "n.py").exists()
+
+
+def test_atomic_saves_deletes_and_new_folders_come_out_exact(root, live):
+    lv = live()
+    lv.turn("learn")
+
+    def edit():
+        tmp = root / "src" / ".m.py.tmp~"
+        tmp.write_text("x = 'saved atomically'\n")
+        os.replace(tmp, root / "src" / "m.py")  # an editor's atomic save
+        os.remove(root / "a.txt")
+        (root / "pkg" / "deep").mkdir(parents=True)  # files land before the folder's watch exists
+        (root / "pkg" / "deep" / "f.txt").write_text("f\n")
+        (root / "pkg" / "g.txt").write_text("g\n")
+    t = lv.turn("save, delete, mkdir", edit)
+    assert t["settle"] == ("dirty", None)
+    assert t["files"] == ["a.txt", "pkg/deep/f.txt", "pkg/g.txt", "src/m.py"]
+    lv.rewind_all()
+    assert (root / "a.txt").read_text() == "one\n"
+    assert (root / "src" / "m.py").read_text() == "x = 1\n"
+    assert not (root / "pkg" / "g.txt").exists()
+
+
+def test_git_checkout_of_many_files_is_exact(root, live):
+    if subprocess.run(["git", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("no git")
+    git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
+                                    cwd=root, check=True, capture_output=True)
+    git("init", "-q", "-b", "main")
+    (root / "many").mkdir()
+    for i in range(1500):
+        (root / "many" / f"f{i:04}.txt").write_text(f"main {i}\n")
+    git("add", "-A")
+    git("commit", "-qm", "main")
+    git("checkout", "-qb", "other")
+    for i in range(0, 1500, 2):
+        (root / "many" / f"f{i:04}.txt").write_text(f"other {i}\n")
+    git("commit", "-qam", "other")
+    git("checkout", "-q", "main")
+    lv = live()
+    lv.turn("learn")
+    t = lv.turn("checkout", lambda: git("checkout", "-q", "other"))
+    assert t["settle"][0] == "dirty" or t["settle"][1] == "overflow"
+    assert len(t["files"]) == 750
+    lv.rewind_all()
+    assert all((root / "many" / f"f{i:04}.txt").read_text() == f"main {i}\n" for i in range(0, 1500, 7))
+
+
+def test_overflow_falls_back_to_a_full_sweep(root, live):
+    lv = live()
+    lv.turn("learn")
+    lv.watcher.missed("overflow")  # what IN_Q_OVERFLOW does; the burst test forces a real one
+    t = lv.turn("after an overflow", lambda: (root / "a.txt").write_text("two\n"))
+    assert t["begin"] == ("full", "overflow") and t["settle"] == ("dirty", None)
+    assert t["files"] == ["a.txt"]
+    assert lv.watcher.info()["fallbacks"]["overflow"] == 1
+
+
+def test_a_real_queue_overflow_is_detected(root, live):
+    limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+    if limit > 40000:
+        pytest.skip("the event queue is too deep to overflow quickly here")
+    lv = live()
+    lv.turn("learn")
+    with lv.watcher._reading:  # hold the reader off while the kernel queue fills up
+        for i in range(limit // 2):  # create, modify, close-write: three events per file
+            (root / f"b{i:05}.txt").write_text(f"{i}\n")
+    t = lv.turn("after a burst")
+    assert t["begin"] == ("full", "overflow")
+    assert lv.watcher.info()["fallbacks"]["overflow"] == 1
+
+
+def test_a_folder_moved_in_falls_back_and_is_exact(root, live, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "inner" / "x.txt").write_text("x\n")
+    lv = live()
+    lv.turn("learn")
+    t = lv.turn("move in", lambda: os.rename(outside, root / "moved"))
+    assert t["settle"] == ("full", "folder-moved")
+    assert t["files"] == ["moved/inner/x.txt"]
+    t = lv.turn("then edit inside", lambda: (root / "moved" / "inner" / "x.txt").write_text("y\n"))
+    assert t["settle"] == ("dirty", None) and t["files"] == ["moved/inner/x.txt"]
+
+
+def test_the_watch_limit_makes_every_sweep_full(root, live):
+    lv = live(max_watches=1)  # stands in for fs.inotify.max_user_watches
+    t = lv.turn("limited", lambda: (root / "src" / "m.py").write_text("unwatched\n"))
+    assert t["settle"] == ("full", "watch-limit") and t["files"] == ["src/m.py"]
+    assert lv.watcher.info()["state"] == "degraded"
+    assert lv.watcher.info()["reason"] == "watch-limit"
+
+
+def test_a_dead_watcher_thread_makes_every_sweep_full(root, live):
+    lv = live()
+    lv.turn("learn")
+    lv.watcher.die_for_test = True
+    (root / "a.txt").write_text("wake the thread\n")
+    deadline = time.monotonic() + 5
+    while lv.watcher.healthy and time.monotonic() < deadline:
+        time.sleep(0.02)
+    t = lv.turn("after the watcher died", lambda: (root / "src" / "m.py").write_text("z\n"))
+    assert t["begin"] == ("full", "watcher-died") and t["settle"] == ("full", "watcher-died")
+    assert "src/m.py" in t["files"]
+
+
+def test_changed_ignore_rules_fall_back(root, live):
+    lv = live()
+    lv.turn("learn")
+    t = lv.turn("unignore", lambda: (root / ".gitignore").write_text("# nothing ignored\n"))
+    assert t["settle"] == ("full", "ignore-rules-changed")
+    assert ".gitignore" in t["files"]
+    t = lv.turn("edit a formerly ignored file",
+                lambda: (root / "node_modules" / "dep" / "i.js").write_text("now watched\n"))
+    assert t["files"] == ["node_modules/dep/i.js"]
