@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN
 from ..model.session import SessionState
-from .disk import disk_images_job, drain
+from .disk import current_mode, disk_images_job, drain
 from .rewind import _file, _unique, _wire_gap, plan_hash
 from .user_edits import kept_paths, user_edit_fields
 
@@ -26,10 +26,11 @@ class RedoPlan:
     result: dict  # {planHash, headSeq, turnCount, files, gaps, summary}
     new_state: SessionState
     changes: list[tuple[str, str]]
+    modes: dict = field(default_factory=dict)  # (rel, image) -> permission bits, as in rewind
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
-           everything: bool = False, sessions: set[str] | None = None) -> list[dict]:
+           everything: bool = False) -> list[dict]:
     """Settled heads grouped by (settled turn count, fork point); the newest head of each group,
     leaving out the group of the current state. Newest first.
 
@@ -37,17 +38,17 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
     prefix of the current turns: an earlier moment of this very line, nothing a rewind left behind)
     and what bringing it back would change (`changes`: how many paths differ, the first few).
     Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded.
-    `sessions` are the sessions whose states count (this one and the sessions it was forked from: a
-    fork leaves its parent's state behind like a rewind); default, the current session only."""
+    Only this session's states count, and those of the frozen sessions it was forked from (a fork
+    leaves its parent's state behind like a rewind)."""
     if store.kind != "heads":
         return []
     best: dict[tuple, object] = {}
+    line = _forked_from(store, current)
     for seq in store.heads.list_seqs():
         head = store.heads.read(seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
-        mine = sessions if sessions is not None else ({current.session_id} if current else None)
-        if mine is not None and head.session and head.session not in mine:
+        if current is not None and head.session and head.session not in line:
             continue  # another session's state (parked, or a branch of this one): not this Redo
         key = (head.turn_count, head.fork_point)
         if key not in best or best[key].seq < head.seq:
@@ -68,6 +69,24 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
                 continue
         out.append(group)
     return sorted(out, key=lambda g: -g["headSeq"])
+
+
+def _forked_from(store, current: SessionState | None) -> set:
+    """This session and the frozen sessions it was forked from: a frozen parent's states stay
+    Redo-able from its branch (docs/fork.md); unrelated sessions' states are not offered."""
+    if current is None:
+        return set()
+    from ..store import lineage
+
+    line = {current.session_id}
+    parent = (current.lineage or {}).get("parentId")
+    while parent and parent not in line:
+        rec = lineage.read_session(store, parent)
+        if rec is None or not rec.get("frozen"):
+            break
+        line.add(parent)
+        parent = rec.get("parentId")
+    return line
 
 
 def _outline(codec, head):
@@ -114,6 +133,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     target_state = codec.read(head.body)
     gaps: list[Gap] = []
     files, changes = [], []
+    modes: dict = {}
     # A path the head never saw was created later: leave it alone. A path with the same image in
     # both states gives redo nothing to do.
     paths = sorted(rel for rel, to in target_state.known.items() if to != state.known.get(rel))
@@ -138,6 +158,10 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             action = "delete" if to == ABSENT else "restore"
             files.append(_file(ws, rel, action, now, to, external,
                                **user_edit_fields(action, external, loose.get(rel, False))))
+            if to != ABSENT and target_state.known.mode(rel) is not None:
+                modes[(rel, to)] = target_state.known.mode(rel)
+            if now != ABSENT and current_mode(ws, rel) is not None:
+                modes.setdefault((rel, now), current_mode(ws, rel))
     gaps.extend(g for t in target_state.turns for g in t.gaps)
     gaps = _unique(gaps)
     result = {"headSeq": head_seq, "turnCount": head.turn_count,
@@ -163,7 +187,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.last_op = state.last_op
     new_state.frozen = False
     new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
-    return RedoPlan(result, new_state, changes)
+    return RedoPlan(result, new_state, changes, modes)
 
 
 def _last_loose(state: SessionState) -> dict:

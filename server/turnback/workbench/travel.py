@@ -43,17 +43,6 @@ def _report(wb, outcome, operation: str, touched, kept=()) -> dict:
     return result
 
 
-def _lineage(wb) -> set[str]:
-    """The live session and every session it was forked from (parent, grandparent, ...)."""
-    ids = {wb.state.session_id}
-    parent = (wb.state.lineage or {}).get("parentId") if hasattr(wb.state, "lineage") else None
-    records = wb.sessions.records() if parent else {}
-    while parent and parent not in ids:
-        ids.add(parent)
-        parent = (records.get(parent) or {}).get("parentId")
-    return ids
-
-
 def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
 
@@ -109,8 +98,7 @@ class RedoFeature:
             return {"available": False, "groups": [],
                     "reason": "this store keeps one sidecar record under a PID lock; it publishes "
                               "no heads, so there is nothing to redo"}
-        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True,
-                                 sessions=_lineage(wb))
+        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True)
         groups = every if everything else [g for g in every if not g.get("ancestor")]
         # `hidden`: earlier moments of the current line, one `{all: true}` away
         out = {"available": bool(groups), "groups": groups, "all": everything,
