@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
@@ -26,6 +26,7 @@ class RedoPlan:
     result: dict  # {planHash, headSeq, turnCount, files, gaps, summary}
     new_state: SessionState
     changes: list[tuple[str, str]]
+    modes: dict = field(default_factory=dict)  # (rel, image) -> permission bits; none planned yet
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
