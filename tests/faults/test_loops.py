@@ -243,6 +243,10 @@ def test_fail_at_every_operation_of_recovery_then_reopen(tmp_path):
         work = fresh(tmp_path, pristine, f"rfail{n}")
         proc = run_child(OPEN_CHILD, work, fail_at=n)
         faulted += proc.returncode != 0
+        if proc.returncode != 0:
+            # Reopen, as a user would: a failed cleanup may have left one of our temp files, which
+            # the next open removes; the state it then shows must be the old one, never a mix.
+            assert run_child(OPEN_CHILD, work).returncode == 0
         files, _log = snapshot(work)
         if recovery_files(work):
             continue  # listed for the user; the files it names are not overwritten unlisted
@@ -271,6 +275,8 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypat
         work = fresh(tmp_path, pristine, f"rcrash{n}")
         proc = run_child(OPEN_CHILD, work, crash_at=n)
         crashed += proc.returncode == fsio.CRASH_EXIT
+        if proc.returncode != 0:
+            assert run_child(OPEN_CHILD, work).returncode == 0  # reopen (removes our temp files)
         assert snapshot(work)[0] == before, f"a crash at operation {n} of recovery left a mix"
         assert not intents(work)
         sound(work)

@@ -276,7 +276,7 @@ def recover(book, ws) -> list[dict]:
 def recover_one(book, ws, path: Path, intent: dict) -> tuple[dict, bool]:
     """Settle one intent; (report line, whether its outcome is durable now and the intent gone)."""
     line = {"id": intent["id"], "operation": intent["operation"], "failed": []}
-    clean_temps(ws, intent["files"])
+    cleaned = clean_temps(ws, intent["files"])
     try:
         verdict = oc.decide(book, intent)
     except oc.OutcomeUnknown as exc:
@@ -299,6 +299,8 @@ def recover_one(book, ws, path: Path, intent: dict) -> tuple[dict, bool]:
                                                           failed, reason)):
             return dict(line, recoveryRecord=False), False
         line["recoveryRecord"] = True
+    if not cleaned:  # the files are settled; the intent stays so a later try removes our temp file
+        return dict(line, tempFilesLeft=True), False
     remove_record(path)
     return line, True
 
@@ -314,8 +316,10 @@ def _retry(book, ws, path: Path, intent: dict, new_state):
     return retry
 
 
-def clean_temps(ws, files: list[dict]) -> None:
-    """Temp files a crash left next to the files being restored are ours to remove."""
+def clean_temps(ws, files: list[dict]) -> bool:
+    """Temp files a crash left next to the files being restored are ours to remove. False when one
+    could not be removed: the intent that names its folder must stay, or nothing would find it again."""
+    clean = True
     for f in files:
         try:
             ws.check_components(f["rel"])  # no folder on the way may be a link leading out
@@ -326,6 +330,10 @@ def clean_temps(ws, files: list[dict]) -> None:
             prefix = f".{path.name}{fsio.TEMP_MARK}"
             for name in os.listdir(folder):
                 if name.startswith(prefix):
-                    fsio.unlink(folder / name, missing_ok=True)
+                    try:
+                        fsio.unlink(folder / name, missing_ok=True)
+                    except OSError:
+                        clean = False
         except (OSError, TurnbackError):
             continue
+    return clean
