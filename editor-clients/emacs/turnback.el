@@ -1397,6 +1397,18 @@ NOTE, when given, is shown above it.  Return the buffer."
       (message "turnback: the sidecar is gone; nothing was committed (M-x turnback-start restarts it)"))
     nil))
 
+;; After a committed rewind of a Claude Code session the server names the command that resumes the
+;; agent at the same boundary (docs/agents/claude-code.md).
+(defun turnback--agent-resume-note (result)
+  "The resume command of RESULT's `agentResume', as a sentence, or nil."
+  (let ((resume (plist-get result :agentResume)))
+    (when resume
+      (let ((command (plist-get resume :command)))
+        (if (and command (stringp command))
+            (format "resume the agent with: %s" command)
+          (let ((note (plist-get resume :note)))
+            (and (stringp note) note)))))))
+
 (defun turnback--commit-request (server kind target plan keep)
   "Send the commit of PLAN of KIND for TARGET to SERVER.
 With KEEP, the user's edits are kept."
@@ -1458,7 +1470,8 @@ about buffers with unsaved changes follow it.  Return the result."
                                             (format "kept your edits to %s"
                                                     (mapconcat (lambda (u) (turnback--display-path u root))
                                                                kept ", ")))
-                                          (when warnings (string-join warnings "; "))))
+                                          (when warnings (string-join warnings "; "))
+                                          (turnback--agent-resume-note result)))
                               "; "))))
             ("nothing-to-do"
              (turnback--close-confirm)

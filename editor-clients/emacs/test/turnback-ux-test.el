@@ -455,5 +455,16 @@ finally:
                      "a1\n"))  ; the buffer follows the fork's rewind
       (kill-buffer "*turnback-session*"))))
 
+(ert-deftest turnback-ux-agent-resume-command-shown ()
+  "A committed rewind of a Claude Code session says the command that resumes the agent there."
+  (let ((cmd "claude --resume 3f1c --resume-session-at a4"))
+    (should (string-match-p (regexp-quote cmd)
+                            (turnback--agent-resume-note
+                             (list :status "committed" :agentResume (list :agent "claude-code" :command cmd)))))
+    (should-not (turnback--agent-resume-note (list :status "committed")))
+    (should (equal "no turn survives"
+                   (turnback--agent-resume-note
+                    (list :agentResume (list :command nil :note "no turn survives")))))))
+
 (provide 'turnback-ux-test)
 ;;; turnback-ux-test.el ends here

@@ -51,6 +51,18 @@ function recoveryNote(result: { recovery?: unknown[] }): string {
     return n ? ` ${n} recovery record(s) keep what could not be put back: see Turnback: Recovery….` : "";
 }
 
+/** After a committed rewind of a Claude Code session: the command that resumes the agent there. */
+export function agentResumeNote(result: { agentResume?: { command?: string | null; note?: string } }): string {
+    const resume = result.agentResume;
+    if (!resume) {
+        return "";
+    }
+    if (resume.command) {
+        return ` Resume the agent at this point with: ${resume.command}`;
+    }
+    return resume.note ? ` ${resume.note}` : "";
+}
+
 /** A rolled-back commit in words: the server's own sentence when it sent one. */
 export function rolledBackMessage(operation: "rewind" | "redo" | "fork", result: { message?: string; reason?: string; recovery?: unknown[] }): string {
     const n = result.recovery?.length ?? 0;
@@ -105,7 +117,7 @@ export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowU
             return {
                 status: "committed", shown, result, keptUserEdits: keep,
                 message: `Rewound: kept ${candidate.keep.turnCount} turn(s), discarded ${candidate.discard.turnCount}` +
-                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result),
+                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result) + agentResumeNote(result),
             };
         }
         if (result.status === "nothing-to-do") {
@@ -162,7 +174,7 @@ export async function redoFlow(
             return {
                 status: "committed", shown, result, keptUserEdits: keep,
                 message: `Redone: head ${group.headSeq} is back (${group.turnCount} turn(s))` +
-                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result),
+                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result) + agentResumeNote(result),
             };
         }
         if (result.status === "nothing-to-do") {

@@ -124,8 +124,20 @@ export interface SessionLog {
     turns: LogTurn[];
 }
 
+/** A committed rewind or redo of a Claude Code session: how to resume the agent there. */
+export interface AgentResume {
+    agent: string;
+    sessionId?: string;
+    turn?: number;
+    uuid?: string;
+    /** `claude --resume SESSION --resume-session-at UUID`, or null when the point is not known. */
+    command: string | null;
+    note?: string;
+}
+
 export interface CommitResult {
     status: "committed" | "stale" | "rolled-back" | "nothing-to-do";
+    agentResume?: AgentResume;
     candidate?: Candidate;
     epoch?: number;
     headSeq?: number | null;
@@ -168,6 +180,7 @@ export interface RedoPlan {
 
 export interface RedoCommitResult {
     status: "committed" | "stale" | "rolled-back" | "nothing-to-do";
+    agentResume?: AgentResume;
     message?: string;
     headSeq?: number | null;
     epoch?: number;

@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
+import { agentResumeNote } from "../flows";
 import { mentionsPath, renderStatus } from "../render";
 import { uriKey } from "../state";
 
@@ -72,4 +73,11 @@ test("mentionsPath finds a file line of the confirmation, not a prefix or a prom
     assert.ok(!mentionsPath(detail, "app.py"));
     assert.ok(!mentionsPath(detail, "src/app"));
     assert.ok(!mentionsPath(detail, "src/util.py"));
+});
+
+test("a committed rewind of a Claude Code session names the command that resumes it", () => {
+    const command = "claude --resume 3f1c --resume-session-at a4";
+    assert.ok(agentResumeNote({ agentResume: { command } }).includes(command));
+    assert.equal(agentResumeNote({}), "");
+    assert.ok(agentResumeNote({ agentResume: { command: null, note: "no turn survives" } }).includes("no turn survives"));
 });
