@@ -107,17 +107,7 @@ class ObjectStore:
         if self._batch is None:
             fsio.write_atomic(final, stored)
         else:
-            tmp = fsio.temp_path(final)
-            fd = fsio.create(tmp)
-            try:
-                try:
-                    fsio.append(fd, stored)
-                finally:
-                    os.close(fd)
-            except BaseException:
-                fsio.discard(tmp)
-                raise
-            self._batch.pending[digest] = (tmp, len(data))
+            self._batch.pending[digest] = (_write_temp(final, stored), len(data))
         return digest
 
     # ------------------------------------------------------------ staging (worker threads)
@@ -132,17 +122,7 @@ class ObjectStore:
             return Staged(digest, data, None)
         stored = self.encode(data)
         self._ensure_fanout(final.parent, sync=False)
-        tmp = fsio.temp_path(final)
-        fd = fsio.create(tmp)
-        try:
-            try:
-                fsio.append(fd, stored)
-            finally:
-                os.close(fd)
-        except BaseException:
-            fsio.discard(tmp)
-            raise
-        return Staged(digest, data, tmp)
+        return Staged(digest, data, _write_temp(final, stored))
 
     def adopt(self, staged: "Staged") -> str:
         """Take a staged object into the open batch (or confirm the existing one); returns its name."""
@@ -549,3 +529,19 @@ def _same_bytes(a: Iterator[bytes], b) -> bool:
         if ba[:n] != bb[:n]:
             return False
         ba, bb = ba[n:], bb[n:]
+
+
+def _write_temp(final, stored: bytes):
+    """Write `stored` to a fresh temp name beside `final` (not synced: the batch syncs it); removed
+    again if the write fails."""
+    tmp = fsio.temp_path(final)
+    fd = fsio.create(tmp)
+    try:
+        try:
+            fsio.append(fd, stored)
+        finally:
+            os.close(fd)
+    except BaseException:
+        fsio.discard(tmp)
+        raise
+    return tmp
