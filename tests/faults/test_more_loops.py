@@ -32,8 +32,8 @@ def one_turn(a):
     a.settle()
 
 
-def count_ops(tmp_path, pristine, kind, action) -> int:
-    a = Agent(fresh(tmp_path, pristine, "count"), store_kind=kind)
+def count_ops(tmp_path, pristine, kind, action, **agent_options) -> int:
+    a = Agent(fresh(tmp_path, pristine, "count"), store_kind=kind, **agent_options)
     with fsio.faults() as counter:
         action(a)
     a.close()
@@ -110,7 +110,8 @@ def test_fail_at_every_operation_of_a_pid_store_collection(tmp_path):
     def collect(a):
         a.wb.collection.run({})
 
-    total = count_ops(tmp_path, pristine, "pid", collect)
+    # counted with the options the loop runs with (no grace: the collection has work to do)
+    total = count_ops(tmp_path, pristine, "pid", collect, grace_heads=0, grace_seconds=0.0)
     faulted = 0
     for n in range(1, total + 1):
         work = fresh(tmp_path, pristine, f"gc{n}")
