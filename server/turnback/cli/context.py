@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..errors import InvalidParams, NotFound, NotOwner, TurnbackError
 
+OWNER_SETTLE_SECONDS = 3.0  # how long a command waits for an owner that holds the lease unreachably
+
 
 class Context:
     def __init__(self, args, stdout=None, stderr=None, stdin=None):
@@ -48,6 +50,19 @@ class Context:
         """Open the workspace's live session. With `own`, take ownership if no one else holds it (a
         running `turnback serve` does: then this is a read-only observer, and mutations refuse).
         With `must_exist`, a workspace without a store is an error instead of a new store."""
+        import time
+
+        # An owner that is starting or shutting down (an editor just closed) holds the lease while
+        # its socket does not answer: look again for a moment before settling for an observer.
+        deadline = time.monotonic() + (OWNER_SETTLE_SECONDS if own else 0.0)
+        while True:
+            wb = self._open_once(own=own, must_exist=must_exist)
+            if getattr(wb, "is_owner", True) or time.monotonic() >= deadline:
+                return wb
+            wb.close()
+            time.sleep(0.2)
+
+    def _open_once(self, *, own: bool, must_exist: bool):
         from .owner import open_through_owner
 
         through = open_through_owner(self.args, self.root.resolve(), self.store_path)
