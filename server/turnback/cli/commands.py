@@ -119,12 +119,7 @@ def cmd_turn_capture(ctx) -> int:
     if ctx.json:
         ctx.emit(result)
         return EXIT_OK
-    for c in result["captured"]:
-        image = "(absent)" if c.get("absent") else (c.get("digest") or "no image")[:8]
-        name = c.get("checkpoint")
-        ctx.print(f"{r.path(c)}  {image}  " + (f"checkpoint {name}" if name else "(no change recorded)"))
-    for g in result["gaps"]:
-        ctx.print(f"gap: {r.gap(g)}")
+    ctx.print(*r.captured(result))
     return EXIT_OK
 
 

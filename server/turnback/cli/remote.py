@@ -106,13 +106,7 @@ def turn_capture(r: Remote) -> int:
     if r.json:
         r.emit(result)
         return EXIT_OK
-    ren = r.renderer()
-    for c in result["captured"]:
-        image = "(absent)" if c.get("absent") else (c.get("digest") or "no image")[:8]
-        name = c.get("checkpoint")
-        r.print(f"{ren.path(c)}  {image}  " + (f"checkpoint {name}" if name else "(no change recorded)"))
-    for g in result["gaps"]:
-        r.print(f"gap: {ren.gap(g)}")
+    r.print(*r.renderer().captured(result))
     return EXIT_OK
 
 

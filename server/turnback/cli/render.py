@@ -93,6 +93,16 @@ class Renderer:
             return text[len(self.root_path):]
         return text
 
+    def captured(self, result: dict) -> list[str]:
+        """The lines of a `turn capture` result: each path with its image and checkpoint, then gaps."""
+        lines = []
+        for c in result["captured"]:
+            image = "(absent)" if c.get("absent") else (c.get("digest") or "no image")[:8]
+            name = c.get("checkpoint")
+            lines.append(f"{self.path(c)}  {image}  "
+                         + (f"checkpoint {name}" if name else "(no change recorded)"))
+        return lines + [f"gap: {self.gap(g)}" for g in result["gaps"]]
+
     def gap(self, g: dict) -> str:
         where = self.path(g) if g.get("uri") else "(session)"
         turn = f"turn {g['turn']}" if g.get("turn") is not None else "live"
