@@ -7,29 +7,14 @@ fans out to every connection are skipped while waiting for the answer. Standard 
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import socket
 import sys
 
 from .paths import UnsafeSocket, check_private, recorded_socket, store_dir
+from .wire import NoOwner, Reader, RemoteError, connect, framed
 
-_MAX_HEADER = 1 << 16
-
-
-class NoOwner(Exception):
-    """No live owner is reachable: no socket, a stale one from a dead owner, or a refused connect."""
-
-
-class RemoteError(Exception):
-    """A JSON-RPC error reply (or a failure talking to a live owner), with its stable `code`."""
-
-    def __init__(self, code: str, message: str, data: dict | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = dict(data or {})
+__all__ = ["NoOwner", "RemoteError", "call", "ensure_owner", "frame", "owner_socket"]
 
 
 def owner_socket(workspace, store=None) -> str | None:
@@ -45,62 +30,19 @@ def owner_socket(workspace, store=None) -> str | None:
     except OSError:
         return None  # vanished while we looked: the owner just went away
     try:
-        _connect(path, 1.0).close()
+        connect(path, 1.0).close()
     except NoOwner:
         return None
     return path
 
 
-def _connect(path: str, timeout: float) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        sock.connect(path)
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
-        sock.close()
-        raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
-    except OSError as exc:
-        sock.close()
-        if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
-            raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
-        raise RemoteError("unreachable", f"cannot reach the owner at {path}: {exc}",
-                          {"socket": path}) from None
-    return sock
-
-
 def frame(message: dict) -> bytes:
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return framed(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-class _Reader:
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self.buf = b""
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionResetError("the owner closed the connection")
-        self.buf += chunk
-
+class _Reader(Reader):
     def message(self) -> dict:
-        while b"\r\n\r\n" not in self.buf:
-            if len(self.buf) > _MAX_HEADER:
-                raise ValueError("header too long")
-            self._fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        length = None
-        for line in head.split(b"\r\n"):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        if length is None:
-            raise ValueError("a message without Content-Length")
-        while len(self.buf) < length:
-            self._fill()
-        body, self.buf = self.buf[:length], self.buf[length:]
-        return json.loads(body)
+        return json.loads(self.body())
 
 
 def call(workspace, method: str, params: dict, *, store=None, timeout: float = 30.0) -> dict:
@@ -115,7 +57,7 @@ def call(workspace, method: str, params: dict, *, store=None, timeout: float = 3
         raise RemoteError("unsafe-socket", str(exc), {"socket": path}) from None
     except OSError:
         raise NoOwner(f"the owner socket {path} is gone") from None
-    sock = _connect(path, timeout)
+    sock = connect(path, timeout)
     try:
         sock.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
         reader = _Reader(sock)
@@ -123,7 +65,7 @@ def call(workspace, method: str, params: dict, *, store=None, timeout: float = 3
             reply = reader.message()
             if reply.get("id") == 1 and ("result" in reply or "error" in reply):
                 break
-    except socket.timeout:
+    except TimeoutError:
         raise RemoteError("timeout", f"the owner did not answer {method} within {timeout:g} s",
                           {"socket": path}) from None
     except (OSError, ValueError) as exc:
