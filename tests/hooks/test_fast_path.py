@@ -1,8 +1,11 @@
 """Through a live sidecar, a hook imports nothing beyond the standard library and turnback's thin
-parts: no workbench, no store reader, no third-party package; the store is never opened."""
+parts: no workbench, no store reader, no third-party package; the store is never opened. For the
+usual event (nothing to print) it does not even import `json`, `socket` or `re`: the sidecar's quiet
+answer is recognised byte for byte (hooks/fast.py)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -12,16 +15,27 @@ from hookkit import tb
 HEAVY = ("turnback.workbench", "turnback.timeline", "turnback.capture", "turnback.lsp",
          "turnback.store.layout", "turnback.store.objects", "pygls", "lsprotocol", "cbor2",
          "xxhash", "psutil", "pathspec", "zstandard", "argparse")
+LEAN = ("json", "socket", "re", "enum", "turnback.hooks.mapper", "turnback.hooks.runtime",
+        "turnback.remote.client", "turnback.store")
 
 PROBE = """
-import io, json, sys
+import io, sys
 sys.argv = ["turnback", "hook", "claude-code"]
-sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv and {payload!r}.encode()))
+sys.stdin = io.TextIOWrapper(io.BytesIO({payload!r}.encode()))
 from turnback.cli.fast import main
 code = main(["hook", "claude-code"])
-heavy = sorted(m for m in sys.modules if m.startswith({heavy!r}))
-print(json.dumps({{"code": code, "heavy": heavy}}))
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {roots!r} or m.startswith({names!r}))
+print(repr({{"code": code, "loaded": loaded}}))
 """
+
+
+def probe(root, payload: dict, names) -> dict:
+    roots = sorted({n.split(".")[0] for n in names if "." not in n})
+    script = PROBE.format(payload=json.dumps(payload), roots=roots, names=tuple(names))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return ast.literal_eval(proc.stdout.strip().splitlines()[-1])
 
 
 def test_hook_through_a_live_sidecar_stays_light(tmp_path):
@@ -35,14 +49,8 @@ def test_hook_through_a_live_sidecar_stays_light(tmp_path):
         for event in ({"hook_event_name": "UserPromptSubmit", "prompt": "hi"},
                       {"hook_event_name": "PreToolUse", "tool_name": "Bash",
                        "tool_input": {"command": "ls"}, "tool_use_id": "t1"}):
-            payload = json.dumps({"session_id": "s", "cwd": str(root), "transcript_path": None,
-                                  **event})
-            probe = PROBE.format(payload=payload, heavy=HEAVY)
-            proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                                  cwd=root, timeout=120)
-            assert proc.returncode == 0, proc.stderr
-            result = json.loads(proc.stdout.strip().splitlines()[-1])
-            assert result == {"code": 0, "heavy": []}
+            payload = {"session_id": "s", "cwd": str(root), "transcript_path": None, **event}
+            assert probe(root, payload, HEAVY + LEAN) == {"code": 0, "loaded": []}
         info = json.loads(tb(root, "info", "--json").stdout)
         assert info["turnCount"] == 1 and info["ownership"] == "owner"
     finally:

@@ -125,7 +125,7 @@ _HOOK_AGENTS = ("claude-code", "codex", "gemini", "copilot")
 
 
 def _hook(argv: list[str]) -> int | None:
-    """`turnback hook AGENT [--event NAME]`, what an agent runs on every event (hooks/runtime.py)."""
+    """`turnback hook AGENT [--event NAME]`, what an agent runs on every event (hooks/fast.py)."""
     if len(argv) not in (2, 4) or argv[1] not in _HOOK_AGENTS:
         return None
     event = None
@@ -133,7 +133,7 @@ def _hook(argv: list[str]) -> int | None:
         if argv[2] != "--event":
             return None
         event = argv[3]
-    from ..hooks.runtime import run
+    from ..hooks.fast import run
 
     return run(argv[1], event=event)
 

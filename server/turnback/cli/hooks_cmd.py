@@ -35,7 +35,7 @@ def add_parsers(sub, add) -> None:
 
 def run(args) -> int:
     if args.command == "hook":
-        from ..hooks.runtime import run as run_hook
+        from ..hooks.fast import run as run_hook
 
         return run_hook(args.agent, event=args.event)
     from .context import Context

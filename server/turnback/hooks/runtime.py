@@ -1,5 +1,8 @@
 """`turnback hook AGENT`: one payload from standard input, mapped onto the session, never in the way.
 
+Through a live sidecar, the hook process only forwards the payload (`fast.py`) and the sidecar runs
+`handle` below; without one, `run` does the whole of it in the hook process.
+
 The hook exits 0 and prints nothing of its own on any turnback failure: the failure (and the payload,
 so nothing is lost) goes to the store's hook log, `.turnback/agents/hook.log`. Only a user who set
 `[hooks] block = true` gets exit 2 (the agent's "block this action") when recording a prompt or a
@@ -20,49 +23,41 @@ from pathlib import Path
 from ..store.agentrecord import AgentRecord
 from .agents import ADAPTERS
 from .event import BadPayload
+from .fast import EXIT_BLOCK, EXIT_OK, cwd_of, find_workspace, parse, read_body
 
 PAYLOAD_LOG_LIMIT = 4096
-EXIT_OK, EXIT_BLOCK = 0, 2
 
 
-def find_workspace(cwd: str | None) -> tuple[Path, Path] | None:
-    """The workspace (and its store) that holds `cwd`: the nearest folder, going up, with a
-    turnback store or a `turnback.toml`."""
-    if not cwd:
-        return None
-    try:
-        here = Path(cwd).resolve()
-    except (OSError, RuntimeError):
-        return None
-    for folder in (here, *here.parents):
-        if (folder / ".turnback" / "FORMAT").is_file() or (folder / "turnback.toml").is_file():
-            return folder, folder / ".turnback"
-    return None
-
-
-def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = None) -> int:
-    stdin = stdin if stdin is not None else sys.stdin.buffer
+def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = None,
+        body: bytes | None = None) -> int:
+    """The whole hook in this process (the fast path, `fast.py`, found no live sidecar): the
+    payload goes through the socket of a sidecar started for it, or the store opened here."""
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
-    try:
-        body = stdin.read()
-    except (OSError, ValueError):
-        body = b""
-    if isinstance(body, str):
-        body = body.encode("utf-8", "replace")
-    try:
-        raw = json.loads(body)
-    except ValueError:
-        raw = None
-    if isinstance(raw, dict) and event and not raw.get("hook_event_name"):
-        raw["hook_event_name"] = event
-    cwd = raw.get("cwd") if isinstance(raw, dict) and isinstance(raw.get("cwd"), str) else os.getcwd()
-    place = find_workspace(cwd)
+    if body is None:
+        body = read_body(stdin if stdin is not None else sys.stdin.buffer)
+    raw = parse(body, event)
+    place = find_workspace(cwd_of(raw))
     if place is None:
         return EXIT_OK
-    root, store = place
+    root, store = Path(place[0]), Path(place[1])
+    from .port import LazyPort
+
+    def in_process(config, record):
+        return LazyPort(root, store, start_owner=config.start_owner and not _env_direct(),
+                        log=record.log)
+
+    return handle(agent, raw, body, root, store, in_process, stdout, stderr)
+
+
+def handle(agent: str, raw, body: bytes | None, root: Path, store: Path, make_port, stdout,
+           stderr) -> int:
+    """One parsed payload mapped onto the session through the port `make_port(config, record)`
+    gives; the exit status the agent gets. Runs in the hook process, or in the live sidecar
+    (`lsp/hookhost.py`), which sends back what would have been printed."""
     record = AgentRecord(store)
     if raw is None:
+        body = body or b""
         record.log(f"{agent}: the payload is not JSON ({len(body)} bytes): "
                    f"{body[:PAYLOAD_LOG_LIMIT].decode('utf-8', 'replace')!r}")
         return EXIT_OK
@@ -77,25 +72,43 @@ def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = No
     for problem in config.problems:
         record.log(f"config: {problem}")
     try:
-        reply = _handle(ev, root, store, record, config)
+        reply = _map(ev, make_port(config, record), record, config)
     except Exception as exc:  # never in the agent's way: log it, with the payload
-        code = getattr(exc, "code", type(exc).__name__)
-        record.log(f"{agent} {ev.name}: not recorded: [{code}] {exc}; payload: {_clip(raw)}")
-        if config.block and ev.kind in ("prompt", "pre-tool"):
-            print(f"turnback could not record this {ev.name} ({exc}); blocked because "
-                  "[hooks] block = true", file=stderr)
-            return EXIT_BLOCK
-        return EXIT_OK
+        return failed(ev.agent, ev.name, ev.kind, raw, exc, record, config, stderr)
     _print_reply(ev, reply, stdout)
     return EXIT_OK
 
 
-def _handle(ev, root: Path, store: Path, record: AgentRecord, config):
-    from .mapper import Mapper
-    from .port import LazyPort
+def failed(agent: str, name: str, kind: str | None, raw, exc, record: AgentRecord, config,
+           stderr) -> int:
+    """A payload that could not be recorded: a line in the hook log (with the payload), and exit 0
+    unless the user asked prompts and tool calls to be blocked when that happens."""
+    code = getattr(exc, "code", type(exc).__name__)
+    record.log(f"{agent} {name}: not recorded: [{code}] {exc}; payload: {_clip(raw)}")
+    if config.block and kind in ("prompt", "pre-tool"):
+        print(f"turnback could not record this {name} ({exc}); blocked because "
+              "[hooks] block = true", file=stderr)
+        return EXIT_BLOCK
+    return EXIT_OK
 
-    port = LazyPort(root, store, start_owner=config.start_owner and not _env_direct(),
-                    log=record.log)
+
+def lost(agent: str, raw: dict, root, store, exc) -> int:
+    """The fast path reached the owner but lost the exchange (`fast._lost`)."""
+    from .config import load
+
+    try:
+        ev = ADAPTERS[agent](raw)
+        name, kind = ev.name, ev.kind
+    except BadPayload:
+        name = raw.get("hook_event_name") if isinstance(raw, dict) else None
+        name, kind = str(name or "event"), None
+    return failed(agent, name, kind, raw, exc, AgentRecord(store), load(Path(root), Path(store)),
+                  sys.stderr)
+
+
+def _map(ev, port, record: AgentRecord, config):
+    from .mapper import Mapper
+
     try:
         # One hook at a time per workspace: parallel tool calls queue here, so each sees the
         # others' notes, and a direct-path hook never meets another over the store's lease.

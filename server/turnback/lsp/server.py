@@ -27,6 +27,8 @@ from ..errors import InvalidParams, NotOwner, TurnbackError
 from ..store import fsio
 from ..workbench import Options, Workbench
 from .errors import NotInitialized, to_rpc
+from .hookhost import METHOD as HOOK_METHOD
+from .hookhost import handle_event
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
 from .slices import SliceStats, run_job
@@ -62,6 +64,8 @@ class TurnbackServer(LanguageServer):
         self.stop_event: asyncio.Event | None = None
         self.extra_methods["turnback/daemon/stop"] = Method("turnback/daemon/stop", "read",
                                                             self._stop_requested)
+        # an agent hook's whole event, mapped here (hookhost.py); socket clients only
+        self.extra_methods[HOOK_METHOD] = Method(HOOK_METHOD, "hook", None)
 
     # -- plumbing -------------------------------------------------------------------------------
     def workbench(self) -> Workbench:
@@ -141,6 +145,8 @@ class TurnbackServer(LanguageServer):
             wb.follow()  # an observer works from the owner's latest publication, not its own copy
             if spec.kind == "read":
                 return spec.call(wb, params)
+            if spec.kind == "hook":  # its own calls come back through here, each guarded
+                return await handle_event(self, params)
             wb.sessions.guard(params)  # a mutation aimed at a frozen or parked session is refused
             if spec.kind == "mutate":
                 async with self.lock:
