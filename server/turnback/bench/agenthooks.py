@@ -43,6 +43,23 @@ def _times(recording, root, scratch, env, argv=MODULE) -> list[float]:
     return times
 
 
+def live_times(ctx, recording, argv, env, rounds: int, tag: str) -> list[float]:
+    """Every event's time through a live owner, a fresh workspace and owner per round."""
+    from ..remote import client
+
+    times: list[float] = []
+    for i in range(rounds):
+        root = ctx.dir(f"{tag}-{i}")
+        (root / "turnback.toml").write_text("")
+        client.ensure_owner(str(root), str(root / ".turnback"))
+        try:
+            times += _times(recording, root, ctx.dir(f"{tag}-{i}-agent"), env, argv)
+        finally:
+            subprocess.run([sys.executable, "-m", "turnback", "daemon", "stop", "--workspace",
+                            str(root)], capture_output=True)
+    return times
+
+
 def _pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -71,7 +88,6 @@ def run(ctx) -> None:
         ctx.fig("live sidecar", "not in this build", None,
                 note="the live sidecar (turnback.remote) is not part of this build yet")
         return
-    from ..remote import client
     from .live import _envs
 
     envs = _envs(ctx.work / ctx.scenario)
@@ -80,19 +96,8 @@ def run(ctx) -> None:
                 "python -m turnback, bytecode cached": (MODULE, "cached")}
     if script.is_file():
         variants["the turnback script"] = ([str(script), "hook", "claude-code"], "uncached")
-    live: dict[str, list[float]] = {}
-    for name, (argv, cache) in variants.items():
-        live[name] = []
-        for i in range(rounds):
-            root = ctx.dir(f"live-{len(live)}-{i}")
-            (root / "turnback.toml").write_text("")
-            client.ensure_owner(str(root), str(root / ".turnback"))
-            try:
-                live[name] += _times(recording, root, ctx.dir(f"live-{len(live)}-{i}-agent"),
-                                     envs[cache], argv)
-            finally:
-                subprocess.run([sys.executable, "-m", "turnback", "daemon", "stop", "--workspace",
-                                str(root)], capture_output=True)
+    live = {name: live_times(ctx, recording, argv, envs[cache], rounds, f"live-{i}")
+            for i, (name, (argv, cache)) in enumerate(variants.items())}
     for name, times in live.items():
         note = "bytecode cached" if "cached" in name else "no bytecode cache (PYTHONDONTWRITEBYTECODE=1)"
         ctx.fig(f"live sidecar p50 ({name})", _pct(times, 0.5), "s", baseline=_pct(direct, 0.5),

@@ -119,6 +119,15 @@ def run_hook_roundtrip(ctx) -> None:
             source="goal: 30 ms",
             note="turnback's bytecode " + ("IS cached beside its sources" if _package_bytecode()
                                            else "not cached: compiled at every start"))
+    # The agent's own hook, fed the recorded payloads of a Claude Code session (agent-hooks has more).
+    from ..hooks import replay
+    from .agenthooks import MODULE, live_times
+
+    hooks = live_times(ctx, replay.load(replay.fixture_path("claude-code")), MODULE,
+                       envs["uncached"], 1, "agent")
+    ctx.fig("agent-hook-uncached-median", statistics.median(hooks), "s", baseline=0.030,
+            source="goal: 30 ms",
+            note=f"`turnback hook claude-code`, {len(hooks)} recorded events, no bytecode cache")
     ctx.fig("load-average", round(os.getloadavg()[0], 2), None,
             note=f"{os.cpu_count()} cores; start-up figures are only as quiet as the machine")
 
