@@ -296,6 +296,15 @@ export function mentionsPath(detail: string, rel: string): boolean {
     return new RegExp(`^  \\S+\\s+${escaped}(\\s|$)`, "m").test(detail);
 }
 
+/**
+ * The detail as the modal dialog shows it. The dialog collapses leading spaces, so the indented
+ * lines (files, gaps, effects) lost their shape there; they start with a bullet instead (a deeper
+ * indent with a hollow one). The output channel keeps the plain text.
+ */
+export function dialogDetail(detail: string): string {
+    return detail.replace(/^( {2,})(?=\S)/gm, (spaces) => (spaces.length >= 4 ? "◦ " : "• "));
+}
+
 /** Plain text of a confirmation (for logs, docs and the output channel). */
 export function confirmationText(c: Confirmation): string {
     const alt = c.alternative ? `  [ ${c.alternative} ]` : "";
