@@ -304,7 +304,7 @@ const modalUi: FlowUi = {
         const detail = dialogDetail(dirty.length
             ? `${c.detail}\n\n⚠ Unsaved changes in the editor: ${dirty.join(", ")}. Save or revert them first, or the editor will show a conflict.`
             : c.detail);
-        const buttons = c.alternative ? [c.action, c.alternative] : [c.action];
+        const buttons = [c.action, ...(c.alternative ? [c.alternative] : []), ...(c.more ?? [])];
         return vscode.window.showWarningMessage(c.title, { modal: true, detail }, ...buttons);
     },
     during<T>(title: string, work: (workDoneToken?: string) => Promise<T>): Promise<T> {
