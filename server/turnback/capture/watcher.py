@@ -21,6 +21,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -36,6 +37,12 @@ PERMANENT = ("watch-limit", "watcher-died", "root-gone")
 # A sweep's own drain runs on the event loop: it adds watches for at most this many new folders and
 # leaves bigger walks (a new tree, a moved-in folder, changed ignore rules) to the reading thread.
 LOOP_WALK_FOLDERS = 32
+# The reading thread's own walks (the first one covers the whole tree) are Python work holding the
+# interpreter lock: after each WALK_BURST seconds of it the thread sleeps WALK_REST, so the event loop
+# gets the lock for long stretches. Without the rests a request waited 40 ms at start-up: each of its
+# hops (read, parse, answer) queued behind the walker for a whole switch interval.
+WALK_BURST = 0.002
+WALK_REST = 0.001
 
 
 @dataclass
@@ -244,6 +251,8 @@ class Watcher:
         files: list[str] = []
         stack = [top]
         walked = 0
+        paced = threading.current_thread() is self._thread  # never sleep on the caller's loop
+        burst = time.perf_counter()
         f = _ino.flags
         mask = (f.CREATE | f.DELETE | f.MODIFY | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
                 | f.ATTRIB | f.DELETE_SELF | f.MOVE_SELF | f.DONT_FOLLOW | f.ONLYDIR | f.EXCL_UNLINK)
@@ -253,6 +262,9 @@ class Watcher:
                     self._defer(folder, "big-new-folder")
                 return files
             walked += 1
+            if paced and time.perf_counter() - burst >= WALK_BURST:
+                time.sleep(WALK_REST)
+                burst = time.perf_counter()
             folder = stack.pop()
             path = os.path.join(self.root, folder) if folder else self.root
             if self.max_watches is not None and len(self._wd) >= self.max_watches:
