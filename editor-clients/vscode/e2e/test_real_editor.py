@@ -127,8 +127,9 @@ def test_rewind_at_this_response_confirms_then_restores_disk_and_editor(vscode):
     assert "step-scope-unknown" in detail, detail
     assert "Already left this machine" in detail and "s3.3" in detail, detail
     ui.dialog_button("Rewind")
-    wait_until("app.py restored on disk", lambda: (root / "app.py").read_text() == APP_V1)
-    assert not (root / "farewell.md").exists()
+    # One transaction writes the files one after the other: wait for the last of them too.
+    wait_until("app.py restored and farewell.md deleted on disk",
+               lambda: (root / "app.py").read_text() == APP_V1 and not (root / "farewell.md").exists())
     assert (root / "util.py").read_text() == UTIL_V2
     wait_until("the open editor to show the restored text", lambda: ui.editor_text() == APP_V1)
     wait_until("the view without turn 3", lambda: not any(r.startswith("Turn 3") for r in ui.session_rows()) and
@@ -148,8 +149,8 @@ def test_redo_brings_the_state_back(vscode):
     assert "app.py" in detail and "farewell.md" in detail, detail
     ui.shot("08-redo-confirmation")
     ui.dialog_button("Redo")
-    wait_until("app.py back on disk", lambda: (root / "app.py").read_text() == APP_V3)
-    assert (root / "farewell.md").read_text() == FAREWELL
+    wait_until("app.py and farewell.md back on disk", lambda: (root / "app.py").read_text() == APP_V3
+               and (root / "farewell.md").exists() and (root / "farewell.md").read_text() == FAREWELL)
     wait_until("the open editor to show turn 3's text", lambda: ui.editor_text() == APP_V3)
     ui.show_session_view()
     wait_until("turn 3 back in the view", lambda: any(r.startswith("Turn 3") for r in ui.session_rows()))
