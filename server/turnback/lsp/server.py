@@ -34,12 +34,13 @@ from .hookhost import METHOD as HOOK_METHOD
 from .hookhost import handle_event
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
-from .slices import SliceStats, cycles_deferred, run_job
+from .slices import SliceStats, cycles_deferred, reclaim_frozen, run_job
 
 log = logging.getLogger("turnback.lsp")
 
 OBSERVER_POLL_SECONDS = 1.0
 COLLECT_IDLE_SECONDS = 1.0
+RECLAIM_QUIET_SECONDS = 60  # this long with no mutation: time for one full gc pass (slices.py)
 PROGRESS_EVERY_SECONDS = 0.2
 NOTIFICATIONS = {"status": "turnback/status", "epoch": "turnback/epoch",
                  "directives": "turnback/directives"}
@@ -246,11 +247,15 @@ class TurnbackServer(LanguageServer):
         return on_step
 
     async def collection_loop(self) -> None:
+        quiet = 0  # seconds in a row with nothing to collect and no mutation
         while not self.closed:
             try:
                 await asyncio.wait_for(self.collect_wake.wait(), timeout=COLLECT_IDLE_SECONDS)
+                quiet = 0
             except asyncio.TimeoutError:
-                pass
+                quiet += 1
+                if quiet == RECLAIM_QUIET_SECONDS and not self.lock.locked():
+                    reclaim_frozen()  # the garbage cycles a collection job left frozen
             self.collect_wake.clear()
             wb = self.wb
             if (wb is None or self.closed or not wb.is_owner or not hasattr(wb.collection, "job")

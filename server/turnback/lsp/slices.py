@@ -21,18 +21,37 @@ SLICE_BUDGET = 0.010  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
 @contextlib.contextmanager
 def cycles_deferred():
     """No cyclic garbage collection while a long job builds big structures on the loop (a
-    collection's scan holds millions of references): one full collection over them held the loop
-    38 ms, outside any slice. Afterwards what survived is frozen, out of the collector's sight, so
-    later collections stay small; reference counting still frees it when it goes (the head facts
-    and reference sets hold no cycles). Process-wide; the jobs that use it run one at a time."""
+    collection's scan holds millions of objects): one full collection over them held the loop 38 ms,
+    outside any slice. Afterwards what survived is frozen, out of the collector's sight, so later
+    collections stay small; reference counting still frees what goes (head facts hold no cycles).
+    Cyclic garbage made meanwhile is frozen too: `reclaim_frozen` returns it at a quiet moment.
+    Process-wide; the jobs that use it run one at a time."""
+    global _frozen_garbage
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         gc.freeze()
+        _frozen_garbage = True
         if was:
             gc.enable()
+
+
+_frozen_garbage = False
+
+
+def reclaim_frozen() -> bool:
+    """One full collection of everything frozen since the last one (call it when nothing has needed
+    the loop for a long while: it takes tens of ms on a big session), then freeze what survives."""
+    global _frozen_garbage
+    if not _frozen_garbage or not gc.isenabled():
+        return False
+    _frozen_garbage = False
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    return True
 
 
 LOOP_TURNS = 8  # loop iterations between slices: enough for a request to be read, parsed and run
