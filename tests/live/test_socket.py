@@ -289,3 +289,25 @@ async def test_a_second_editor_attaches_to_the_owner(ws, servers):
         await asyncio.sleep(0.05)
     assert info["ownership"] == "owner" and info["owner"]["pid"] == second.process.pid
     await second.until(lambda: second.status[-1]["ownership"] == "owner", what="its own status")
+
+
+async def test_an_agent_hook_is_mapped_by_an_editors_sidecar(ws, servers, flavour):
+    """A hook reaches the editor's own sidecar (not a background owner): the event is mapped there,
+    and the editor hears the turn it began."""
+    import subprocess
+    import sys
+
+    editor = await servers(ws, flavour)
+    await _socket_of(editor)
+    payload = {"session_id": "agent-1", "transcript_path": None, "cwd": str(ws),
+               "hook_event_name": "UserPromptSubmit", "prompt": "from the agent"}
+    proc = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "turnback", "hook",
+                                                    "claude-code"],
+                                   input=json.dumps(payload).encode(), capture_output=True,
+                                   cwd=ws, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
+    info = await editor.req("turnback/session/info", {})
+    assert info["running"] == 1 and info["ownership"] == "owner"
+    log = await editor.req("turnback/session/log", {})
+    assert [t["prompt"] for t in log["turns"]] == ["from the agent"]
+    assert not (ws / ".turnback" / "run" / "daemon.log").exists()  # no background owner was started
