@@ -172,7 +172,8 @@ def test_an_observer_follows_an_owner_that_has_not_published_yet(tmp_path, kind)
 def test_the_journal_says_which_session_it_is_and_the_last_written_one_is_continued(tmp_path):
     """A fresh session's journal starts with its identity (sequence 0, skipped by replay). Journals
     left by older versions, which started a new session on such an open, have none: the one whose
-    frames were stamped last is continued, and the others are left as they are."""
+    frames were stamped last is continued, and the others are left as they are; so is one that does
+    not start at its session's beginning (it cannot be replayed onto nothing)."""
     from turnback.store import journal as journal_mod
 
     root = _workspace(tmp_path)
@@ -190,7 +191,10 @@ def test_the_journal_says_which_session_it_is_and_the_last_written_one_is_contin
     again.book.owner.release()
 
     store = Store.open(root / ".turnback", kind=None, create=False)
-    older, newer = "a" * 32, "b" * 32
+    older, newer, published = "a" * 32, "b" * 32, "c" * 32
+    with journal_mod.Journal.open(store.journal_path(published))[0] as j:  # its state is gone
+        j.append({"op": "respond", "seq": 7, "turn": 3, "text": "x", "ts": 6e9})
+        j.sync()
     kept = store.objects.put(b"an instruction file only the older journal names")
     for name, ts in ((older, 4e9), (newer, 5e9)):  # no identity frame, as older versions wrote
         with journal_mod.Journal.open(store.journal_path(name))[0] as j:
@@ -205,7 +209,7 @@ def test_the_journal_says_which_session_it_is_and_the_last_written_one_is_contin
         stats = reopened.run(reopened.collection.job(grace_seconds=0.0, now=time.time() + 60))
         assert not stats["skipped"]
         # the journals not continued are left whole, and what they name stays
-        assert store.journal_path(older).exists() and store.journal_path(sid).exists()
+        assert all(store.journal_path(x).exists() for x in (older, published, sid))
         assert store.objects.has(kept)
     finally:
         reopened.close()

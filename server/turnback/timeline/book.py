@@ -59,10 +59,14 @@ def identity_frame(state: SessionState) -> dict:
 def unpublished_session(store, config: dict | None = None) -> SessionState | None:
     """With no published state: the session whose journal is in the store (killed before its first
     publication), or None. Several can only be left by versions that started a new session here;
-    the journal whose frames were written last (by their own stamps) is the one that was live."""
+    the journal whose frames were written last (by their own stamps) is the one that was live. A
+    journal that does not start at its session's beginning (that session was published once and the
+    published state is gone) cannot be replayed onto nothing, so it is left alone."""
     best = None
     for path in _journal_files(store):
         frames = journal_mod.scan(path).frames  # a torn tail is not read, as replay does not
+        if frames and frames[0].get("seq") not in (0, 1):
+            continue
         key = (_last_stamp(frames), len(frames), path.name)
         if best is None or key > best[0]:
             best = (key, path.name[:-len(".wal")], frames)
