@@ -15,6 +15,7 @@ import pytest
 from sessionkit import pristine_copy, run_child
 
 from turnback.store import journal as journal_mod
+import turnback.collect  # noqa: F401  (fsck with the deep check, as `turnback fsck` runs it)
 from turnback.store.fsck import fsck
 from turnback.store.fsio import CRASH_EXIT
 from turnback.store.layout import Store

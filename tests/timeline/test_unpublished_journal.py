@@ -15,6 +15,7 @@ import time
 import pytest
 from sessionkit import Agent, run_child
 
+import turnback.collect  # noqa: F401  (fsck with the deep check, as `turnback fsck` runs it)
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 from turnback.workbench import Options, Workbench
@@ -204,9 +205,15 @@ def test_the_journal_says_which_session_it_is_and_the_last_written_one_is_contin
             j.append({"op": "begin", "seq": 1, "n": 1, "kind": "chat", "prompt": name[:1], "ts": ts,
                       "instructions": {"CLAUDE.md": kept} if name == older else {}})
             j.sync()
+    observer = Workbench.open(root, Options(), take_ownership=False)
+    seen = (observer.state.session_id, observer.state.created, observer.state.fork_point)
+    observer.close()
     reopened = Workbench.open(root, Options())
     try:
         assert reopened.state.session_id == newer
+        # without an identity frame, what the journal says still gives every reader the same session
+        assert (newer, 5e9) == seen[:2]
+        assert (reopened.state.session_id, reopened.state.created, reopened.state.fork_point) == seen
         assert [t.prompt for t in reopened.state.turns] == ["b"]
         reopened.book.publish()
         stats = reopened.run(reopened.collection.job(grace_seconds=0.0, now=time.time() + 60))

@@ -73,7 +73,7 @@ def unpublished_session(store, config: dict | None = None) -> SessionState | Non
     if best is None:
         return None
     _key, session_id, frames = best
-    return _session_from(session_id, frames[0] if frames else {}, config)
+    return _session_from(session_id, frames, config)
 
 
 def _journal_files(store) -> list[Path]:
@@ -95,25 +95,28 @@ def _journal_files(store) -> list[Path]:
     return sorted(out)
 
 
+def _stamps(frames: list[dict]) -> list[float]:
+    return [float(v) for f in frames for v in (f.get("ts"), f.get("created"))
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
 def _last_stamp(frames: list[dict]) -> float:
-    stamps = [v for f in frames for v in (f.get("ts"), f.get("created"))
-              if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return max(stamps, default=-math.inf)
+    return max(_stamps(frames), default=-math.inf)
 
 
-def _session_from(session_id: str, first: dict, config: dict | None) -> SessionState:
+def _session_from(session_id: str, frames: list[dict], config: dict | None) -> SessionState:
     """The session a journal belongs to, as its identity frame describes it. A journal without one
-    (written before identity frames, or only its header survived) names the session by its file; the
-    fork point is then derived from the id, so every reader of the store derives the same one."""
+    (written before identity frames, or only its header survived) names the session by its file;
+    its creation time and fork point are then derived from the journal, so every reader of the
+    store derives the same ones."""
+    first = frames[0] if frames else {}
     created, fork_point, cfg = first.get("created"), first.get("forkPoint"), first.get("config")
     if (first.get("op") == IDENTITY_OP and first.get("seq") == 0
             and first.get("sessionId") == session_id and isinstance(created, (int, float))
             and isinstance(fork_point, str) and isinstance(cfg, dict)):
         return SessionState(session_id=session_id, created=float(created), config=dict(cfg),
                             fork_point=fork_point)
-    stamp = first.get("ts")
-    return SessionState(session_id=session_id,
-                        created=float(stamp) if isinstance(stamp, (int, float)) else time.time(),
+    return SessionState(session_id=session_id, created=min(_stamps(frames), default=0.0),
                         config=dict(config or {}),
                         fork_point=uuid.uuid5(uuid.NAMESPACE_OID, session_id).hex)
 
