@@ -5,7 +5,10 @@ a mix, in the same session the crashed journal names; fsck finds the store sound
 
 Both crash models: a killed process (written bytes survive) and a power cut (unsynced writes lost,
 store/crashfs.py). At the time of writing one run has 52 fs operations, so each model tries 52 crash
-points (the test asserts at least 30, so a change that stops the run early cannot pass silently)."""
+points (the test asserts at least 30, so a change that stops the run early cannot pass silently); a
+failure (EIO) at each of the same 52 operations too. And `session/start` over such a session, crashed
+at each of its ~95 operations: the old session live with its journal, or the new one with the old one
+parked."""
 
 from __future__ import annotations
 
@@ -173,3 +176,59 @@ def test_a_failure_at_every_operation_before_the_first_publication(tmp_path, kin
         stopped += 1
     print(f"{kind}: {total} failure points, {stopped} of them stopped the session")
     assert stopped > 10, stopped
+
+
+LOOSE = """
+import os, sys, pathlib
+from turnback.workbench import Workbench, Options
+root = pathlib.Path(sys.argv[1])
+wb = Workbench.open(root, Options(store_kind=sys.argv[2]))
+(root / "c.txt").write_text("the user's own edit")
+wb.turns.capture({"uris": [(root / "c.txt").as_uri()]})
+os._exit(0)
+"""
+
+START = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+wb.sessions.start()
+import os; os._exit(0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["heads", "pid"])
+def test_a_crash_at_every_operation_of_starting_a_session_over_an_unpublished_one(tmp_path, kind):
+    """`session/start` on a store whose session was never published: it parks that session (its
+    record names a body) and publishes the new one. A crash anywhere leaves the old session live
+    with its journaled capture (a parked record the crash left is tidied away), or the new one live
+    with the old one parked, capture and all."""
+    from sessionkit import crash_every_operation
+
+    pristine = _pristine(tmp_path, kind)
+    proc = run_child(LOOSE, pristine, kind)  # a session killed before it published
+    assert proc.returncode == 0, proc.stderr
+    first = _journaled_session(pristine)
+    assert first is not None
+
+    def sessions(root):
+        wb = Workbench.open(root, Options(store_kind=kind))
+        try:
+            def name(sid):
+                return "first" if sid == first else "other"
+
+            def loose(state):
+                return sorted(rel for bucket in state.between.values() for rel in bucket)
+            parked = {name(r["sessionId"]): loose(wb.sessions.read(r["sessionId"]))
+                      for r in wb.sessions.records().values()}
+            return {"live": name(wb.state.session_id), "liveLoose": loose(wb.state),
+                    "parked": parked}
+        finally:
+            wb.close()
+
+    assert sessions(pristine_copy(tmp_path, pristine, "look")) == \
+        {"live": "first", "liveLoose": ["c.txt"], "parked": {}}  # the old state is the journal's
+    outcomes = crash_every_operation(tmp_path, pristine, START, (kind,), sessions)
+    print(f"{kind}: session/start, {sum(outcomes.values())} crash points: {outcomes}")
+    assert sum(outcomes.values()) > 10, outcomes
