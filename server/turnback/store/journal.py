@@ -215,12 +215,14 @@ class Journal:
         self._broken: str | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> tuple["Journal", list[dict], TornTail | Damage | None]:
-        """Open (creating it if missing), replay good frames, cut and report a torn tail; keep a
-        damaged journal as evidence and restart it from its good prefix (see the module text)."""
+    def open(cls, path: str | os.PathLike, *, first: dict | None = None
+             ) -> tuple["Journal", list[dict], TornTail | Damage | None]:
+        """Open (creating it if missing, with `first` as its first frame, durable with the file),
+        replay good frames, cut and report a torn tail; keep a damaged journal as evidence and
+        restart it from its good prefix (see the module text)."""
         path = Path(path)
         if not os.path.lexists(path):
-            fsio.create_exclusive(path, HEADER)
+            fsio.create_exclusive(path, HEADER + (frame_bytes(first) if first else b""))
         s = scan(path)
         if s.damage is not None:
             evidence = keep_evidence(path)

@@ -6,18 +6,26 @@ before it is applied, so a crash loses nothing that was made durable. Publicatio
 durable in one batch, then the head (or sidecar) record, then the journal is emptied. A crash between
 the last two leaves operations in the journal that the state already holds; replay skips them by their
 sequence number.
+
+Before its first publication a session exists only in its journal, so that journal says which session
+it is: its first frame (sequence 0, which replay skips) holds the session's id, creation time, fork
+point and configuration. An open that finds no published state continues the session whose journal it
+finds (`unpublished_session`) instead of starting another, so a process killed before it published
+loses nothing it journaled.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorruptStore, NotOwner, TurnbackError
+from ..errors import CorruptStore, InvalidParams, NotOwner, TurnbackError
 from ..model.session import SessionState
-from ..store import journal as journal_mod
+from ..store import fsio, journal as journal_mod
 from ..store.heads import HeadRecord
 from ..store.records import read_record, write_record
 from .codec import StateCodec
@@ -37,6 +45,80 @@ class OpenReport:
 def new_session(config: dict | None = None) -> SessionState:
     return SessionState(session_id=uuid.uuid4().hex, created=time.time(), config=dict(config or {}),
                         fork_point=uuid.uuid4().hex)
+
+
+IDENTITY_OP = "session"
+
+
+def identity_frame(state: SessionState) -> dict:
+    """The first frame of a never-published session's journal: which session the journal is."""
+    return {"op": IDENTITY_OP, "seq": 0, "sessionId": state.session_id, "created": state.created,
+            "forkPoint": state.fork_point, "config": dict(state.config)}
+
+
+def unpublished_session(store, config: dict | None = None) -> SessionState | None:
+    """With no published state: the session whose journal is in the store (killed before its first
+    publication), or None. Several can only be left by versions that started a new session here;
+    the journal whose frames were written last (by their own stamps) is the one that was live. A
+    journal that does not start at its session's beginning (that session was published once and the
+    published state is gone) cannot be replayed onto nothing, so it is left alone."""
+    best = None
+    for path in _journal_files(store):
+        frames = journal_mod.scan(path).frames  # a torn tail is not read, as replay does not
+        if frames and frames[0].get("seq") not in (0, 1):
+            continue
+        key = (_last_stamp(frames), len(frames), path.name)
+        if best is None or key > best[0]:
+            best = (key, path.name[:-len(".wal")], frames)
+    if best is None:
+        return None
+    _key, session_id, frames = best
+    return _session_from(session_id, frames, config)
+
+
+def _journal_files(store) -> list[Path]:
+    """The session journals in the store (not evidence copies, not temp files)."""
+    try:
+        entries = list(os.scandir(store.journal_dir))
+    except FileNotFoundError:
+        return []
+    out = []
+    for e in entries:
+        if (not e.name.endswith(".wal") or fsio.is_temp_name(e.name)
+                or not e.is_file(follow_symlinks=False)):
+            continue
+        try:
+            if store.journal_path(e.name[:-len(".wal")]).name == e.name:
+                out.append(Path(e.path))
+        except InvalidParams:
+            continue  # not a session's journal name
+    return sorted(out)
+
+
+def _stamps(frames: list[dict]) -> list[float]:
+    return [float(v) for f in frames for v in (f.get("ts"), f.get("created"))
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def _last_stamp(frames: list[dict]) -> float:
+    return max(_stamps(frames), default=-math.inf)
+
+
+def _session_from(session_id: str, frames: list[dict], config: dict | None) -> SessionState:
+    """The session a journal belongs to, as its identity frame describes it. A journal without one
+    (written before identity frames, or only its header survived) names the session by its file;
+    its creation time and fork point are then derived from the journal, so every reader of the
+    store derives the same ones."""
+    first = frames[0] if frames else {}
+    created, fork_point, cfg = first.get("created"), first.get("forkPoint"), first.get("config")
+    if (first.get("op") == IDENTITY_OP and first.get("seq") == 0
+            and first.get("sessionId") == session_id and isinstance(created, (int, float))
+            and isinstance(fork_point, str) and isinstance(cfg, dict)):
+        return SessionState(session_id=session_id, created=float(created), config=dict(cfg),
+                            fork_point=fork_point)
+    return SessionState(session_id=session_id, created=min(_stamps(frames), default=0.0),
+                        config=dict(config or {}),
+                        fork_point=uuid.uuid5(uuid.NAMESPACE_OID, session_id).hex)
 
 
 class Book:
@@ -60,13 +142,17 @@ class Book:
     def open(cls, store, owner, *, config: dict | None = None) -> tuple["Book", OpenReport]:
         codec = StateCodec(store.objects)
         head, state = cls._read_published(store, codec)
-        if state is None:
-            state = new_session(config)
+        first = None
+        if state is None:  # nothing published yet: continue the session of the journal found
+            state = unpublished_session(store, config)
+            if state is None:
+                state = new_session(config)
+                first = identity_frame(state)
         path = store.journal_path(state.session_id)
         if owner is not None:
             if store.kind == "heads":
                 store.heads.clear_placeholders()
-            journal, frames, torn = journal_mod.Journal.open(path)
+            journal, frames, torn = journal_mod.Journal.open(path, first=first)
             scan = None
         else:
             scan = journal_mod.scan(path) if Path(path).exists() else None
@@ -94,8 +180,10 @@ class Book:
     def reload(self) -> None:
         """Re-read the published state (an observer following the owner's publications)."""
         head, state = self._read_published(self.store, self.codec)
-        if state is None:
-            return
+        if state is None:  # nothing published yet: the owner's journal is its whole session
+            state = unpublished_session(self.store, self.state.config)
+            if state is None:
+                return
         path = self.store.journal_path(state.session_id)
         if self.journal is None and Path(path).exists():
             for frame in journal_mod.scan(path).frames:  # the owner's work since it published

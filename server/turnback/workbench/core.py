@@ -213,6 +213,11 @@ class Workbench:
                 mark = os.stat(self.store.sidecar_path).st_mtime_ns
             except FileNotFoundError:
                 mark = None
+        if mark is None:  # nothing published yet: the owner's session is the journal it writes
+            try:
+                mark = tuple(sorted(os.listdir(self.store.journal_dir)))
+            except FileNotFoundError:
+                pass
         try:
             mark = (mark, os.stat(self.store.journal_path(self.state.session_id)).st_size)
         except FileNotFoundError:
