@@ -35,8 +35,8 @@ class Derived:
     candidate: dict  # the contract's Candidate
     new_state: SessionState
     changes: list[tuple[str, str]]  # (rel, target image) for every file the commit writes or deletes
-    # (rel, image) -> permission bits to write it with: the targets, and what is on disk now (for a
-    # rollback); see disk.planned_modes
+    # (rel, target image) -> the permission bits to write it with (the transaction reads the
+    # backups' own bits from disk, for a rollback)
     modes: dict = dataclasses.field(default_factory=dict)
 
     @property
@@ -119,8 +119,6 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             changes.append((rel, to))
             if want_mode is not None and to != ABSENT:
                 modes[(rel, to)] = want_mode
-            if now_mode is not None and now != ABSENT:
-                modes.setdefault((rel, now), now_mode)  # a rollback puts the old bits back
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
