@@ -182,3 +182,37 @@ def test_redo_brings_back_a_change_of_mode_alone(agent):
     assert a.wb.state.known.mode("tool") == 0o755
     again = a.wb.redo.list()  # the state brought back is the current one: not offered again
     assert head not in [g["headSeq"] for g in again["groups"]]
+
+
+def test_redo_after_a_rewind_over_an_uncaptured_chmod_restores_it(agent):
+    """The user's chmod that no capture saw is overwritten by a rewind (the plan says so); the head
+    published before the rewind keeps it, so Redo brings back the disk exactly as it was."""
+    a = agent(grace_heads=0, grace_seconds=0.0)
+    a.turn("one", {"a.txt": "a1", "run.sh": "echo\n"})
+    os.chmod(a.root / "run.sh", 0o644)
+    a.turn("two", {"a.txt": "a2", "run.sh": "echo two\n"})
+    os.chmod(a.root / "run.sh", 0o700)  # uncaptured: no hook, no sweep since
+    before = tree(a.root)
+    c = a.wb.rewind.prepare({"boundary": BOUNDARY})
+    run = next(f for f in c["files"] if f["path"] == "run.sh")
+    assert run["externalChange"] and run["userEdit"]
+    assert commit(a)["status"] == "committed"
+    assert tree(a.root)["run.sh"] == (b"echo\n", 0o644)
+    a.wb.collection.run({})
+    group = next(g for g in a.wb.redo.list()["groups"] if g["turnCount"] == 2)
+    p = a.wb.redo.prepare({"headSeq": group["headSeq"]})
+    assert a.wb.redo.commit({"headSeq": group["headSeq"], "planHash": p["planHash"]})["status"] \
+        == "committed"
+    assert tree(a.root) == before
+
+
+def test_a_chmod_alone_behind_turnbacks_back_is_an_external_change(agent):
+    a = agent()
+    (a.root / "tool").write_text("x")
+    os.chmod(a.root / "tool", 0o644)
+    a.turn("one", {"a.txt": "a1"})
+    chmod_turn(a, "two", "tool", 0o755)
+    os.chmod(a.root / "tool", 0o700)  # the user's, uncaptured
+    c = a.wb.rewind.prepare({"boundary": BOUNDARY})
+    tool = next(f for f in c["files"] if f["path"] == "tool")
+    assert tool["action"] == "restore" and tool["externalChange"] and tool["userEdit"]

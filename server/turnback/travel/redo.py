@@ -17,7 +17,7 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
-from .rewind import _file, _unique, _wire_gap, plan_hash
+from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
 from .user_edits import kept_paths, user_edit_fields
 
 
@@ -148,8 +148,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             gaps.append(Gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False))
             continue
-        known = state.known.get(rel)
-        external = known is not None and known != UNKNOWN and now != known
+        external = changed_behind(state, ws, rel, now)
         if to == UNKNOWN:
             gaps.append(Gap(rel, "unknown-before-image"))
             files.append(_file(ws, rel, "unchanged", now, to, external))

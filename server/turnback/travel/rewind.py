@@ -102,7 +102,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))
             files.append(_file(ws, rel, "unchanged", None, to, False))
             continue
-        external = known is not None and known != UNKNOWN and now != known
+        external = changed_behind(state, ws, rel, now)
         if to in (UNKNOWN, None):
             first = _first_turn(state, keep + 1, rel)
             gaps.append(Gap(rel, "unknown-before-image", first,
@@ -244,6 +244,18 @@ def _text_after(ws, objects, rel: str, target: dict, max_bytes: int) -> str | No
         except Exception:
             return None
     return read_text(ws, rel, max_bytes=max_bytes)
+
+
+def changed_behind(state: SessionState, ws, rel: str, now) -> bool:
+    """The disk differs from the image (or the permission bits) the session last knew: someone's
+    change turnback has not captured, which the plan would overwrite."""
+    known = state.known.get(rel)
+    if known is None or known == UNKNOWN:
+        return False
+    if now != known:
+        return True
+    bits = state.known.mode(rel)
+    return now != ABSENT and bits is not None and current_mode(ws, rel) != bits
 
 
 def _file(ws, rel, action, now, to, external, *, userEdit=False, **more) -> dict:

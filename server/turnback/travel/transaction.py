@@ -149,19 +149,26 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
         body = book.codec.write(new_state)
-        before = _before_state(book, backups) if keep_before else None
+        before = _before_state(book, backups, backup_modes) if keep_before else None
         before_body = book.codec.write(before) if before is not None else None
     return body, backups, backup_modes, (None if before is None else (before, before_body))
 
 
-def _before_state(book, backups: dict[str, Image]):
-    """The live state with the disk images it did not capture, or None when it captured them all."""
+def _before_state(book, backups: dict[str, Image], backup_modes: dict[str, int | None]):
+    """The live state with the disk images (and permission bits) it did not capture, or None when it
+    captured them all."""
     state = book.state
     unseen = {rel: image for rel, image in backups.items() if state.known.get(rel) != image}
-    if book.store.kind != "heads" or not unseen or state.running is not None:
+    bits = {rel: m for rel, m in backup_modes.items()
+            if m is not None and state.known.mode(rel) not in (None, m)}
+    if book.store.kind != "heads" or not (unseen or bits) or state.running is not None:
         return None
-    known = KnownMap(state.known)
+    known = KnownMap(state.known, state.known.modes())
     known.update(unseen)
+    for rel, image in unseen.items():
+        known.set_mode(rel, backup_modes.get(rel) if image != ABSENT else None)
+    for rel, m in bits.items():
+        known.set_mode(rel, m)
     return dataclasses.replace(state, known=known)
 
 
