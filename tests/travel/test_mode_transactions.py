@@ -216,3 +216,38 @@ def test_a_chmod_alone_behind_turnbacks_back_is_an_external_change(agent):
     c = a.wb.rewind.prepare({"boundary": BOUNDARY})
     tool = next(f for f in c["files"] if f["path"] == "tool")
     assert tool["action"] == "restore" and tool["externalChange"] and tool["userEdit"]
+
+
+def test_resolve_retry_puts_back_the_bits_with_the_bytes(agent, monkeypatch):
+    from turnback.travel import settle, transaction
+
+    a = agent()
+    (a.root / "run.sh").write_text("echo one\n")
+    os.chmod(a.root / "run.sh", 0o644)
+    a.turn("one", {"z.txt": "a1"})
+    a.begin("two")
+    a.write("run.sh", "echo two\n")
+    os.chmod(a.root / "run.sh", 0o755)
+    a.wb.turns.capture({"uris": [a.uri("run.sh")]})
+    a.write("z.txt", "a2")
+    a.settle()
+    before = tree(a.root)
+    real = transaction.put_image
+
+    def flaky(ws, objects, rel, image, **kw):  # run.sh is rewound, z.txt fails, run.sh's rollback too
+        if rel == "z.txt" or (rel == "run.sh" and flaky.rewound):
+            raise OSError(5, "disk gone", rel)
+        flaky.rewound = rel == "run.sh"
+        return real(ws, objects, rel, image, **kw)
+
+    flaky.rewound = False
+    monkeypatch.setattr(transaction, "put_image", flaky)
+    monkeypatch.setattr(settle, "put_image", flaky)
+    out = commit(a)
+    monkeypatch.undo()
+    assert out["status"] == "rolled-back" and len(out["recovery"]) == 1
+    assert tree(a.root)["run.sh"] == (b"echo one\n", 0o644)  # left as the rewind wrote it
+    a.reopen()
+    rid = a.wb.recovery.list()["recovery"][0]["id"]
+    assert a.wb.recovery.resolve({"id": rid, "action": "retry"})["status"] == "resolved"
+    assert tree(a.root) == before
