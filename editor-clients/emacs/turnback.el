@@ -1419,7 +1419,7 @@ With KEEP, the user's edits are kept."
       ('redo (turnback--request server :turnback/redo/commit
                                 (append (list :headSeq target :planHash (plist-get plan :planHash)) keep)))
       ('fork (turnback--request server :turnback/fork/confirm
-                                (list :turn target :hash (plist-get plan :hash)))))))
+                                (append (list :turn target :hash (plist-get plan :hash)) keep))))))
 
 (defun turnback--prepare-again (server kind target)
   "A fresh plan of KIND for TARGET from SERVER."
@@ -1457,7 +1457,8 @@ about buffers with unsaved changes follow it.  Return the result."
                     (files (cl-remove-if (lambda (f) (member (plist-get f :uri) kept))
                                          (turnback--list (plist-get plan :files))))
                     (warnings (if (eq kind 'fork)
-                                  (turnback--sync-changed-buffers root)  ; no file list in a fork report
+                                  ;; every buffer whose file the fork changed: kept ones did not
+                                  (turnback--sync-changed-buffers root)
                                 (turnback--sync-buffers files))))
                (message "%s" (string-join
                               (delq nil
@@ -1820,19 +1821,30 @@ Rewind, fork and redo act on the turn at point."
 branch session from there; model seeds, the clock and provider versions are not preserved."
   "What a fork does, in words.")
 
-(defun turnback-render-fork-report (report &optional _root)
-  "The confirmation text of a fork REPORT (`turnback/fork/prepare')."
-  (concat
-   (propertize (format "Fork at the response of turn %s" (plist-get report :turn))
-               'face '(:inherit turnback-confirm-heading :height 1.2))
-   "\n\n"
-   (turnback--fill turnback--fork-effect-note)
-   "\n" (turnback--heading "Effects of the steps after that turn")
-   (turnback--render-effects (plist-get report :effects) (plist-get report :stepSummaries))
-   (if (plist-get report :summary)
-       (concat "\n" (turnback--heading "Summary") (turnback--fill (plist-get report :summary)))
-     "")
-   "\n" (propertize "y: fork here    q: cancel" 'face 'bold) "\n"))
+(defun turnback-render-fork-report (report &optional root)
+  "The confirmation text of a fork REPORT (`turnback/fork/prepare'), relative to ROOT.
+Its files are those of the rewind to the fork's turn, your own edits
+among them listed first, as a rewind lists them."
+  (let ((files (turnback--list (plist-get report :files))))
+    (concat
+     (propertize (format "Fork at the response of turn %s" (plist-get report :turn))
+                 'face '(:inherit turnback-confirm-heading :height 1.2))
+     "\n\n"
+     (turnback--fill turnback--fork-effect-note)
+     "\n" (turnback--render-files files root)
+     "\n" (turnback--render-external files root)
+     "\n" (turnback--render-gaps (turnback--list (plist-get report :gaps)) root)
+     "\n" (turnback--heading "Effects of the steps after that turn")
+     (turnback--render-effects (plist-get report :effects) (plist-get report :stepSummaries))
+     (if (plist-get report :summary)
+         (concat "\n" (turnback--heading "Summary") (turnback--fill (plist-get report :summary)))
+       "")
+     "\n" (propertize (concat "y: fork here    "
+                              (if (cl-some #'turnback-user-edit-p files)
+                                  "k: fork, keeping your edits    " "")
+                              "q: cancel")
+                      'face 'bold)
+     "\n")))
 
 (defun turnback--fork (server turn)
   "Prepare a fork of SERVER's session at TURN and show its confirmation."

@@ -221,3 +221,81 @@ def test_changed_ignore_rules_fall_back(root, live):
     t = lv.turn("edit a formerly ignored file",
                 lambda: (root / "node_modules" / "dep" / "i.js").write_text("now watched\n"))
     assert t["files"] == ["node_modules/dep/i.js"]
+
+
+# -- a sweep's own drain runs on the event loop: it never walks a big tree there --------------------
+def _paused(watcher):
+    """Keep the reading thread off the queue, so the next `begin` finds the events still queued."""
+    watcher.paused_for_test.set()
+    time.sleep(0.1)  # a drain under way when the flag was set has finished
+
+
+def _resume_and_wait(watcher, timeout: float = 20.0):
+    watcher.paused_for_test.clear()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with watcher._lock:
+            if not watcher._pending:
+                break
+        time.sleep(0.02)
+    time.sleep(0.1)  # the walk that emptied the list has finished too (it holds `_reading`)
+    with watcher._reading:
+        assert not watcher._pending
+
+
+def _walks_on(watcher, monkeypatch):
+    """Which threads walked folders to add watches, and how many folders each."""
+    import threading
+    from collections import Counter
+
+    walked = Counter()
+    real = watcher._watch_tree
+
+    def counting(top, limit=None):
+        before = len(watcher._wd)
+        files = real(top, limit)
+        walked[threading.current_thread() is threading.main_thread()] += len(watcher._wd) - before
+        return files
+    monkeypatch.setattr(watcher, "_watch_tree", counting)
+    return walked
+
+
+def test_changed_ignore_rules_queued_at_a_sweep_are_walked_off_the_loop(root, live, monkeypatch):
+    lv = live()
+    lv.turn("learn")
+    walked = _walks_on(lv.watcher, monkeypatch)
+    _paused(lv.watcher)
+    (root / ".gitignore").write_text("# nothing ignored\n")
+    plan = lv.watcher.begin()  # the sweep's drain, on the calling (loop) thread
+    assert (plan.full, plan.reason) == (True, "ignore-rules-changed")
+    assert walked[True] == 0  # the whole-tree walk was left to the reading thread
+    _resume_and_wait(lv.watcher)
+    assert walked[False] >= 2  # node_modules and node_modules/dep are watched now
+    # What changed while those watches were missing is covered: one more full sweep is owed.
+    assert lv.watcher.begin().full
+    t = lv.turn("edit a formerly ignored file",
+                lambda: (root / "node_modules" / "dep" / "i.js").write_text("now watched\n"))
+    assert t["settle"] == ("dirty", None) and "node_modules/dep/i.js" in t["files"]
+
+
+def test_a_big_new_tree_queued_at_a_sweep_is_walked_off_the_loop(root, live, monkeypatch):
+    from turnback.capture.watcher import LOOP_WALK_FOLDERS
+
+    lv = live()
+    lv.turn("learn")
+    walked = _walks_on(lv.watcher, monkeypatch)
+    _paused(lv.watcher)
+    folders = [f"gen/d{i}/e{j}" for i in range(10) for j in range(10)]
+    for rel in folders:
+        (root / rel).mkdir(parents=True)
+        (root / rel / "f.txt").write_text(rel + "\n")
+    plan = lv.watcher.begin()
+    assert (plan.full, plan.reason) == (True, "big-new-folder")
+    assert 0 < walked[True] <= LOOP_WALK_FOLDERS  # the loop walked a bounded part of it
+    _resume_and_wait(lv.watcher)
+    watched = set(lv.watcher._wd.values())
+    assert set(folders) <= watched  # the reading thread walked the rest
+    assert lv.watcher.begin().full  # owed: changes before those watches existed
+    deep = root / "gen" / "d9" / "e9" / "f.txt"
+    t = lv.turn("edit deep in the new tree", lambda: deep.write_text("changed\n"))
+    assert t["settle"] == ("dirty", None) and "gen/d9/e9/f.txt" in t["files"]

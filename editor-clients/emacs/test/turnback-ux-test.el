@@ -455,6 +455,32 @@ finally:
                      "a1\n"))  ; the buffer follows the fork's rewind
       (kill-buffer "*turnback-session*"))))
 
+(ert-deftest turnback-ux-fork-lists-and-keeps-your-edits ()
+  "The fork's confirmation lists the files and your own edits; k forks and leaves the edits."
+  (turnback-test--with-workspace ('(("a.txt" . "a0\n")))
+    (turnback-test--turn server "one" (lambda () (turnback-test--save root "a.txt" "a1\n")) "did one")
+    (turnback-test--turn server "two" (lambda () (turnback-test--save root "a.txt" "a2\n")
+                                        (turnback-test--save root "notes.md" "n2\n"))
+                         "did two")
+    (turnback-test--save root "notes.md" "n2\nmine\n")  ; the user, between turns, in Emacs
+    (let ((notes (expand-file-name "notes.md" root)))
+      (with-current-buffer (find-file-noselect (expand-file-name "a.txt" root))
+        (turnback-test--choosing "^1: did one" (turnback-fork-at-response)))
+      (let ((text (turnback-test--confirm-text)))
+        (should (string-search "Fork at the response of turn 1" text))
+        (should (string-match-p "restore +a\\.txt" text))
+        (should (string-search "Your edits that will be overwritten\n  notes.md (saved in the editor)" text))
+        (should (string-search "k: fork, keeping your edits" text)))
+      (let* ((result nil)
+             (shown (turnback-ux--messages
+                      (with-current-buffer "*turnback-confirm*"
+                        (should (eq (key-binding "k") #'turnback-confirm-commit-keeping-edits))
+                        (setq result (turnback-confirm-commit-keeping-edits))))))
+        (should (equal (plist-get result :status) "forked"))
+        (should (equal (turnback-test--read notes) "n2\nmine\n"))
+        (should (equal (turnback-test--read (expand-file-name "a.txt" root)) "a1\n"))
+        (should (cl-some (lambda (m) (string-search "kept your edits to notes.md" m)) shown))))))
+
 (ert-deftest turnback-ux-agent-resume-command-shown ()
   "A committed rewind of a Claude Code session says the command that resumes the agent there."
   (let ((cmd "claude --resume 3f1c --resume-session-at a4"))

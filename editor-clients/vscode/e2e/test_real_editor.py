@@ -123,6 +123,7 @@ def test_rewind_at_this_response_confirms_then_restores_disk_and_editor(vscode):
     assert f"Keeps: turns 1–2, ending with turn 2 “{PROMPTS[1]}”" in detail, detail
     assert f"Discards: 1 turn from turn 3 “{PROMPTS[2]}”" in detail, detail
     assert "app.py" in detail and "farewell.md" in detail, detail
+    assert "• " in detail, detail  # the file lines keep their shape: bullets, not lost spaces
     assert "step-scope-unknown" in detail, detail
     assert "Already left this machine" in detail and "s3.3" in detail, detail
     ui.dialog_button("Rewind")

@@ -17,6 +17,7 @@ import {
     Commands,
     directiveAttemptPicks,
     directiveLenses,
+    dialogDetail,
     firstLine,
     gapPicks,
     mentionsPath,
@@ -300,10 +301,10 @@ const modalUi: FlowUi = {
             .filter((d) => d.isDirty && d.uri.scheme === "file")
             .map((d) => vscode.workspace.asRelativePath(d.uri, false))
             .filter((rel) => mentionsPath(c.detail, rel));
-        const detail = dirty.length
+        const detail = dialogDetail(dirty.length
             ? `${c.detail}\n\n⚠ Unsaved changes in the editor: ${dirty.join(", ")}. Save or revert them first, or the editor will show a conflict.`
-            : c.detail;
-        const buttons = c.alternative ? [c.action, c.alternative] : [c.action];
+            : c.detail);
+        const buttons = [c.action, ...(c.alternative ? [c.alternative] : []), ...(c.more ?? [])];
         return vscode.window.showWarningMessage(c.title, { modal: true, detail }, ...buttons);
     },
     during<T>(title: string, work: (workDoneToken?: string) => Promise<T>): Promise<T> {

@@ -4,7 +4,7 @@
 import { rolledBackMessage } from "./flows";
 import { errorCode } from "./protocol";
 import type { FilePlan, ForkConfirmResult, ForkPrepareResult, Gap, SessionSummary, TurnbackApi } from "./protocol";
-import { effectLines, fileSection, gapSection, plural, quote } from "./render";
+import { effectLines, fileSection, gapSection, KEEP_MY_EDITS, plural, quote, userEditFiles, userEditSection } from "./render";
 import type { Confirmation, TreeNode } from "./render";
 
 export const FORK_HERE = "Fork Here";
@@ -35,7 +35,9 @@ export function renderForkPlan(p: ForkPrepareResult, opts: { root?: string; stal
     const files = (p.files ?? []) as FilePlan[];
     const gaps = (p.gaps ?? []) as Gap[];
     lines.push("", "Forking here puts this folder back to the end of that turn:");
-    lines.push(...fileSection(files, opts.root), "", ...gapSection(gaps, opts.root));
+    lines.push(...fileSection(files, opts.root));
+    lines.push(...userEditSection(files, "fork", opts.root));
+    lines.push("", ...gapSection(gaps, opts.root));
     const effects = effectLines(p.effects);
     lines.push("", effects.length ? `Effects of the steps above turn ${p.turn}:` : "Effects: no step above this turn.", ...effects);
     const dropped = (p.droppedSends ?? []) as string[];
@@ -50,7 +52,8 @@ export function renderForkPlan(p: ForkPrepareResult, opts: { root?: string; stal
         lines.push("", p.summary);
     }
     lines.push("", `“${FORK_WORKTREE}” leaves this folder as it is and writes the branch into another folder.`);
-    return { title, detail: lines.join("\n"), action: FORK_HERE, alternative: FORK_WORKTREE };
+    const keepMine = userEditFiles(files).length ? { more: [KEEP_MY_EDITS.fork] } : {};
+    return { title, detail: lines.join("\n"), action: FORK_HERE, alternative: FORK_WORKTREE, ...keepMine };
 }
 
 export interface ForkUi {
@@ -90,17 +93,18 @@ export async function forkFlow(api: TurnbackApi, turn: number, ui: ForkUi, opts:
         shown.push(conf);
         const answer = await ui.confirm(conf);
         let worktree: string | undefined;
+        const keepUserEdits = answer === KEEP_MY_EDITS.fork;
         if (answer === FORK_WORKTREE) {
             worktree = await ui.worktreePath();
             if (!worktree) {
                 return { status: "cancelled", message: "Fork cancelled.", shown };
             }
-        } else if (!(answer === true || answer === FORK_HERE)) {
+        } else if (!(answer === true || answer === FORK_HERE || keepUserEdits)) {
             return { status: "cancelled", message: "Fork cancelled.", shown };
         }
         let result: ForkConfirmResult;
         try {
-            result = await api.forkConfirm(turn, plan.hash, worktree);
+            result = await api.forkConfirm(turn, plan.hash, worktree, keepUserEdits);
         } catch (err) {
             if (errorCode(err) === "stale-plan") {
                 plan = await api.forkPrepare(turn);
@@ -112,9 +116,10 @@ export async function forkFlow(api: TurnbackApi, turn: number, ui: ForkUi, opts:
         if (result.status === "forked") {
             const b = result.branch;
             const where = b?.worktree ? ` Its files are in ${b.worktree}.` : "";
+            const kept = result.kept?.length ? ` Your edits left as they were: ${plural(result.kept.length, "file")}.` : "";
             return {
                 status: "forked", shown, result,
-                message: `Forked at turn ${turn}: branch ${shortId(b?.sessionId)} continues; session ${shortId(b?.parentId)} is frozen.${where}`,
+                message: `Forked at turn ${turn}: branch ${shortId(b?.sessionId)} continues; session ${shortId(b?.parentId)} is frozen.${where}${kept}`,
             };
         }
         if (result.status === "stale") {

@@ -214,6 +214,8 @@ export interface ForkConfirmResult {
     report?: (Partial<ForkPrepareResult> & { message?: string; code?: string }) | null;
     message?: string;
     recovery?: Recovery[];
+    /** The user's own edits a `keepUserEdits` fork left as they were (file URIs). */
+    kept?: string[];
 }
 
 export interface SessionSummary {
@@ -466,8 +468,8 @@ export class TurnbackApi {
     forkPrepare(turn: number): Promise<ForkPrepareResult> {
         return this.call(Requests.forkPrepare, { turn });
     }
-    forkConfirm(turn: number, hash: string, worktree?: string): Promise<ForkConfirmResult> {
-        return this.call(Requests.forkConfirm, { turn, hash, ...(worktree ? { worktree } : {}) });
+    forkConfirm(turn: number, hash: string, worktree?: string, keepUserEdits = false): Promise<ForkConfirmResult> {
+        return this.call(Requests.forkConfirm, { turn, hash, ...(worktree ? { worktree } : {}), ...(keepUserEdits ? { keepUserEdits } : {}) });
     }
     sessionList(): Promise<{ sessions: SessionSummary[] }> {
         return this.call(Requests.sessionList);

@@ -138,14 +138,18 @@ export function userEditFiles(files: FilePlan[]): FilePlan[] {
 }
 
 /** The button that commits but leaves the user's own edits as they are now. */
-export const KEEP_MY_EDITS = { rewind: "Rewind, Keep My Edits", redo: "Redo, Keep My Edits" } as const;
+export const KEEP_MY_EDITS = {
+    rewind: "Rewind, Keep My Edits", redo: "Redo, Keep My Edits", fork: "Fork Here, Keep My Edits",
+} as const;
 
-function userEditSection(files: FilePlan[], operation: "rewind" | "redo", root?: string): string[] {
+const VERB = { rewind: "Rewind", redo: "Redo", fork: "Fork Here" } as const;
+
+export function userEditSection(files: FilePlan[], operation: keyof typeof KEEP_MY_EDITS, root?: string): string[] {
     const mine = userEditFiles(files);
     if (!mine.length) {
         return [];
     }
-    const verb = operation === "rewind" ? "Rewind" : "Redo";
+    const verb = VERB[operation];
     return ["", `Your own edits, made by no discarded turn (${mine.length}): ${mine.map((f) => displayPath(f, root)).join(", ")}.`,
         `“${verb}” undoes them too; “${KEEP_MY_EDITS[operation]}” leaves ${mine.length === 1 ? "that file" : "those files"} as ${mine.length === 1 ? "it is" : "they are"} now.`];
 }
@@ -215,6 +219,8 @@ export interface Confirmation {
     action: string;
     /** A second way to commit (for example keeping the user's own edits), when there is one. */
     alternative?: string;
+    /** Further ways to commit, after the alternative (a fork kept in place with the user's edits). */
+    more?: string[];
 }
 
 /** Candidate → the modal confirmation (`showWarningMessage(title, {modal, detail}, action)`). */
@@ -296,9 +302,18 @@ export function mentionsPath(detail: string, rel: string): boolean {
     return new RegExp(`^  \\S+\\s+${escaped}(\\s|$)`, "m").test(detail);
 }
 
+/**
+ * The detail as the modal dialog shows it. The dialog collapses leading spaces, so the indented
+ * lines (files, gaps, effects) lost their shape there; they start with a bullet instead (a deeper
+ * indent with a hollow one). The output channel keeps the plain text.
+ */
+export function dialogDetail(detail: string): string {
+    return detail.replace(/^( {2,})(?=\S)/gm, (spaces) => (spaces.length >= 4 ? "◦ " : "• "));
+}
+
 /** Plain text of a confirmation (for logs, docs and the output channel). */
 export function confirmationText(c: Confirmation): string {
-    const alt = c.alternative ? `  [ ${c.alternative} ]` : "";
+    const alt = [c.alternative, ...(c.more ?? [])].filter(Boolean).map((b) => `  [ ${b} ]`).join("");
     return `${c.title}\n\n${c.detail}\n\n[ ${c.action} ]${alt}  [ Cancel ]`;
 }
 

@@ -96,6 +96,7 @@ _REGISTRY = {
     "watcher-fallback": "live:run_watcher_fallback",
     "live-resources": "live:run_live_resources",
     "agent-hooks": "agenthooks:run",
+    "fence-cost": "fence:run",
 }
 
 
@@ -108,7 +109,7 @@ def _load(name: str) -> Callable[[Context], None]:
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
-             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks")
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost")
 
 
 # ---------------------------------------------------------------------------------------- output

@@ -21,6 +21,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -33,6 +34,15 @@ except Exception:  # pragma: no cover - import failure on other systems
 
 RULE_FILES = (".gitignore",)
 PERMANENT = ("watch-limit", "watcher-died", "root-gone")
+# A sweep's own drain runs on the event loop: it adds watches for at most this many new folders and
+# leaves bigger walks (a new tree, a moved-in folder, changed ignore rules) to the reading thread.
+LOOP_WALK_FOLDERS = 32
+# The reading thread's own walks (the first one covers the whole tree) are Python work holding the
+# interpreter lock: after each WALK_BURST seconds of it the thread sleeps WALK_REST, so the event loop
+# gets the lock for long stretches. Without the rests a request waited 40 ms at start-up: each of its
+# hops (read, parse, answer) queued behind the walker for a whole switch interval.
+WALK_BURST = 0.002
+WALK_REST = 0.001
 
 
 @dataclass
@@ -67,6 +77,9 @@ class Watcher:
         self.last_reason: str | None = None    # why the last sweep was full (None: it was not)
         self.last_fallback: str | None = None
         self.die_for_test = False  # set by tests: the thread raises on its next event
+        self.paused_for_test = threading.Event()  # set by tests: the thread leaves the queue alone
+        self._pending: dict[str, str] = {}  # folder -> why: walks left to the reading thread
+        self._wake_r, self._wake_w = -1, -1  # a pipe that wakes the reading thread for them
 
     # -- life -----------------------------------------------------------------------------------
     def start(self) -> bool:
@@ -79,6 +92,9 @@ class Watcher:
             log.warning("no file watcher (%s): every sweep walks the workspace", exc)
             self._permanent = "unavailable"
             return False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name="turnback-watcher", daemon=True)
         self._thread.start()
         return True
@@ -90,8 +106,13 @@ class Watcher:
                 self._inotify.close()  # wakes the reader with EBADF; it exits quietly
             except OSError:
                 pass
+        self._wake()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
 
     @property
     def healthy(self) -> bool:
@@ -123,7 +144,7 @@ class Watcher:
             # agent finished just before its hook asked for the sweep has no other way in.
             with self._reading:
                 try:
-                    self._drain()
+                    self._drain(on_loop=True)
                 except Exception:
                     log.exception("the file watcher failed while draining its queue")
                     self.missed("watcher-died")
@@ -165,12 +186,16 @@ class Watcher:
                 self._ready = True
             poller = select.poll()
             poller.register(self._inotify.fileno(), select.POLLIN)
+            poller.register(self._wake_r, select.POLLIN)
             while not self._stop.is_set():
                 if not poller.poll(500):
                     continue
                 self._stop.wait(0.005)  # let a burst gather: fewer, larger reads
+                if self.paused_for_test.is_set():
+                    continue
                 with self._reading:
                     self._drain()
+                    self._walk_pending()
         except (OSError, ValueError) as exc:
             if self._stop.is_set():
                 return
@@ -182,22 +207,64 @@ class Watcher:
             log.exception("the file watcher stopped")
             self.missed("watcher-died")
 
-    def _drain(self) -> None:
-        """Read and fold in every queued event (callers hold `_reading`)."""
+    def _drain(self, on_loop: bool = False) -> None:
+        """Read and fold in every queued event (callers hold `_reading`). `on_loop`: a sweep's drain,
+        which must stay short: big walks go to the reading thread (`_defer`)."""
         events = self._inotify.read(timeout=0)
         if self.die_for_test:
             raise RuntimeError("the watcher was told to die (test)")
         if events:
-            self._handle(events)
+            self._handle(events, on_loop)
 
-    def _watch_tree(self, top: str) -> list[str]:
-        """Add a watch to `top` and every non-ignored folder below; returns the files found."""
+    def _defer(self, folder: str, why: str) -> None:
+        """Leave the walk of `folder` to the reading thread. The sweep about to run is full (it
+        looks at everything now); events in the folder before its watches exist are covered by one
+        more full sweep, owed once the walk is done (`_walk_pending`)."""
+        with self._lock:
+            self._pending.setdefault(folder, why)
+        self.missed(why)
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"w")
+        except OSError:
+            pass  # the pipe is full (the thread will look anyway) or closed
+
+    def _walk_pending(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except OSError:
+            pass
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if "" in pending:  # the whole tree (ignore rules changed) covers every other folder
+            pending = {"": pending[""]}
+        for folder, why in pending.items():
+            self._watch_tree(folder)
+            self.missed(why)
+
+    def _watch_tree(self, top: str, limit: int | None = None) -> list[str]:
+        """Add a watch to `top` and every non-ignored folder below; returns the files found. With
+        `limit`, at most that many folders: the rest is left to the reading thread."""
         files: list[str] = []
         stack = [top]
+        walked = 0
+        paced = threading.current_thread() is self._thread  # never sleep on the caller's loop
+        burst = time.perf_counter()
         f = _ino.flags
         mask = (f.CREATE | f.DELETE | f.MODIFY | f.CLOSE_WRITE | f.MOVED_FROM | f.MOVED_TO
                 | f.ATTRIB | f.DELETE_SELF | f.MOVE_SELF | f.DONT_FOLLOW | f.ONLYDIR | f.EXCL_UNLINK)
         while stack:
+            if limit is not None and walked >= limit:
+                for folder in stack:
+                    self._defer(folder, "big-new-folder")
+                return files
+            walked += 1
+            if paced and time.perf_counter() - burst >= WALK_BURST:
+                time.sleep(WALK_REST)
+                burst = time.perf_counter()
             folder = stack.pop()
             path = os.path.join(self.root, folder) if folder else self.root
             if self.max_watches is not None and len(self._wd) >= self.max_watches:
@@ -232,7 +299,7 @@ class Watcher:
                     files.append(rel)
         return files
 
-    def _handle(self, events) -> None:
+    def _handle(self, events, on_loop: bool = False) -> None:
         f = _ino.flags
         touched: set[str] = set()
         for ev in events:
@@ -257,20 +324,27 @@ class Watcher:
                 continue
             if ev.name in RULE_FILES:
                 # Folders ignored until now may need watches; the walk runs before the miss is
-                # reported, and a sweep's drain waits for it (both hold `_reading`).
+                # reported, and a sweep's drain waits for it (both hold `_reading`). On the loop,
+                # the whole-tree walk is the thread's (the sweep is full either way).
                 self.rules.invalidate()
-                self._watch_tree("")
-                self.missed("ignore-rules-changed")
+                if on_loop:
+                    self._defer("", "ignore-rules-changed")
+                else:
+                    self._watch_tree("")
+                    self.missed("ignore-rules-changed")
             if ev.mask & f.ISDIR:
                 if ev.mask & (f.MOVED_FROM | f.MOVED_TO):
                     # A folder renamed or moved in: its contents raised no events, and the watch
                     # descriptors below it now name old paths. Walk everything again.
                     self.missed("folder-moved")
                     if ev.mask & f.MOVED_TO and not self.rules.match(rel, True):
-                        self._watch_tree(rel)
+                        if on_loop:
+                            self._defer(rel, "folder-moved")
+                        else:
+                            self._watch_tree(rel)
                 elif ev.mask & f.CREATE and not self.rules.match(rel, True):
                     # A new folder: files may land in it before its watch exists; look at them.
-                    touched.update(self._watch_tree(rel))
+                    touched.update(self._watch_tree(rel, LOOP_WALK_FOLDERS if on_loop else None))
                 touched.add(rel)
                 continue
             touched.add(rel)
@@ -285,6 +359,7 @@ _WHY = {
     "watch-limit": "the watch limit (fs.inotify.max_user_watches) was reached",
     "folder-moved": "a folder was moved in or renamed",
     "ignore-rules-changed": "ignore rules changed",
+    "big-new-folder": "a new folder tree was too big to watch before the sweep",
     "watcher-died": "the watcher thread died",
     "root-gone": "the workspace folder itself was moved or removed",
     "unavailable": "no file watcher on this system",

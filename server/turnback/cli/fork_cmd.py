@@ -21,6 +21,8 @@ def add_parsers(sub, add) -> None:
                    help="a new or empty folder outside the workspace for the branch")
     p.add_argument("--git", action="store_true",
                    help="with --worktree in a git repository: make it a `git worktree`")
+    p.add_argument("--keep-user-edits", action="store_true",
+                   help="leave your own edits (made by no discarded turn) as they are now")
     p.add_argument("--yes", action="store_true", help="confirm without asking")
     add("branch", "the lineage of the store's sessions: parents, fork points, frozen marks, "
         "worktree forks (from the store alone)")
@@ -58,8 +60,9 @@ def remote_fork(remote) -> int:
 def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
     a = io.args
     report = prepare({"turn": a.turn})
+    keep = bool(getattr(a, "keep_user_edits", False))
     if not io.json:
-        io.print(*report_lines(r, report, step_index(log()), a.worktree))
+        io.print(*report_lines(r, report, step_index(log()), a.worktree, keep))
     if report.get("refusal"):
         if io.json:
             io.emit({"report": report, "confirm": None})
@@ -73,15 +76,19 @@ def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
     params = {"turn": a.turn, "hash": report["hash"]}
     if a.worktree:
         params.update(worktree=os.path.abspath(a.worktree), git=bool(a.git))
+    if keep:
+        params["keepUserEdits"] = True
     result = confirm(params)
     if io.json:
         io.emit({"report": report, "confirm": result})
     else:
         io.print(*confirm_lines(result))
+        io.print(*(f"  kept as it was: {r.path(u)}" for u in result.get("kept", [])))
     return EXIT_OK if result.get("status") == "forked" else EXIT_ERROR
 
 
-def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None) -> list[str]:
+def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
+                 keep: bool = False) -> list[str]:
     where = (f"a new folder {worktree}; this session stays live" if worktree
              else "this workspace; this session is frozen")
     out = [f"Fork at turn {report['turn']} of session {report['sessionId'][:12]} into {where}."]
@@ -89,7 +96,7 @@ def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None) -
         out.append("The workspace is left as it is; the folder gets every captured file as it was "
                    f"at the end of turn {report['turn']}.")
     else:
-        out.extend(r.candidate(dict(report, summary=None), steps))
+        out.extend(r.candidate(dict(report, summary=None), steps, keep_user_edits=keep))
     if report["droppedSends"]:
         out.append("Held outbound sends of this session that the branch drops: "
                    + ", ".join(report["droppedSends"]))

@@ -109,13 +109,14 @@ def lost(agent: str, raw: dict, root, store, exc) -> int:
 def _map(ev, port, record: AgentRecord, config):
     from .mapper import Mapper
 
-    try:
-        # One hook at a time per workspace: parallel tool calls queue here, so each sees the
-        # others' notes, and a direct-path hook never meets another over the store's lease.
-        with record.locked() as data:
+    # One hook at a time per workspace: parallel tool calls queue here, so each sees the others'
+    # notes. The port closes inside the lock: a direct-path hook releases the store's lease before
+    # the next hook may open it (closed after the lock, the next one met the lease and was refused).
+    with record.locked() as data:
+        try:
             return Mapper(ev, port, data, config, record.log).run()
-    finally:
-        port.close()
+        finally:
+            port.close()
 
 
 def _env_direct() -> bool:

@@ -10,6 +10,7 @@ and the collection loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 import os
@@ -23,6 +24,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..capture.ignore import IgnoreRules
+from ..capture.watcher import Watcher  # imported here: compiling it on the loop held requests 14 ms
 from ..errors import InvalidParams, NotOwner, TurnbackError
 from ..store import fsio
 from ..workbench import Options, Workbench
@@ -31,7 +34,7 @@ from .hookhost import METHOD as HOOK_METHOD
 from .hookhost import handle_event
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
-from .slices import SliceStats, run_job
+from .slices import SliceStats, cycles_deferred, run_job
 
 log = logging.getLogger("turnback.lsp")
 
@@ -215,8 +218,9 @@ class TurnbackServer(LanguageServer):
                 async with self.lock:
                     job = feature.job()
                 # budget 0: the collector times its own slices; joining two of them held the loop 20 ms
-                result = await run_job(job, lock=self.lock, stats=stats, budget=0.0,
-                                       on_step=self._collect_reporter(token, stats))
+                with cycles_deferred():
+                    result = await run_job(job, lock=self.lock, stats=stats, budget=0.0,
+                                           on_step=self._collect_reporter(token, stats))
             finally:
                 wb.collecting = False
                 if not self.closed:
@@ -389,6 +393,7 @@ class TurnbackServer(LanguageServer):
         """The background work of an opened workbench: collection, lease renewal, take-over polling,
         and (for an owner) the private socket."""
         loop = asyncio.get_running_loop()
+        gc.freeze()  # the opened session's objects live as long as the server: keep them out of gc
         self.tasks += [loop.create_task(self.collection_loop()),
                        loop.create_task(self.lease_loop()),
                        loop.create_task(self.observer_loop())]
@@ -402,9 +407,6 @@ class TurnbackServer(LanguageServer):
         if (wb.rules is None or getattr(wb, "watcher", None) is not None
                 or os.environ.get("TURNBACK_WATCHER", "on") == "off"):
             return
-        from ..capture.ignore import IgnoreRules
-        from ..capture.watcher import Watcher
-
         watcher = Watcher(wb.ws, IgnoreRules(wb.ws))  # its own rules: it runs on its own thread
         watcher.start()
         wb.watcher = watcher

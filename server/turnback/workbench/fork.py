@@ -58,6 +58,12 @@ class ForkFeature:
         expected = P.field(p, "hash", str)
         worktree = P.field(p, "worktree", str, default=None, allow_none=True)
         use_git = P.field(p, "git", bool, default=False)
+        keep = P.field(p, "keepUserEdits", bool, default=False)
+        if keep and worktree is not None:
+            from ..errors import InvalidParams
+
+            raise InvalidParams("keepUserEdits is for a fork in place: a worktree fork leaves this "
+                                "workspace (and your edits in it) as it is", data={"field": "keepUserEdits"})
         wb = self.wb
         wb.book.require_owner()
         wb.sessions.guard(p)
@@ -73,11 +79,14 @@ class ForkFeature:
             return {"status": "stale", "report": report}
         if worktree is not None:
             return (yield from self._worktree_job(plan, target, use_git))
-        return (yield from self._in_place_job(plan))
+        return (yield from self._in_place_job(plan, keep))
 
-    def _in_place_job(self, plan):
+    def _in_place_job(self, plan, keep: bool = False):
         wb, book, store = self.wb, self.wb.book, self.wb.store
         report = plan.report
+        # The user's edits (travel/user_edits.py) stay as they are now: the rewind's own rule.
+        derived = plan.derived.keeping_user_edits(book.state) if keep else plan.derived
+        kept = getattr(derived, "kept", [])
         try:
             if book.dirty:
                 book.publish()
@@ -85,7 +94,7 @@ class ForkFeature:
             parent_body = book.write_state(parent)
         except OSError as exc:
             raise _io_error(exc) from exc
-        branch = plan.derived.new_state
+        branch = derived.new_state
         branch.session_id = uuid.uuid4().hex
         branch.created = time.time()
         branch.config = {k: v for k, v in branch.config.items() if k not in PRIVATE_CONFIG}
@@ -107,7 +116,7 @@ class ForkFeature:
         done: dict = {}
         try:
             outcome = yield from transaction.run_job(book, wb.ws, operation="fork",
-                                                     changes=plan.derived.changes, new_state=branch,
+                                                     changes=derived.changes, new_state=branch,
                                                      max_bytes=wb.options.max_file_bytes, done=done)
         except TurnbackError:
             self._forget(record)  # nothing was changed (the transaction says so)
@@ -134,10 +143,13 @@ class ForkFeature:
         wb.collection.schedule("fork")
         wb.directives.notify(touched | {d.rel for d in wb.state.directives.values()})
         wb.emit_status()
-        return {"status": "forked", "epoch": wb.state.epoch, "headSeq": outcome.head_seq,
-                "branch": {"sessionId": branch.session_id, "parentId": parent.session_id,
-                           "worktree": None, "turnCount": wb.state.turn_count},
-                "droppedSends": report["droppedSends"], "report": report}
+        result = {"status": "forked", "epoch": wb.state.epoch, "headSeq": outcome.head_seq,
+                  "branch": {"sessionId": branch.session_id, "parentId": parent.session_id,
+                             "worktree": None, "turnCount": wb.state.turn_count},
+                  "droppedSends": report["droppedSends"], "report": report}
+        if kept:
+            result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+        return result
 
     def _complete(self, record: dict, parent, head_seq) -> None:
         store = self.wb.store

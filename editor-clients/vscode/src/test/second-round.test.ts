@@ -314,8 +314,20 @@ describe("Fork at This Response: the confirmation, confirm, stale, refusal, work
         const api = recordingApi({ forkPrepare: [plan("h1")], forkConfirm: [forked] });
         const out = await forkFlow(api, 2, { confirm: async () => FORK_HERE, worktreePath: async () => assert.fail("no path asked") });
         assert.equal(out.status, "forked");
-        assert.deepEqual(api.calls.find(([n]) => n === "forkConfirm")![1], [2, "h1", undefined]);
+        assert.deepEqual(api.calls.find(([n]) => n === "forkConfirm")![1], [2, "h1", undefined, false]);
         assert.equal(out.message, "Forked at turn 2: branch bbbbbbbb continues; session aaaaaaaa is frozen.");
+    });
+
+    test("the user's own edits are listed and Fork Here, Keep My Edits confirms with keepUserEdits", async () => {
+        const mine = plan("h1", { files: [{ uri: "file:///w/notes.md", path: "notes.md", action: "delete", from: "x", to: "absent", userEdit: true, userEditBy: "editor-save" }] });
+        const c = renderForkPlan(mine, { root: "/w" });
+        assert.match(c.detail, /Your own edits, made by no discarded turn \(1\): notes\.md\./);
+        assert.deepEqual([c.action, c.alternative, c.more], [FORK_HERE, FORK_WORKTREE, [KEEP_MY_EDITS.fork]]);
+        assert.equal(renderForkPlan(plan("h"), { root: "/w" }).more, undefined);  // nothing of theirs: no such button
+        const api = recordingApi({ forkPrepare: [mine], forkConfirm: [{ ...forked, kept: ["file:///w/notes.md"] }] });
+        const out = await forkFlow(api, 2, { confirm: async () => KEEP_MY_EDITS.fork, worktreePath: async () => assert.fail("no path asked") });
+        assert.deepEqual(api.calls.find(([n]) => n === "forkConfirm")![1], [2, "h1", undefined, true]);
+        assert.match(out.message, /Your edits left as they were: 1 file\.$/);
     });
 
     test("a stale confirm re-shows the fresh report and confirms its hash", async () => {
@@ -338,7 +350,7 @@ describe("Fork at This Response: the confirmation, confirm, stale, refusal, work
     test("into a worktree: the path asked goes with the confirm; no path cancels", async () => {
         const api = recordingApi({ forkPrepare: [plan("h1")], forkConfirm: [{ ...forked, branch: { ...forked.branch, worktree: "/w-fork" } }] });
         const out = await forkFlow(api, 2, { confirm: async () => FORK_WORKTREE, worktreePath: async () => "/w-fork" });
-        assert.deepEqual(api.calls.find(([n]) => n === "forkConfirm")![1], [2, "h1", "/w-fork"]);
+        assert.deepEqual(api.calls.find(([n]) => n === "forkConfirm")![1], [2, "h1", "/w-fork", false]);
         assert.match(out.message, /Its files are in \/w-fork\.$/);
         const none = recordingApi({ forkPrepare: [plan("h1")], forkConfirm: [forked] });
         const cancelled = await forkFlow(none, 2, { confirm: async () => FORK_WORKTREE, worktreePath: async () => undefined });

@@ -6,7 +6,7 @@ import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
 import { agentResumeNote } from "../flows";
-import { mentionsPath, renderStatus } from "../render";
+import { dialogDetail, mentionsPath, renderStatus } from "../render";
 import { uriKey } from "../state";
 
 test("server command: default, explicit command, python interpreter wins", () => {
@@ -73,6 +73,12 @@ test("mentionsPath finds a file line of the confirmation, not a prefix or a prom
     assert.ok(!mentionsPath(detail, "app.py"));
     assert.ok(!mentionsPath(detail, "src/app"));
     assert.ok(!mentionsPath(detail, "src/util.py"));
+});
+
+test("the dialog's detail keeps its indented lines visible as bullets", () => {
+    const detail = "Files (2):\n  restore  src/app.py\n  delete   b.txt\n    nested\nNot indented";
+    assert.equal(dialogDetail(detail),
+        "Files (2):\n• restore  src/app.py\n• delete   b.txt\n◦ nested\nNot indented");
 });
 
 test("a committed rewind of a Claude Code session names the command that resumes it", () => {
