@@ -251,3 +251,18 @@ def test_resolve_retry_puts_back_the_bits_with_the_bytes(agent, monkeypatch):
     rid = a.wb.recovery.list()["recovery"][0]["id"]
     assert a.wb.recovery.resolve({"id": rid, "action": "retry"})["status"] == "resolved"
     assert tree(a.root) == before
+
+
+def test_a_fork_in_place_puts_back_the_bits_as_a_rewind_does(agent):
+    a = agent()
+    (a.root / "run.sh").write_text("echo one\n")
+    os.chmod(a.root / "run.sh", 0o644)
+    a.turn("one", {"a.txt": "a1"})
+    a.begin("two")
+    a.write("run.sh", "echo two\n")
+    os.chmod(a.root / "run.sh", 0o755)
+    a.wb.turns.capture({"uris": [a.uri("run.sh")]})
+    a.settle()
+    report = a.wb.fork.prepare({"turn": 1})
+    assert a.wb.fork.confirm({"turn": 1, "hash": report["hash"]})["status"] == "forked"
+    assert tree(a.root)["run.sh"] == (b"echo one\n", 0o644)
