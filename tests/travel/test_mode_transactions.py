@@ -172,6 +172,8 @@ def test_redo_brings_back_a_change_of_mode_alone(agent):
     head = a.wb.book.head.seq
     assert commit(a)["status"] == "committed"
     assert tree(a.root)["tool"] == (b"x", 0o644)
+    group = next(g for g in a.wb.redo.list()["groups"] if g["headSeq"] == head)
+    assert group["changes"] == {"files": 1, "paths": ["tool"]}  # the picker counts a chmod alone
     plan = a.wb.redo.prepare({"headSeq": head})
     files = {f["path"]: f for f in plan["files"]}
     assert files["tool"]["action"] == "restore"

@@ -99,13 +99,16 @@ def _outline(codec, head):
 
 
 def _differing_paths(codec, mine: list[str], theirs: list[str], current, shown: int = 5) -> dict:
-    """Paths whose image differs between two states, reading only the known shards that differ."""
+    """Paths whose image (or permission bits) differ between two states, reading only the known
+    shards that differ."""
     paths: list[str] = []
     for a, b in zip(mine, theirs):
         if a == b:
             continue
         here, there = codec.known_shard(a), codec.known_shard(b)
-        paths.extend(rel for rel, image in there.items() if here.get(rel) != image)
+        here_bits, there_bits = codec.known_shard_modes(a), codec.known_shard_modes(b)
+        paths.extend(rel for rel, image in there.items() if here.get(rel) != image
+                     or (image != ABSENT and there_bits.get(rel) not in (None, here_bits.get(rel))))
     paths.sort()
     return {"files": len(paths), "paths": paths[:shown]}
 
