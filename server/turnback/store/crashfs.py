@@ -5,7 +5,10 @@ and folder entries (create, rename, unlink, mkdir, rmdir, link) up to the last f
 Like SQLite's crash-test file system and ALICE, this journal records, just before each mutating
 operation, what it would take to undo it; an fsync removes the entries it made durable; at the crash
 point every remaining entry is undone, newest first, so the disk looks as it would after power loss
-and a reboot. `syncfs` makes everything durable. chmod and utime are not modelled (metadata only).
+and a reboot. `syncfs` makes everything durable. A chmod or utime is metadata of the inode: like
+its contents it is durable only once that file is fsynced (or the file system synced); a crash before
+puts the old permission bits (or times) back. Torn writes (part of one write surviving) are not
+modelled: a write not made durable is lost whole.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class _Entry:
-    kind: str  # content | create | rename | unlink | mkdir | rmdir | link
+    kind: str  # content | create | rename | unlink | mkdir | rmdir | link | chmod | utime
     path: str
     folders: set = field(default_factory=set)  # names become durable when these are synced
     ino: tuple | None = None
@@ -26,6 +29,11 @@ class _Entry:
     mode: int = 0o600
     src: str = ""
     link: str | None = None  # an unlinked symbolic link's target
+    times: tuple | None = None  # (atime_ns, mtime_ns) before a utime
+
+
+# Entries made durable by an fsync of their file, not of a folder.
+_INODE_KINDS = ("content", "chmod", "utime")
 
 
 def _real(path) -> str:
@@ -86,17 +94,35 @@ class UnsyncedJournal:
         if not os.path.lexists(path):
             self.entries.append(_Entry("create", path, {_parent(path)}))
 
+    def _metadata(self, path, kind: str) -> None:
+        """Before a chmod or utime: the inode's bits and times now (the first change since its last
+        fsync is the one a crash undoes to)."""
+        path = _real(path)
+        st = os.lstat(path)
+        if statmod.S_ISLNK(st.st_mode):
+            return  # the seam refuses links; nothing changes
+        ino = (st.st_dev, st.st_ino)
+        self.where[ino] = path
+        self.entries.append(_Entry(kind, path, ino=ino, mode=statmod.S_IMODE(st.st_mode),
+                                   times=(st.st_atime_ns, st.st_mtime_ns)))
+
+    def _chmod(self, path, _src) -> None:
+        self._metadata(path, "chmod")
+
+    def _utime(self, path, _src) -> None:
+        self._metadata(path, "utime")
+
     def _fsync(self, fd, _src) -> None:
         st = os.fstat(fd)
         ino = (st.st_dev, st.st_ino)
         self.dirty_inodes.discard(ino)
-        self.entries = [e for e in self.entries if not (e.kind == "content" and e.ino == ino)]
+        self.entries = [e for e in self.entries if not (e.kind in _INODE_KINDS and e.ino == ino)]
 
     def _fsync_dir(self, path, _src) -> None:
         folder = _real(path)
         for e in self.entries:
             e.folders.discard(folder)
-        self.entries = [e for e in self.entries if e.kind == "content" or e.folders]
+        self.entries = [e for e in self.entries if e.kind in _INODE_KINDS or e.folders]
 
     def _syncfs(self, _path, _src) -> None:
         self.entries.clear()
@@ -184,6 +210,15 @@ class UnsyncedJournal:
         elif e.kind == "rmdir":
             if not os.path.lexists(e.path):
                 os.mkdir(e.path, e.mode)
+        elif e.kind in ("chmod", "utime"):
+            path = self.where.get(e.ino, e.path)
+            st = os.lstat(path)
+            if (st.st_dev, st.st_ino) != e.ino or statmod.S_ISLNK(st.st_mode):
+                return  # that inode is no longer there (renamed over, removed): nothing to undo
+            if e.kind == "chmod":
+                os.chmod(path, e.mode)
+            else:
+                os.utime(path, ns=e.times)
 
 
 def _overwrite(path: str, data: bytes, *, create: bool = False, mode: int = 0o600) -> None:

@@ -295,17 +295,23 @@ def truncate(path_or_fd, size: int) -> None:
         os.close(fd)
 
 
-def chmod(path: StrPath, mode: int) -> None:
+def chmod(path: StrPath, mode: int, *, sync: bool = False) -> None:
+    """Set an existing entry's permission bits; with `sync`, durably (an fsync of that file: a
+    power cut loses a mode change no fsync of its inode made durable)."""
     _tick("chmod", path)
     try:  # never chmod through a link: through a descriptor opened without following one
         fd = _open_at(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         if exc.errno not in (_errno.ENXIO, _errno.EOPNOTSUPP, _errno.EACCES) or _O_PATH is None:
             raise
+        if sync:
+            raise
         _chmod_by_o_path(path, mode)  # a socket (or a file we may not read): no readable fd
         return
     try:
         os.fchmod(fd, mode)
+        if sync:
+            fsync(fd)
     finally:
         os.close(fd)
 

@@ -250,6 +250,10 @@ class StateCodec:
     def known_shard(self, digest: str) -> dict:
         return dict(self._get(digest, "known")["map"])
 
+    def known_shard_modes(self, digest: str) -> dict:
+        """The permission bits a known shard records (format 2; empty when it records none)."""
+        return dict(self._get(digest, "known").get("modes") or {})
+
     def _get(self, digest: str, kind: str) -> dict:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
         self._confirm(digest)

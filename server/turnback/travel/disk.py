@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat as statmod
 
@@ -98,20 +97,9 @@ def current_mode(ws, rel: str) -> int | None:
     return statmod.S_IMODE(st.st_mode) if statmod.S_ISREG(st.st_mode) else None
 
 
-@contextlib.contextmanager
-def planned_modes(ws, modes: dict):
-    """While a transaction runs: the permission bits to write each (rel, image) with. The plan knows
-    them (images carry their modes); the transaction only passes paths and images to `put_image`."""
-    previous = getattr(ws, "_planned_modes", None)
-    ws._planned_modes = dict(modes or {})
-    try:
-        yield
-    finally:
-        ws._planned_modes = previous
-
-
 def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -> None:
-    """Make the disk hold `image` at rel: write it (temp + fsync + rename + folder fsync) or delete it.
+    """Make the disk hold `image` at rel: write it (temp + fsync + rename + folder fsync) with the
+    permission bits `mode` (None: the file's own, else the umask's), or delete it.
 
     The components are checked just before the write, so a link planted since planning is refused;
     the bytes are verified against their digest while they are streamed, and a mismatch aborts
@@ -132,12 +120,22 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
         raise CorruptStore(f"the image {image} of {rel} is missing from the store",
                            data={"path": rel, "digest": image})
     ws.ensure_parent_dirs(rel)
-    if mode is None:
-        mode = (getattr(ws, "_planned_modes", None) or {}).get((rel, image))
-    if mode is None:
+    if mode is None:  # unknown (a format-1 image): keep what the file has, as before modes
         mode = current_mode(ws, rel)
     if mode is None:
         mode = ws.dir_mode & 0o666  # what a new file gets under the user's umask
     # The mode is set on the temp file's descriptor before the rename, never by path afterwards: a
     # path can be swapped for a link the moment after the rename, and chmod follows links.
     fsio.write_atomic(path, objects.iter_chunks(image), mode=mode)
+
+
+def put_mode(ws, rel: str, mode: int) -> None:
+    """Change only the permission bits of rel, whose bytes are already right (a chmod alone is a
+    change): fenced like a write, set on a descriptor opened without following a link, and fsynced,
+    so a power cut cannot lose it once the transaction moves on."""
+    if ws.git_internal(rel):
+        raise SymlinkRefused(f"{rel!r} is inside .git; turnback never restores Git's own data",
+                             data={"path": rel, "reason": "git-internal"})
+    ws.check_components(rel)
+    fsio.chmod(ws.abs_path(rel), mode, sync=True)
+

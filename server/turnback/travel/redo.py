@@ -17,7 +17,7 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
-from .rewind import _file, _unique, _wire_gap, plan_hash
+from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
 from .user_edits import kept_paths, user_edit_fields
 
 
@@ -99,13 +99,16 @@ def _outline(codec, head):
 
 
 def _differing_paths(codec, mine: list[str], theirs: list[str], current, shown: int = 5) -> dict:
-    """Paths whose image differs between two states, reading only the known shards that differ."""
+    """Paths whose image (or permission bits) differ between two states, reading only the known
+    shards that differ."""
     paths: list[str] = []
     for a, b in zip(mine, theirs):
         if a == b:
             continue
         here, there = codec.known_shard(a), codec.known_shard(b)
-        paths.extend(rel for rel, image in there.items() if here.get(rel) != image)
+        here_bits, there_bits = codec.known_shard_modes(a), codec.known_shard_modes(b)
+        paths.extend(rel for rel, image in there.items() if here.get(rel) != image
+                     or (image != ABSENT and there_bits.get(rel) not in (None, here_bits.get(rel))))
     paths.sort()
     return {"files": len(paths), "paths": paths[:shown]}
 
@@ -134,11 +137,13 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     gaps: list[Gap] = []
     files, changes = [], []
     modes: dict = {}
-    # A path the head never saw was created later: leave it alone. A path with the same image in
-    # both states gives redo nothing to do.
-    paths = sorted(rel for rel, to in target_state.known.items() if to != state.known.get(rel))
+    # A path the head never saw was created later: leave it alone. A path with the same image and
+    # the same permission bits in both states gives redo nothing to do (a chmod alone is a change).
+    paths = sorted(rel for rel, to in target_state.known.items()
+                   if to != state.known.get(rel) or _mode_differs(target_state, state, rel))
     on_disk = yield from disk_images_job(ws, paths, store.objects.hasher, max_bytes=max_bytes)
     loose = _last_loose(state)
+    want_mode = target_state.known.mode
     for rel in paths:
         to = target_state.known[rel]
         now, problem = on_disk[rel]
@@ -146,22 +151,19 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             gaps.append(Gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False))
             continue
-        known = state.known.get(rel)
-        external = known is not None and known != UNKNOWN and now != known
+        external = changed_behind(state, ws, rel, now)
         if to == UNKNOWN:
             gaps.append(Gap(rel, "unknown-before-image"))
             files.append(_file(ws, rel, "unchanged", now, to, external))
-        elif to == now:
+        elif to == now and (to == ABSENT or want_mode(rel) in (None, current_mode(ws, rel))):
             files.append(_file(ws, rel, "unchanged", now, to, external))
         else:
             changes.append((rel, to))
             action = "delete" if to == ABSENT else "restore"
             files.append(_file(ws, rel, action, now, to, external,
                                **user_edit_fields(action, external, loose.get(rel, False))))
-            if to != ABSENT and target_state.known.mode(rel) is not None:
-                modes[(rel, to)] = target_state.known.mode(rel)
-            if now != ABSENT and current_mode(ws, rel) is not None:
-                modes.setdefault((rel, now), current_mode(ws, rel))
+            if to != ABSENT and want_mode(rel) is not None:
+                modes[(rel, to)] = want_mode(rel)
     gaps.extend(g for t in target_state.turns for g in t.gaps)
     gaps = _unique(gaps)
     result = {"headSeq": head_seq, "turnCount": head.turn_count,
@@ -180,6 +182,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     for rel, image in state.known.items():
         if rel not in target_state.known or rel in unreachable:
             new_state.known[rel] = image  # paths the head never saw, or could not write: as they are
+            new_state.known.set_mode(rel, state.known.mode(rel))
     new_state.session_id = state.session_id
     new_state.directives = copy.deepcopy(state.directives)
     new_state.epoch = state.epoch + 1
@@ -188,6 +191,12 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.frozen = False
     new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
     return RedoPlan(result, new_state, changes, modes)
+
+
+def _mode_differs(target: SessionState, current: SessionState, rel: str) -> bool:
+    """The head knows rel's permission bits and they are not the current state's."""
+    want = target.known.mode(rel)
+    return want is not None and target.known.get(rel) != ABSENT and want != current.known.mode(rel)
 
 
 def _last_loose(state: SessionState) -> dict:

@@ -35,8 +35,8 @@ class Derived:
     candidate: dict  # the contract's Candidate
     new_state: SessionState
     changes: list[tuple[str, str]]  # (rel, target image) for every file the commit writes or deletes
-    # (rel, image) -> permission bits to write it with: the targets, and what is on disk now (for a
-    # rollback); see disk.planned_modes
+    # (rel, target image) -> the permission bits to write it with (the transaction reads the
+    # backups' own bits from disk, for a rollback)
     modes: dict = dataclasses.field(default_factory=dict)
 
     @property
@@ -102,7 +102,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))
             files.append(_file(ws, rel, "unchanged", None, to, False))
             continue
-        external = known is not None and known != UNKNOWN and now != known
+        external = changed_behind(state, ws, rel, now)
         if to in (UNKNOWN, None):
             first = _first_turn(state, keep + 1, rel)
             gaps.append(Gap(rel, "unknown-before-image", first,
@@ -119,8 +119,6 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             changes.append((rel, to))
             if want_mode is not None and to != ABSENT:
                 modes[(rel, to)] = want_mode
-            if now_mode is not None and now != ABSENT:
-                modes.setdefault((rel, now), now_mode)  # a rollback puts the old bits back
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
@@ -246,6 +244,18 @@ def _text_after(ws, objects, rel: str, target: dict, max_bytes: int) -> str | No
         except Exception:
             return None
     return read_text(ws, rel, max_bytes=max_bytes)
+
+
+def changed_behind(state: SessionState, ws, rel: str, now) -> bool:
+    """The disk differs from the image (or the permission bits) the session last knew: someone's
+    change turnback has not captured, which the plan would overwrite."""
+    known = state.known.get(rel)
+    if known is None or known == UNKNOWN:
+        return False
+    if now != known:
+        return True
+    bits = state.known.mode(rel)
+    return now != ABSENT and bits is not None and current_mode(ws, rel) != bits
 
 
 def _file(ws, rel, action, now, to, external, *, userEdit=False, **more) -> dict:

@@ -4,7 +4,8 @@ A transaction knows exactly two images for each file it touches: its backup (the
 target (what it writes). Whoever settles a file later (the rollback, the recovery at open,
 `recovery/resolve retry`) may overwrite only those two: a file whose disk image is now a third one was
 changed by someone after the transaction (a user, a later turn) and is left as it is and reported, so
-that it goes into a recovery record instead of being lost.
+that it goes into a recovery record instead of being lost. Each image goes with its permission bits:
+bytes right and bits wrong is not settled (a chmod alone is a change), and is put right by a chmod.
 """
 
 from __future__ import annotations
@@ -13,37 +14,54 @@ import os
 import stat as statmod
 
 from ..errors import TurnbackError
+from ..model.images import ABSENT
 from ..store import fsio
-from .disk import disk_image, put_image
+from .disk import current_mode, disk_image, put_image, put_mode
 
 
-def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int) -> str | None:
-    """Make rel hold `want` if the disk holds `want` already or one of `allowed`; return None when it
-    does now, else a sentence saying why it was left alone or could not be written."""
+def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int | None = None,
+           allowed_modes=()) -> str | None:
+    """Make rel hold `want` with the permission bits `mode` if the disk holds that already or one of
+    `allowed` (with `allowed_modes[i]`, by position); return None when it does now, else a sentence
+    saying why it was left alone or could not be written. A mode of None (unknown: a record of
+    before modes) matches any bits and leaves them as they are."""
     now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
     if problem is not None:
         return f"left alone: it cannot be read safely now ({problem})"
-    if now == want:
+    now_mode = current_mode(ws, rel)
+    if _holds(now, now_mode, want, mode):
         return None
-    if now not in allowed:
+    modes = list(allowed_modes) + [None] * (len(allowed) - len(allowed_modes))
+    if not any(_holds(now, now_mode, image, m) for image, m in zip(allowed, modes)):
         return ("left alone: it changed after the transaction (its image is neither the one the "
                 "transaction left nor its backup)")
     try:
-        put_image(ws, objects, rel, want)
+        if now == want:  # the bytes are right; only the permission bits differ
+            put_mode(ws, rel, mode)
+        else:
+            put_image(ws, objects, rel, want, mode=mode)
     except Exception as exc:  # noqa: BLE001 - any failure is reported; the caller keeps going
         return f"{type(exc).__name__}: {exc}"
     return None
 
 
+def _holds(now, now_mode, image, mode) -> bool:
+    return now == image and (mode is None or image == ABSENT or now_mode == mode)
+
+
 def settle_all(ws, objects, files: list[dict], toward: str, *, max_bytes: int) -> list[dict]:
-    """Settle every file toward its `toward` image ("backup" or "to"), newest first; return the files
-    left unsettled as recovery entries: {rel, backup: the image to put back, left, error}."""
+    """Settle every file toward its `toward` image ("backup" or "to") and that image's mode
+    (`backupMode`, `toMode`), newest first; return the files left unsettled as recovery entries:
+    {rel, backup: the image to put back, backupMode, left, leftMode, error}."""
     other = "to" if toward == "backup" else "backup"
     failed = []
     for f in reversed(files):
-        error = settle(ws, objects, f["rel"], f[toward], (f[other],), max_bytes=max_bytes)
+        want_mode, other_mode = f.get(toward + "Mode"), f.get(other + "Mode")
+        error = settle(ws, objects, f["rel"], f[toward], (f[other],), max_bytes=max_bytes,
+                       mode=want_mode, allowed_modes=(other_mode,))
         if error is not None:
-            failed.append({"rel": f["rel"], "backup": f[toward], "left": f[other], "error": error})
+            failed.append({"rel": f["rel"], "backup": f[toward], "backupMode": want_mode,
+                           "left": f[other], "leftMode": other_mode, "error": error})
     return failed
 
 

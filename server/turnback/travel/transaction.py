@@ -38,7 +38,7 @@ from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
 from . import outcome as oc
-from .disk import drain, put_image
+from .disk import drain, put_image, put_mode
 from .settle import missing_folders, remove_created_folders, settle_all
 
 INTENT_KIND = "intent"
@@ -66,8 +66,10 @@ def run(book, ws, **kw) -> Outcome:
 
 
 def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,
-            max_bytes: int, done: dict | None = None):
-    """Apply `changes` (path -> target image) and commit `new_state`, all or nothing.
+            max_bytes: int, done: dict | None = None, modes: dict | None = None):
+    """Apply `changes` (path -> target image) and commit `new_state`, all or nothing. `modes`
+    ((path, image) -> permission bits) names the bits each target is written with; the intent
+    records them and each backup's bits, so a rollback or a recovery puts back both.
 
     A job: it yields after every backup and every file it writes, so a server can answer reads
     between them; the caller holds the mutation lock for the whole job. `done`, when given, receives
@@ -79,14 +81,17 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     txn = uuid.uuid4().hex
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
-        body, backups, before = yield from _prepare(
+        body, backups, backup_modes, before = yield from _prepare(
             book, ws, changes, new_state, max_bytes, operation in ("rewind", "redo"))
         if before is not None:
             book.commit_body(*before)  # the disk as it is now, for Redo (see the module doc)
     except OSError as exc:
         raise TurnbackError(f"could not save the backups before the {operation} ({exc}); "
                             "nothing was changed", code="io-error") from exc
+    modes = modes or {}
     files = [{"rel": rel, "to": to, "backup": backups[rel],
+              "toMode": None if to == ABSENT else modes.get((rel, to)),
+              "backupMode": backup_modes.get(rel),
               "dirs": [] if to == ABSENT else missing_folders(ws, rel)} for rel, to in changes]
     try:
         base = oc.base_of(oc.current_mark(store))
@@ -107,7 +112,10 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     try:
         for f in files:
             applied.append(f)
-            put_image(ws, store.objects, f["rel"], f["to"])
+            if f["to"] == f["backup"] and f["to"] != ABSENT and f["toMode"] is not None:
+                put_mode(ws, f["rel"], f["toMode"])  # the same bytes: a change of mode alone
+            else:
+                put_image(ws, store.objects, f["rel"], f["to"], mode=f["toMode"])
             if not cancelled:
                 try:
                     yield ("apply", len(applied), len(files))
@@ -128,31 +136,39 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
     disk holds images the session never captured), in one durability batch."""
     objects = book.store.objects
     backups: dict[str, Image] = {}
+    backup_modes: dict[str, int | None] = {}
     with objects.batch():
         for rel, _to in changes:
             read = read_image(ws, rel, objects, max_bytes=max_bytes)
             if read.status == "absent":
                 backups[rel] = ABSENT
             elif read.status == "ok":
-                backups[rel] = read.digest
+                backups[rel], backup_modes[rel] = read.digest, read.mode
             else:
                 raise BackupFailed(f"cannot back up {rel} before changing it ({read.status}); "
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
         body = book.codec.write(new_state)
-        before = _before_state(book, backups) if keep_before else None
+        before = _before_state(book, backups, backup_modes) if keep_before else None
         before_body = book.codec.write(before) if before is not None else None
-    return body, backups, (None if before is None else (before, before_body))
+    return body, backups, backup_modes, (None if before is None else (before, before_body))
 
 
-def _before_state(book, backups: dict[str, Image]):
-    """The live state with the disk images it did not capture, or None when it captured them all."""
+def _before_state(book, backups: dict[str, Image], backup_modes: dict[str, int | None]):
+    """The live state with the disk images (and permission bits) it did not capture, or None when it
+    captured them all."""
     state = book.state
     unseen = {rel: image for rel, image in backups.items() if state.known.get(rel) != image}
-    if book.store.kind != "heads" or not unseen or state.running is not None:
+    bits = {rel: m for rel, m in backup_modes.items()
+            if m is not None and state.known.mode(rel) not in (None, m)}
+    if book.store.kind != "heads" or not (unseen or bits) or state.running is not None:
         return None
-    known = KnownMap(state.known)
+    known = KnownMap(state.known, state.known.modes())
     known.update(unseen)
+    for rel, image in unseen.items():
+        known.set_mode(rel, backup_modes.get(rel) if image != ABSENT else None)
+    for rel, m in bits.items():
+        known.set_mode(rel, m)
     return dataclasses.replace(state, known=known)
 
 
@@ -221,10 +237,12 @@ def remove_record(path: Path) -> bool:
 
 
 def recovery_record(txn: str, operation: str, failed: list[dict], reason: str) -> dict:
-    """`backups[].digest` is what a retry puts back; `left` the only other image it may overwrite."""
+    """`backups[].digest` (with its bits, `mode`) is what a retry puts back; `left` (`leftMode`) the
+    only other image it may overwrite."""
     return {"id": txn, "operation": operation, "created": time.time(),
             "paths": [f["rel"] for f in failed], "reason": reason,
             "backups": [{"rel": f["rel"], "digest": f["backup"], "left": f.get("left"),
+                         "mode": f.get("backupMode"), "leftMode": f.get("leftMode"),
                          "error": f.get("error", "")} for f in failed]}
 
 

@@ -62,6 +62,7 @@ def keep_user_edits(derived, state):
             bucket = new.between.setdefault(keep, {})
             bucket[rel] = (bucket[rel][0] if rel in bucket else target, now)
         new.known[rel] = now
+        new.known.set_mode(rel, state.known.mode(rel))
     clone.new_state = new
     clone.kept = sorted(kept)
     return clone

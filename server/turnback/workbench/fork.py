@@ -117,7 +117,8 @@ class ForkFeature:
         try:
             outcome = yield from transaction.run_job(book, wb.ws, operation="fork",
                                                      changes=derived.changes, new_state=branch,
-                                                     max_bytes=wb.options.max_file_bytes, done=done)
+                                                     max_bytes=wb.options.max_file_bytes, done=done,
+                                                     modes=derived.modes)
         except TurnbackError:
             self._forget(record)  # nothing was changed (the transaction says so)
             raise

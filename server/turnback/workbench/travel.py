@@ -10,21 +10,22 @@ from ..store import fsio
 from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
-from ..travel.disk import planned_modes, put_image
+from ..travel.disk import put_image
 from ..travel.rewind import derive_job
 from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits
 from . import params as P
 
 
-def _commit_job(wb, operation: str, changes, new_state, kept=()):
+def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None):
     """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
     touched = {d.rel for d in wb.state.directives.values()}
     done: dict = {}
     try:
         outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation,
                                                  changes=changes, new_state=new_state,
-                                                 max_bytes=wb.options.max_file_bytes, done=done)
+                                                 max_bytes=wb.options.max_file_bytes, done=done,
+                                                 modes=modes)
     except GeneratorExit:
         # Closed (cancelled, disconnected, shut down) after the first file was touched: the
         # transaction ran on to its outcome; clients still hear of it.
@@ -81,9 +82,8 @@ class RewindFeature:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
             derived = derived.keeping_user_edits(wb.state)
-        with planned_modes(wb.ws, derived.modes):
-            return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                           getattr(derived, "kept", ())))
+        return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
+                                       getattr(derived, "kept", ()), derived.modes))
 
 
 class RedoFeature:
@@ -137,9 +137,8 @@ class RedoFeature:
             return {"status": "stale", "plan": plan.result}
         if keep:
             plan = keep_user_edits(plan, wb.state)
-        with planned_modes(wb.ws, plan.modes):
-            return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                           getattr(plan, "kept", ())))
+        return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
+                                       getattr(plan, "kept", ()), plan.modes))
 
 
 class RecoveryFeature:
@@ -252,24 +251,26 @@ class RecoveryFeature:
 def retry_record(wb, record: dict) -> list[dict]:
     """Put a recovery record's backups back; return the entries that still fail. A file is
     overwritten only when it holds the image the transaction left (`left`) or is already right; a
-    record written before `left` existed overwrites as before."""
+    record written before `left` existed overwrites as before. Each image goes with its permission
+    bits (`mode`, `leftMode`) when the record names them."""
     failed = []
     for b in reversed(record["backups"]):
         allowed = (b["left"],) if b.get("left") is not None else None
         if allowed is None:
-            error = _put_unguarded(wb, b["rel"], b["digest"])
+            error = _put_unguarded(wb, b["rel"], b["digest"], b.get("mode"))
         else:
             error = settle(wb.ws, wb.store.objects, b["rel"], b["digest"], allowed,
-                           max_bytes=transaction.NO_LIMIT)
+                           max_bytes=transaction.NO_LIMIT, mode=b.get("mode"),
+                           allowed_modes=(b.get("leftMode"),))
         if error is not None:
-            failed.append({"rel": b["rel"], "backup": b["digest"], "left": b.get("left"),
-                           "error": error})
+            failed.append({"rel": b["rel"], "backup": b["digest"], "backupMode": b.get("mode"),
+                           "left": b.get("left"), "leftMode": b.get("leftMode"), "error": error})
     return failed
 
 
-def _put_unguarded(wb, rel: str, image) -> str | None:
+def _put_unguarded(wb, rel: str, image, mode=None) -> str | None:
     try:
-        put_image(wb.ws, wb.store.objects, rel, image)
+        put_image(wb.ws, wb.store.objects, rel, image, mode=mode)
     except Exception as exc:  # noqa: BLE001 - reported in the record
         return f"{type(exc).__name__}: {exc}"
     return None
