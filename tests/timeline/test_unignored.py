@@ -146,3 +146,18 @@ def test_a_captured_file_that_becomes_ignored_is_not_deleted_by_the_turn(agent):
     c = rewind(a, {"kind": "beforePrompt", "turn": 2})
     assert plan(c, "debug.log") is None
     assert a.files()["debug.log"] == b"tracked"
+
+
+def test_between_turns_an_unignored_file_is_learnt_not_a_change(agent):
+    """Between turns no turn made it: neither a sweep nor an editor save records a change or a gap,
+    and a rewind to any boundary leaves the file alone."""
+    a = agent()
+    user_files_then_a_turn(a, "build/\n", {"build/keep.txt": "mine", "build/saved.txt": "mine too"})
+    (a.root / ".gitignore").write_text("")  # the user, between turns
+    a.wb.turns.capture_rels(["build/saved.txt"])  # an editor save of a formerly ignored file
+    a.turn("two", {"src.txt": "s2"})  # its pre-turn sweep meets build/keep.txt
+    assert entry(a, 2, "build/keep.txt") is None and entry(a, 2, "build/saved.txt") is None
+    assert not [g for g in a.wb.state.live_gaps.values() if g.rel.startswith("build/")]
+    c = rewind(a, {"kind": "beforePrompt", "turn": 1})
+    assert plan(c, "build/keep.txt") is None and plan(c, "build/saved.txt") is None
+    assert a.files()["build/keep.txt"] == b"mine" and a.files()["build/saved.txt"] == b"mine too"

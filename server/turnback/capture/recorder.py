@@ -26,6 +26,7 @@ READ_GAPS = ("too-large", "unreadable", "symlink", "not-a-file")
 
 # Why a first-seen path has an unknown before-image (the detail of its `unknown-before-image` gap).
 NEVER_SEEN = "turnback never saw this file before it changed"
+IGNORED_NOW = "turnback never saw this file before it changed: an ignore rule hid it"
 WAS_IGNORED = ("it was ignored until the ignore rules changed, so turnback never saw it before; "
                "a rewind leaves it as it is")
 RULES_LOST = ("turnback lost the ignore rules of its last sweep, so it cannot tell whether this file "
@@ -110,6 +111,12 @@ class Recorder:
         before, why = (known, "") if known is not None else self._fallback_before(rel)
         if before == ABSENT and image == ABSENT:
             return []  # absent before and after: nothing changed, so no checkpoint
+        if running is None and why in (IGNORED_NOW, WAS_IGNORED, RULES_LOST) and image != ABSENT:
+            # Between turns, a file an ignore rule hid is no one's change: learnt as it is (as the
+            # sweep learns one, apply_sweep), not a loose change with a gap that never clears.
+            self.book.record({"op": "seen", "images": {rel: image},
+                              **({"modes": {rel: mode}} if mode is not None else {})})
+            return []
         if before == UNKNOWN:
             gap = Gap(rel, "unknown-before-image", running.n if running else None, why or NEVER_SEEN)
             self.book.record({"op": "gaps", "turn": gap.turn, "add": [gap.to_dict()]})
@@ -120,8 +127,10 @@ class Recorder:
     def _fallback_before(self, rel: str) -> tuple[Image, str]:
         """A path we never saw: absent if the last sweep covered it (it would have been seen), else
         unknown, with the reason in words."""
-        if not self.covered or self.rules is None or self.rules.ignored(rel, False):
+        if not self.covered or self.rules is None:
             return UNKNOWN, NEVER_SEEN
+        if self.rules.ignored(rel, False):
+            return UNKNOWN, IGNORED_NOW
         if self.rules_file is None:
             return ABSENT, ""  # no memory of earlier rules (a recorder outside a workbench)
         last = self._last_rules()
