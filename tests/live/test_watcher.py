@@ -221,21 +221,3 @@ def test_changed_ignore_rules_fall_back(root, live):
     t = lv.turn("edit a formerly ignored file",
                 lambda: (root / "node_modules" / "dep" / "i.js").write_text("now watched\n"))
     assert t["files"] == ["node_modules/dep/i.js"]
-
-
-def test_a_file_the_rules_hid_survives_a_rewind_of_the_turn_that_unignored_it(root, live):
-    """The watcher's `ignore-rules-changed` full sweep meets node_modules/dep/i.js for the first time:
-    the user's file from before the session, not one the turn created (docs/capture.md)."""
-    lv = live()
-    lv.turn("learn")
-    t = lv.turn("unignore", lambda: (root / ".gitignore").write_text("# nothing ignored\n"))
-    assert t["settle"] == ("full", "ignore-rules-changed")
-    boundary = {"kind": "beforePrompt", "turn": 2}
-    cand = lv.wb.rewind.prepare({"boundary": boundary})
-    plan = {f["path"]: f["action"] for f in cand["files"]}
-    assert plan["node_modules/dep/i.js"] == "unchanged" and plan[".gitignore"] == "restore"
-    assert any(g["reason"] == "unknown-before-image" and g["uri"].endswith("/i.js")
-               for g in cand["gaps"])
-    assert lv.wb.rewind.commit({"boundary": boundary, "planHash": cand["planHash"]})["status"] == \
-        "committed"
-    assert (root / "node_modules" / "dep" / "i.js").read_text() == "//\n"
