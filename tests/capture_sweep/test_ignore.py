@@ -160,3 +160,59 @@ def test_directory_only_negation_and_ancestor_matches(ws):
     r.invalidate()
     assert not r.ignored("keep.log", True)
     assert r.ignored("keep.log/x.log", True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(root_rules=st.lists(st.sampled_from(_PATTERNS), max_size=5),
+       sub_rules=st.lists(st.sampled_from(_PATTERNS), max_size=4),
+       exclude=st.lists(st.sampled_from(_PATTERNS), max_size=2),
+       sub=st.sampled_from(["a", "doc", "deep", "c"]),
+       files=st.lists(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4).map("/".join),
+                      min_size=1, max_size=12))
+def test_the_kept_rules_of_a_full_sweep_judge_every_path_as_the_disk_did(
+        tmp_path_factory, root_rules, sub_rules, exclude, sub, files):
+    """capture/lastrules.py: the snapshot a full sweep leaves, stored and loaded again, gives every
+    path (walked, under an ignored folder, or not there at all) the verdict the rules on disk gave,
+    and it no longer reads the disk once the rule files change."""
+    from turnback.capture import lastrules
+    from turnback.capture.sweep import StatCache, sweep
+    from sweepkit import real_objects
+
+    root = tmp_path_factory.mktemp("kept", numbered=True)
+    for rel in files:
+        parts = rel.split("/")
+        if not any((root / "/".join(parts[:i])).is_file() for i in range(1, len(parts) + 1)) \
+                and not (root / rel).exists():
+            write(root, rel, "x")
+    (root / ".gitignore").write_text("\n".join(root_rules) + "\n")
+    if (root / sub).is_dir() or not (root / sub).exists():
+        write(root, f"{sub}/.gitignore", "\n".join(sub_rules) + "\n")
+    write(root, ".git/info/exclude", "\n".join(exclude) + "\n")
+    w = Workspace(root, ".turnback")
+    rules = IgnoreRules(w)
+    sweep(w, real_objects(), StatCache(), max_bytes=100, rules=rules)
+    kept = lastrules.decode(lastrules.encode([rules.snapshot()]))
+    probes = {rel for rel in files} | {f"{rel}/new.txt" for rel in files} | {"new/x.log", "z.log"}
+    fresh = IgnoreRules(w)
+    expected = {rel: fresh.ignored(rel, False) for rel in probes}
+    for rule_file in (root / ".gitignore", root / sub / ".gitignore", root / ".git/info/exclude"):
+        if rule_file.parent.is_dir():
+            rule_file.write_text("!*\n")  # the disk changes; the kept rules must not
+    replayed = IgnoreRules.replay(w, kept[0])
+    assert {rel: replayed.ignored(rel, False) for rel in probes} == expected
+
+
+def test_damaged_kept_rules_load_as_unknown(tmp_path):
+    from turnback.capture import lastrules
+    from turnback.capture.ignore import RulesSnapshot
+
+    path = tmp_path / "cache" / lastrules.FILE_NAME
+    snap = RulesSnapshot({"": ("build/", "bad \udcff name")}, ("*.o",), ("*~",))
+    lastrules.save(path, [snap])
+    assert lastrules.load(path) == [snap]
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    data = path.read_bytes()
+    for broken in (data[:-1], data[:10] + bytes([data[10] ^ 1]) + data[11:], b"", b"TBIR"):
+        path.write_bytes(broken)
+        assert lastrules.load(path) is None
+    assert lastrules.load(tmp_path / "missing") is None

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import stat as _stat
+from typing import NamedTuple
 
 import pathspec
 
@@ -154,10 +155,14 @@ class IgnoreRules:
         self._exclude_loaded = False
         self._dir_verdicts: dict[str, bool] = {}
         self._chains: dict[str, list[tuple[_Rules, int]]] = {}
+        self._lines: dict[str, tuple[str, ...]] = {}  # folder -> its .gitignore, as read
+        self._exclude_text: tuple[str, ...] | None = None
 
     def invalidate(self) -> None:
         """Forget every cached rule file and verdict (a .gitignore may have changed)."""
         self._specs.clear()
+        self._lines.clear()
+        self._exclude_text = None
         self._dir_verdicts.clear()
         self._chains.clear()
         self._exclude = None
@@ -170,8 +175,9 @@ class IgnoreRules:
             return self._specs[folder]
         except KeyError:
             pass
-        base = str(self.ws.root / folder) if folder else str(self.ws.root)
-        lines = _read_rules_file(base + "/.gitignore")
+        lines = self._folder_lines(folder)
+        if lines:
+            self._lines[folder] = tuple(lines)
         spec = _parse(lines) if lines else None
         self._specs[folder] = spec
         return spec
@@ -196,15 +202,38 @@ class IgnoreRules:
 
     def _exclude_spec(self) -> _Rules | None:
         if not self._exclude_loaded:
-            git = str(self.ws.root / ".git")
-            try:
-                is_dir = _stat.S_ISDIR(os.lstat(git).st_mode)
-            except OSError:
-                is_dir = False
-            lines = _read_rules_file(git + "/info/exclude") if is_dir else None
+            lines = self._exclude_lines()
+            self._exclude_text = tuple(lines) if lines else None
             self._exclude = _parse(lines) if lines else None
             self._exclude_loaded = True
         return self._exclude
+
+    def _folder_lines(self, folder: str) -> list[str] | None:
+        base = str(self.ws.root / folder) if folder else str(self.ws.root)
+        return _read_rules_file(base + "/.gitignore")
+
+    def _exclude_lines(self) -> list[str] | None:
+        git = str(self.ws.root / ".git")
+        try:
+            is_dir = _stat.S_ISDIR(os.lstat(git).st_mode)
+        except OSError:
+            is_dir = False
+        return _read_rules_file(git + "/info/exclude") if is_dir else None
+
+    # ------------------------------------------------------------------ remembering
+
+    def snapshot(self) -> "RulesSnapshot":
+        """The rule texts read since the last `invalidate`. After a full sweep that is every rule
+        file that decided anything: each folder the walk entered (an ignored folder is not entered,
+        and everything under it was ignored anyway)."""
+        self._exclude_spec()
+        return RulesSnapshot(dict(self._lines), self._exclude_text, self.defaults)
+
+    @classmethod
+    def replay(cls, ws: Workspace, snap: "RulesSnapshot") -> "IgnoreRules":
+        """The rules as they were when `snap` was taken: a folder the snapshot does not name had no
+        rule file then (or sat in an ignored folder, where it decided nothing)."""
+        return _Replayed(ws, snap)
 
     # ------------------------------------------------------------------ deciding
 
@@ -256,3 +285,27 @@ class IgnoreRules:
             if verdict:
                 return True
         return self.match(rel, is_dir)
+
+
+class RulesSnapshot(NamedTuple):
+    """The rule texts one full sweep used: `.gitignore` lines per folder, `.git/info/exclude`, and
+    the default list. Small (rule files only) and kept in the store's cache (capture/lastrules.py)."""
+
+    folders: dict[str, tuple[str, ...]]
+    exclude: tuple[str, ...] | None
+    defaults: tuple[str, ...]
+
+
+class _Replayed(IgnoreRules):
+    """IgnoreRules that read their rule files from a snapshot instead of the disk."""
+
+    def __init__(self, ws: Workspace, snap: RulesSnapshot):
+        super().__init__(ws, snap.defaults)
+        self._snap = snap
+
+    def _folder_lines(self, folder: str) -> list[str] | None:
+        lines = self._snap.folders.get(folder)
+        return list(lines) if lines else None
+
+    def _exclude_lines(self) -> list[str] | None:
+        return list(self._snap.exclude) if self._snap.exclude else None

@@ -4,6 +4,9 @@ Every capture source ends here: explicit captures from agent hooks (phase `befor
 saves and opens, watched-file changes, and the sweeps. The recorder decides the before-image of a new
 checkpoint (the last known image, else the disk image read before the change, else `absent` when a
 sweep has covered the path, else `unknown` with a gap) and hands the book one operation per change.
+
+"Covered" is judged with the ignore rules of the last full sweep (capture/lastrules.py), not today's:
+a path those rules hid existed unseen, so its first sight is no proof that the turn created it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,21 @@ from dataclasses import dataclass
 
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, Image
-from .ignore import is_own_temp
+from . import lastrules
+from .ignore import IgnoreRules, RulesSnapshot, is_own_temp
 from .reader import read_image
 
 # Gap reasons a later successful read of the same path makes obsolete.
 READ_GAPS = ("too-large", "unreadable", "symlink", "not-a-file")
+
+# Why a first-seen path has an unknown before-image (the detail of its `unknown-before-image` gap).
+NEVER_SEEN = "turnback never saw this file before it changed"
+IGNORED_NOW = "turnback never saw this file before it changed: an ignore rule hid it"
+WAS_IGNORED = ("it was ignored until the ignore rules changed, so turnback never saw it before; "
+               "a rewind leaves it as it is")
+RULES_LOST = ("turnback lost the ignore rules of its last sweep, so it cannot tell whether this file "
+              "is new; a rewind leaves it as it is")
+_UNLOADED = object()
 
 
 @dataclass
@@ -30,8 +43,11 @@ class Captured:
 
 
 class Recorder:
-    def __init__(self, book, ws, *, max_bytes: int, rules=None, junk=None):
+    def __init__(self, book, ws, *, max_bytes: int, rules=None, junk=None, rules_file=None):
         self.book = book
+        self.rules_file = rules_file  # where the last full sweep's ignore rules are kept
+        self._last = _UNLOADED  # their snapshots (list), None when lost; loaded on first use
+        self._replayed: list[IgnoreRules] = []
         self.ws = ws
         self.max_bytes = max_bytes
         self.rules = rules  # IgnoreRules when sweeps are on; None means no sweep covers anything
@@ -92,22 +108,59 @@ class Recorder:
                               **({"modes": {rel: mode}} if mode is not None else {})})
             return []
         gaps: list[Gap] = []
-        before = known if known is not None else self._fallback_before(rel)
+        before, why = (known, "") if known is not None else self._fallback_before(rel)
         if before == ABSENT and image == ABSENT:
             return []  # absent before and after: nothing changed, so no checkpoint
+        if running is None and why in (IGNORED_NOW, WAS_IGNORED, RULES_LOST) and image != ABSENT:
+            # Between turns, a file an ignore rule hid is no one's change: learnt as it is (as the
+            # sweep learns one, apply_sweep), not a loose change with a gap that never clears.
+            self.book.record({"op": "seen", "images": {rel: image},
+                              **({"modes": {rel: mode}} if mode is not None else {})})
+            return []
         if before == UNKNOWN:
-            gap = Gap(rel, "unknown-before-image", running.n if running else None,
-                      "turnback never saw this file before it changed")
+            gap = Gap(rel, "unknown-before-image", running.n if running else None, why or NEVER_SEEN)
             self.book.record({"op": "gaps", "turn": gap.turn, "add": [gap.to_dict()]})
             gaps.append(gap)
         self._image(rel, running.n if running else None, before, image, by=by, mode=mode)
         return gaps
 
-    def _fallback_before(self, rel: str) -> Image:
-        """A path we never saw: absent if a sweep covered it (it would have been seen), else unknown."""
-        if self.covered and self.rules is not None and not self.rules.ignored(rel, False):
-            return ABSENT
-        return UNKNOWN
+    def _fallback_before(self, rel: str) -> tuple[Image, str]:
+        """A path we never saw: absent if the last sweep covered it (it would have been seen), else
+        unknown, with the reason in words."""
+        if not self.covered or self.rules is None:
+            return UNKNOWN, NEVER_SEEN
+        if self.rules.ignored(rel, False):
+            return UNKNOWN, IGNORED_NOW
+        if self.rules_file is None:
+            return ABSENT, ""  # no memory of earlier rules (a recorder outside a workbench)
+        last = self._last_rules()
+        if last is None:
+            return UNKNOWN, RULES_LOST
+        if any(old.ignored(rel, False) for old in last):
+            return UNKNOWN, WAS_IGNORED
+        return ABSENT, ""
+
+    # -- the ignore rules of the last full sweep ------------------------------------------------
+    def _last_rules(self) -> list[IgnoreRules] | None:
+        if self._last is _UNLOADED:
+            self._adopt(lastrules.load(self.rules_file) if self.rules_file is not None else None)
+        return self._replayed if self._last is not None else None
+
+    def _adopt(self, snaps: list[RulesSnapshot] | None) -> None:
+        self._last = snaps
+        self._replayed = [IgnoreRules.replay(self.ws, snap) for snap in snaps or ()]
+
+    def _rules_moving_to(self, now: RulesSnapshot | None) -> bool:
+        """Before a full sweep's result is folded in: if its rules differ from the kept ones, keep
+        both, durably, until the result is durable too. A crash in between then leaves rules that
+        hide whatever either set hid: a later sweep may call a file unknown, never new."""
+        if now is None or self.rules_file is None:
+            return False
+        self._last_rules()
+        if self._last == [now]:
+            return False
+        lastrules.save(self.rules_file, [*(self._last or ()), now])
+        return True
 
     def _image(self, rel: str, turn: int | None, before: Image, after: Image, *,
                by: str | None = None, mode: int | None = None) -> None:
@@ -132,9 +185,12 @@ class Recorder:
             self.book.record({"op": "gaps", "turn": None, "clear": clear})
 
     # -- a whole sweep ------------------------------------------------------------------------
-    def apply_sweep(self, result) -> int:
+    def apply_sweep(self, result, rules: RulesSnapshot | None = None) -> int:
         """Fold a finished sweep in: changes become checkpoint entries (inside a turn) or loose
-        changes (between turns); gaps replace the previous sweep's. Returns how many paths changed."""
+        changes (between turns); gaps replace the previous sweep's. Returns how many paths changed.
+        `rules`: the ignore rules a full sweep used, kept for the next one (None after a partial
+        sweep, which keeps the last full sweep's)."""
+        moving = self._rules_moving_to(rules)
         state = self.state
         running = state.running
         turn_n = running.n if running else None
@@ -150,6 +206,7 @@ class Recorder:
         observations = list(result.images.items()) + [(rel, ABSENT) for rel in
                                                        set(result.absent) | vanished]
         seen_modes: dict[str, int] = {}
+        unseen: list[dict] = []  # first-seen paths of this turn whose before-image is unknown
         for rel, image in observations:
             known = state.known.get(rel)
             in_turn = running is not None and rel in running.files
@@ -165,12 +222,21 @@ class Recorder:
                 if mode is not None:
                     seen_modes[rel] = mode
                 continue
+            before, why = (known, "") if known is not None or in_turn else self._fallback_before(rel)
+            if before == UNKNOWN and running is None:
+                # Between turns no one's turn made it: learnt as it is, like the first sweep's files
+                # (a rewind to any earlier boundary leaves it alone).
+                seen[rel] = image
+                if mode is not None:
+                    seen_modes[rel] = mode
+                continue
             changed += 1
             if in_turn:
                 self._image(rel, turn_n, running.files[rel].before, image, mode=mode)
             else:
-                self._image(rel, turn_n, known if known is not None else self._fallback_before(rel),
-                            image, by="sweep", mode=mode)
+                if before == UNKNOWN:
+                    unseen.append(Gap(rel, "unknown-before-image", turn_n, why).to_dict())
+                self._image(rel, turn_n, before, image, by="sweep", mode=mode)
         if seen or seen_modes or not state.config.get("swept"):
             self.book.record({"op": "seen", "images": seen, "covered": True,
                               **({"modes": seen_modes} if seen_modes else {})})
@@ -178,12 +244,15 @@ class Recorder:
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS
                and (scope is None or key[0] in scope)}
         add = [Gap(rel, reason, turn_n, self._detail(rel, reason)).to_dict()
-               for rel, reason in sorted(new - old)]
+               for rel, reason in sorted(new - old)] + unseen
         clear = [list(key) for key in sorted(old - new)]
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
         self._covered = True
         self.book.sync()
+        if moving:  # the result is durable: from now on only the new rules count
+            lastrules.save(self.rules_file, [rules])
+            self._adopt([rules])
         return changed
 
     def _detail(self, rel: str, reason: str) -> str:

@@ -105,8 +105,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         external = changed_behind(state, ws, rel, now)
         if to in (UNKNOWN, None):
             first = _first_turn(state, keep + 1, rel)
-            gaps.append(Gap(rel, "unknown-before-image", first,
-                            "turnback never saw this file before it changed"))
+            gaps.append(Gap(rel, "unknown-before-image", first, _unknown_why(state, first, rel)))
             files.append(_file(ws, rel, "unchanged", now, to, external))
             continue
         want_mode, now_mode = target_modes.get(rel), current_mode(ws, rel)
@@ -224,6 +223,15 @@ def _new_state(state: SessionState, keep: int, target: dict, directives) -> Sess
     new.epoch += 1
     new.fork_point = uuid.uuid4().hex
     return new
+
+
+def _unknown_why(state: SessionState, turn: int | None, rel: str) -> str:
+    """The capture's own words for an unknown before-image (say, a file that was ignored)."""
+    recorded = state.turn(turn) if turn else None
+    for g in (recorded.gaps if recorded else ()):
+        if g.rel == rel and g.reason == "unknown-before-image" and g.detail:
+            return g.detail
+    return "turnback never saw this file before it changed"
 
 
 def _first_turn(state: SessionState, n: int, rel: str) -> int | None:

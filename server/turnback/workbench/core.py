@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Generator
 
+from ..capture import lastrules
 from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
 from ..capture.recorder import Recorder
 from ..errors import NotOwner
@@ -132,7 +133,8 @@ class Workbench:
             defaults = DEFAULT_IGNORE if options.default_ignore is None else options.default_ignore
             rules = IgnoreRules(ws, defaults) if options.sweep else None
             recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules,
-                                junk=(rules or IgnoreRules(ws, defaults)).junk)
+                                junk=(rules or IgnoreRules(ws, defaults)).junk,
+                                rules_file=store.cache_dir / lastrules.FILE_NAME)
             wb = cls(root, options, store, ws, book, recorder, rules)
             wb.open_report = {"head": report.head, "replayed": report.replayed,
                               "tornJournal": bool(report.torn)}
@@ -339,7 +341,8 @@ class Workbench:
                                                max_bytes=self.options.max_file_bytes,
                                                rules=self.rules, verify_objects=verify)
         self._verified_at = removals
-        changed = self.recorder.apply_sweep(result)
+        full = plan is None or plan.full  # a full walk read every rule file that decides anything
+        changed = self.recorder.apply_sweep(result, self.rules.snapshot() if full else None)
         # The cache is rebuildable; a watcher's small sweeps save it now and then, not each time.
         if plan is None or plan.full or time.monotonic() - getattr(self, "_cache_saved", 0) >= 30:
             self._stat_cache.save(cache_path)
