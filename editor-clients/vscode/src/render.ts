@@ -72,6 +72,9 @@ const GAP_REASONS: Record<string, string> = {
     symlink: "a symbolic link (not followed)",
     "step-scope-unknown": "a step did not say what it touched",
     "git-head-and-index": "git HEAD and index are not restored",
+    "not-a-file": "not a regular file",
+    "not-in-head": "its image is missing from the saved state",
+    "git-internal": "inside a .git folder (git's own files are never restored)",
 };
 
 export function gapReasonText(reason: string): string {

@@ -30,6 +30,7 @@ GAP_TEXT = {
     "git-head-and-index": "git's HEAD and index are not part of a rewind",
     "not-a-file": "not a regular file",
     "not-in-head": "the image is missing from the saved state",
+    "git-internal": "inside a .git folder: git's own files are never captured or restored",
 }
 
 ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep"}

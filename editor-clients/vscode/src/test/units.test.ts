@@ -6,7 +6,7 @@ import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
 import { agentResumeNote } from "../flows";
-import { dialogDetail, mentionsPath, renderStatus } from "../render";
+import { dialogDetail, gapReasonText, mentionsPath, renderStatus } from "../render";
 import { uriKey } from "../state";
 
 test("server command: default, explicit command, python interpreter wins", () => {
@@ -73,6 +73,13 @@ test("mentionsPath finds a file line of the confirmation, not a prefix or a prom
     assert.ok(!mentionsPath(detail, "app.py"));
     assert.ok(!mentionsPath(detail, "src/app"));
     assert.ok(!mentionsPath(detail, "src/util.py"));
+});
+
+test("every gap reason the server sends has words", () => {
+    for (const reason of ["unknown-before-image", "too-large", "unreadable", "outside-workspace", "symlink",
+        "step-scope-unknown", "git-head-and-index", "not-a-file", "not-in-head", "git-internal"]) {
+        assert.notEqual(gapReasonText(reason), reason, reason);
+    }
 });
 
 test("the dialog's detail keeps its indented lines visible as bullets", () => {
