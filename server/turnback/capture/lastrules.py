@@ -15,14 +15,11 @@ new: losing the cache costs a gap, never a file.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
-
-import cbor2
-import xxhash
 
 from ..store import fsio
 from .ignore import RulesSnapshot
+from .sealed import seal, unseal
 
 _MAGIC = b"TBIR"
 _VERSION = 1
@@ -46,23 +43,12 @@ def _one(snap: RulesSnapshot) -> dict:
 
 
 def encode(snaps: list[RulesSnapshot]) -> bytes:
-    head = _MAGIC + cbor2.dumps({"version": _VERSION, "snapshots": [_one(s) for s in snaps]})
-    return head + xxhash.xxh3_64_digest(head)
+    return seal(_MAGIC, _VERSION, {"snapshots": [_one(s) for s in snaps]})
 
 
 def decode(data: bytes) -> list[RulesSnapshot]:
     """Decode; raises ValueError on anything unexpected."""
-    if len(data) < len(_MAGIC) + 8 or data[: len(_MAGIC)] != _MAGIC:
-        raise ValueError("not an ignore-rules snapshot")
-    head, tail = data[:-8], data[-8:]
-    if xxhash.xxh3_64_digest(head) != tail:
-        raise ValueError("checksum mismatch")
-    fp = io.BytesIO(head[len(_MAGIC):])
-    doc = cbor2.CBORDecoder(fp).decode()
-    if fp.tell() != len(head) - len(_MAGIC):
-        raise ValueError("trailing bytes")
-    if not isinstance(doc, dict) or doc.get("version") != _VERSION:
-        raise ValueError("unknown version")
+    doc = unseal(_MAGIC, _VERSION, data, "an ignore-rules snapshot")
     snaps = doc.get("snapshots")
     if not isinstance(snaps, list) or not snaps:
         raise ValueError("no snapshots")

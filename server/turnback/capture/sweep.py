@@ -34,7 +34,6 @@ ours.
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 import time
@@ -43,14 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import cbor2
-import xxhash
-
 from ..store import fsio
 from ..workspace.fence import Workspace
 from .ignore import IgnoreRules
 from .parallel import ParallelReader
 from .reader import ImageStat, read_image
+from .sealed import seal, unseal
 
 RACY_MARGIN_NS = 2_000_000_000
 _MAGIC = b"TBSC"
@@ -109,24 +106,12 @@ class StatCache:
     # ------------------------------------------------------------------ persistence
 
     def encode(self) -> bytes:
-        body = {rel: list(e) for rel, e in self.entries.items()}
-        head = _MAGIC + cbor2.dumps({"version": _VERSION, "entries": body})
-        return head + xxhash.xxh3_64_digest(head)
+        return seal(_MAGIC, _VERSION, {"entries": {rel: list(e) for rel, e in self.entries.items()}})
 
     @classmethod
     def decode(cls, data: bytes) -> "StatCache":
         """Decode; raises ValueError on anything unexpected."""
-        if len(data) < len(_MAGIC) + 8 or data[: len(_MAGIC)] != _MAGIC:
-            raise ValueError("not a stat cache")
-        head, tail = data[:-8], data[-8:]
-        if xxhash.xxh3_64_digest(head) != tail:
-            raise ValueError("checksum mismatch")
-        fp = io.BytesIO(head[len(_MAGIC):])
-        doc = cbor2.CBORDecoder(fp).decode()
-        if fp.tell() != len(head) - len(_MAGIC):
-            raise ValueError("trailing bytes")
-        if not isinstance(doc, dict) or doc.get("version") != _VERSION:
-            raise ValueError("unknown version")
+        doc = unseal(_MAGIC, _VERSION, data, "a stat cache")
         raw = doc.get("entries")
         if not isinstance(raw, dict):
             raise ValueError("no entries")
