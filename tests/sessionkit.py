@@ -158,3 +158,41 @@ def pristine_copy(tmp_path: Path, pristine: Path, name: str) -> Path:
     target = tmp_path / name
     shutil.copytree(pristine, target, symlinks=True)
     return target
+
+
+# Child programs for the crash loops (argv: workspace, store kind): a rewind to before turn 2, and
+# the redo of the first Redo group.
+REWIND_CHILD = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+b = {"kind": "beforePrompt", "turn": 2}
+c = wb.rewind.prepare({"boundary": b})
+assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+REDO_CHILD = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
+g = wb.redo.list()["groups"][0]
+p = wb.redo.prepare({"headSeq": g["headSeq"]})
+assert wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+
+def tree_with_modes(root) -> dict:
+    """Every workspace file outside the store and .git: (bytes, permission bits)."""
+    import os
+    import stat
+
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".turnback", ".git")]
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = (fh.read(), stat.S_IMODE(os.lstat(p).st_mode))
+    return out

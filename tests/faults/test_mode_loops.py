@@ -11,7 +11,9 @@ import stat
 
 import pytest
 
-from sessionkit import Agent, normalised_log, run_child
+from sessionkit import REDO_CHILD as REDO
+from sessionkit import REWIND_CHILD as REWIND
+from sessionkit import Agent, normalised_log, run_child, tree_with_modes
 from turnback.store import fsio
 from turnback.store.fsck import fsck
 
@@ -69,36 +71,7 @@ def test_chmod_never_goes_through_a_link(tmp_path):
 
 
 # -- the loops -------------------------------------------------------------------------------------
-REWIND = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
-b = {"kind": "beforePrompt", "turn": 2}
-c = wb.rewind.prepare({"boundary": b})
-assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
-wb.close()
-"""
-
-REDO = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
-g = wb.redo.list()["groups"][0]
-p = wb.redo.prepare({"headSeq": g["headSeq"]})
-assert wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == "committed"
-wb.close()
-"""
-
-
-def tree(root) -> dict:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".turnback", ".git")]
-        for name in filenames:
-            p = os.path.join(dirpath, name)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = (fh.read(), mode(p))
-    return out
+tree = tree_with_modes
 
 
 def modes_session(root, kind, *, rewound=False) -> None:

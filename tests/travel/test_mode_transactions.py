@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 
-from sessionkit import Agent, run_child
+from sessionkit import Agent, run_child, tree_with_modes
 
 from turnback.store import fsio
 
@@ -42,16 +41,7 @@ fsio.install(AfterRunSh())
 """
 
 
-def tree(root) -> dict:
-    """Every workspace file outside the store: (bytes, permission bits)."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".turnback", ".git")]
-        for name in filenames:
-            p = os.path.join(dirpath, name)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = (fh.read(), stat.S_IMODE(os.lstat(p).st_mode))
-    return out
+tree = tree_with_modes
 
 
 def chmod_turn(a: Agent, prompt: str, rel: str, mode: int) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from sessionkit import REDO_CHILD as REDO
+from sessionkit import REWIND_CHILD as REWIND
 from sessionkit import Agent, crash_every_operation, normalised_log
 
 from turnback.errors import TurnbackError
@@ -13,25 +15,6 @@ from turnback.store import fsio
 from turnback.store.fsck import fsck
 from turnback.travel import settle, transaction
 
-REWIND = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
-b = {"kind": "beforePrompt", "turn": 2}
-c = wb.rewind.prepare({"boundary": b})
-assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
-wb.close()
-"""
-
-REDO = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
-g = wb.redo.list()["groups"][0]
-p = wb.redo.prepare({"headSeq": g["headSeq"]})
-assert wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == "committed"
-wb.close()
-"""
 
 
 def build(root, kind, *, rewound=False):
