@@ -311,3 +311,33 @@ async def test_an_agent_hook_is_mapped_by_an_editors_sidecar(ws, servers, flavou
     log = await editor.req("turnback/session/log", {})
     assert [t["prompt"] for t in log["turns"]] == ["from the agent"]
     assert not (ws / ".turnback" / "run" / "daemon.log").exists()  # no background owner was started
+
+
+async def test_the_socket_is_never_published_open_to_others(tmp_path, monkeypatch):
+    """A racing starter or a client that looks while the owner binds must never see the socket
+    with another mode than 0600 (it would refuse it as unsafe): it is bound and made private under
+    another name, then renamed into place."""
+    from turnback.lsp import sockets
+    from turnback.store import fsio
+
+    store = tmp_path / "store"
+    store.mkdir()
+    public = preferred_socket(str(store))
+    seen = []
+    real_chmod = fsio.chmod
+
+    def watching(path, mode, **kw):
+        seen.append((os.path.basename(os.fspath(path)), os.path.lexists(public)))
+        return real_chmod(path, mode, **kw)
+
+    monkeypatch.setattr(sockets.fsio, "chmod", watching)
+    listener = sockets.Listener(server=None, store_path=str(store))
+    path = await listener.start()
+    try:
+        assert path == public
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+        socket_chmods = [exists for name, exists in seen if name.startswith(".o")]
+        assert socket_chmods == [False]  # made private before the public name existed
+        assert not [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".o")]
+    finally:
+        listener.close()

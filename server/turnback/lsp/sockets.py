@@ -79,13 +79,22 @@ class Listener:
             raise SocketRefused(f"the socket folder {folder} is not a folder of yours; not listening")
         self._clear_stale(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Bound under a private name, made 0600, then renamed into place: a client (or a racing
+        # starter) that looks between bind and chmod would see the socket open to others and refuse
+        # it as unsafe. The name is shorter than the real one, so it fits wherever that fits.
+        staged = os.path.join(folder, f".o{os.getpid()}")
         try:
-            sock.bind(path)  # inside a 0700 folder, so the moment before chmod exposes nothing
-            fsio.chmod(path, 0o600)
+            if os.path.lexists(staged):
+                fsio.unlink(staged)
+            sock.bind(staged)
+            fsio.chmod(staged, 0o600)
+            fsio.rename(staged, path)
             sock.listen(64)
             sock.setblocking(False)
         except BaseException:
             sock.close()
+            if os.path.lexists(staged):
+                fsio.unlink(staged, missing_ok=True)
             raise
         self._ino = os.lstat(path).st_ino
         if path != os.path.join(run_dir(self.store), SOCKET_NAME):
