@@ -13,7 +13,7 @@ import shutil
 import pytest
 from txnkit import BOUNDARY, REWIND_CHILD, crashed_mid_apply, intents, recovery_files, three_files
 
-from sessionkit import Agent, normalised_log, run_child
+from sessionkit import REDO_CHILD, Agent, normalised_log, run_child
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
@@ -174,15 +174,6 @@ def test_a_full_disk_at_every_operation_of_a_commit(tmp_path, make_job, rewound)
 
 
 # -- a power cut (lost unsynced writes) at sampled operations of a rewind commit -------------------
-REDO_CHILD = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
-g = wb.redo.list()["groups"][0]
-p = wb.redo.prepare({"headSeq": g["headSeq"]})
-assert wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == "committed"
-wb.close()
-"""
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the crash model needs /proc")

@@ -5,21 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sessionkit import Agent, run_child
+from sessionkit import REWIND_CHILD, Agent, run_child
 
 from turnback.store import fsio
 
 BOUNDARY = {"kind": "beforePrompt", "turn": 2}
-
-REWIND_CHILD = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
-b = {"kind": "beforePrompt", "turn": 2}
-c = wb.rewind.prepare({"boundary": b})
-assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
-wb.close()
-"""
 
 
 def three_files(a: Agent) -> None:
