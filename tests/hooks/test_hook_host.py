@@ -96,8 +96,9 @@ def test_malformed_params_are_refused_and_the_owner_keeps_running(owned):
     assert tb_json(owned, "info")["ownership"] == "owner"
 
 
-def _broken_owner(root, stop: threading.Event):
-    """A socket where the owner's is that accepts a request and hangs up without an answer."""
+def _broken_owner(root, stop: threading.Event, reply: bytes = b""):
+    """A socket where the owner's is that accepts a request and hangs up after `reply` (none: no
+    answer at all)."""
     run = root / ".turnback" / "run"
     run.mkdir(parents=True, mode=0o700)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -115,6 +116,8 @@ def _broken_owner(root, stop: threading.Event):
                 continue
             conn.settimeout(5)
             seen.append(conn.recv(1 << 16))
+            if reply:
+                conn.sendall(b"Content-Length: %d\r\n\r\n" % len(reply) + reply)
             conn.close()
         sock.close()
 
@@ -138,6 +141,22 @@ def test_a_broken_exchange_is_logged_and_not_sent_again(tmp_path):
     assert len(seen) == 1 and b"turnback/hook/event" in seen[0]  # sent once, never retried
     assert not (root / ".turnback" / "FORMAT").exists()  # nor mapped in the hook process
     assert any("not recorded" in line and "lost prompt" in line for line in hook_log(root))
+
+
+def test_a_garbled_answer_is_logged_not_a_traceback(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "turnback.toml").write_text("")
+    stop = threading.Event()
+    thread, seen = _broken_owner(root, stop, reply=b"[1, 2]")
+    try:
+        proc = run_hook(root, prompt(root, "garbled"))
+    finally:
+        stop.set()
+        thread.join(5)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert len(seen) == 1
+    assert any("not recorded" in line and "garbled" in line for line in hook_log(root))
 
 
 def test_what_the_owner_says_is_printed_with_its_exit_status(monkeypatch):

@@ -109,7 +109,7 @@ def run(agent: str, event: str | None = None) -> int:
         if reply == QUIET_REPLY:
             return EXIT_OK
         return _answer(agent, body, event, reply, reader, place)
-    except (OSError, ValueError) as exc:  # timeouts included: the event may have been recorded
+    except Exception as exc:  # noqa: BLE001 - timeouts, a garbled answer: it may have been recorded
         return _lost(agent, body, event, place, exc)
     finally:
         sock.close()
@@ -124,7 +124,8 @@ def _answer(agent, body, event, reply: bytes, reader, place) -> int:
     import json
 
     message = json.loads(reply)
-    while message.get("id") != 1 or not ("result" in message or "error" in message):
+    while not (isinstance(message, dict) and message.get("id") == 1
+               and ("result" in message or "error" in message)):
         message = json.loads(reader.body())
     error = message.get("error")
     if error is not None:
