@@ -24,14 +24,13 @@ from pathlib import Path
 from pygls.exceptions import JsonRpcException
 
 from ..errors import InvalidParams, TurnbackError
-from .methods import METHODS
+from .sockets import BY_NAME
 
 METHOD = "turnback/hook/event"
 CALL_TIMEOUT = 120.0  # seconds one contract call may take before the hook's event is given up
 WAIT_STEP = 0.5       # how often a waiting call looks whether the sidecar is shutting down
 HOOK_THREADS = 8      # events mapped at once; the others wait their turn (they queue on the record)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
-_BY_NAME = {spec.name: spec for spec in METHODS}
 
 
 class OwnerPort:
@@ -46,7 +45,7 @@ class OwnerPort:
     def call(self, method: str, params: dict) -> dict:
         from ..hooks.port import PortError
 
-        spec = _BY_NAME.get(method)
+        spec = BY_NAME.get(method)
         if spec is None:
             raise PortError(f"turnback has no method {method}", "method-not-found")
         future = asyncio.run_coroutine_threadsafe(self.server.call(spec, params), self.loop)
