@@ -216,12 +216,13 @@ class Watcher:
         if events:
             self._handle(events, on_loop)
 
-    def _defer(self, folder: str, why: str) -> None:
-        """Leave the walk of `folder` to the reading thread. The sweep about to run is full (it
+    def _defer(self, folders, why: str) -> None:
+        """Leave the walk of `folders` (one, or a list) to the reading thread. The sweep about to run is full (it
         looks at everything now); events in the folder before its watches exist are covered by one
         more full sweep, owed once the walk is done (`_walk_pending`)."""
         with self._lock:
-            self._pending.setdefault(folder, why)
+            for folder in ([folders] if isinstance(folders, str) else folders):
+                self._pending.setdefault(folder, why)
         self.missed(why)
         self._wake()
 
@@ -258,8 +259,7 @@ class Watcher:
                 | f.ATTRIB | f.DELETE_SELF | f.MOVE_SELF | f.DONT_FOLLOW | f.ONLYDIR | f.EXCL_UNLINK)
         while stack:
             if limit is not None and walked >= limit:
-                for folder in stack:
-                    self._defer(folder, "big-new-folder")
+                self._defer(stack, "big-new-folder")
                 return files
             walked += 1
             if paced and time.perf_counter() - burst >= WALK_BURST:
