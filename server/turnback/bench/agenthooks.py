@@ -11,7 +11,6 @@ own file changes between them, so the figures include real captures, steps and s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -84,10 +83,6 @@ def run(ctx) -> None:
     ctx.fig("events per round", len(direct) // rounds, None)
     ctx.check("every event exited 0 and printed nothing (direct path)",
               len(direct) == rounds * sum(len(s.get("parallel", [s])) for s in recording["steps"]))
-    if importlib.util.find_spec("turnback.remote") is None:
-        ctx.fig("live sidecar", "not in this build", None,
-                note="the live sidecar (turnback.remote) is not part of this build yet")
-        return
     from .live import _envs
 
     envs = _envs(ctx.work / ctx.scenario)
