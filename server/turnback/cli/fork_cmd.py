@@ -83,7 +83,7 @@ def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
         io.emit({"report": report, "confirm": result})
     else:
         io.print(*confirm_lines(result))
-        io.print(*(f"  kept as it was: {r.path(u)}" for u in result.get("kept", [])))
+        io.print(*r.kept(result))
     return EXIT_OK if result.get("status") == "forked" else EXIT_ERROR
 
 

@@ -222,11 +222,15 @@ class Renderer:
         return [head] + [f"  {self.path(f)}  ({USER_EDIT_TEXT.get(f.get('userEditBy'), 'no turn made it')})"
                          for f in edits]
 
+    def kept(self, result: dict) -> list[str]:
+        """The user's edits a commit left as they were (`keepUserEdits`)."""
+        return [f"  kept as it was: {self.path(u)}" for u in result.get("kept", [])]
+
     def commit(self, result: dict, what: str) -> list[str]:
         status = result.get("status")
         if status == "committed":
             out = [f"{what} committed (epoch {result.get('epoch')}, head {result.get('headSeq')})"]
-            out.extend(f"  kept as it was: {self.path(u)}" for u in result.get("kept", []))
+            out.extend(self.kept(result))
         elif status == "nothing-to-do":
             out = [f"nothing to {what}: this is the current state"]
         elif status == "stale":
