@@ -254,8 +254,8 @@ class TurnbackServer(LanguageServer):
                 quiet = 0
             except asyncio.TimeoutError:
                 quiet += 1
-                if quiet == RECLAIM_QUIET_SECONDS and not self.lock.locked():
-                    reclaim_frozen()  # the garbage cycles a collection job left frozen
+                if quiet >= RECLAIM_QUIET_SECONDS and not self.lock.locked():
+                    reclaim_frozen()  # once per deferred job: the garbage cycles it left frozen
             self.collect_wake.clear()
             wb = self.wb
             if (wb is None or self.closed or not wb.is_owner or not hasattr(wb.collection, "job")
