@@ -28,21 +28,73 @@ class RemoteError(Exception):
         self.data = dict(data or {})
 
 
+def peer(sock) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a connected Unix socket (Linux SO_PEERCRED:
+    for a client, the process that listens), or None where the platform does not say."""
+    opt = getattr(_socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    import sys  # already imported by the interpreter's start-up: free
+
+    raw = sock.getsockopt(_socket.SOL_SOCKET, opt, 12)  # struct ucred: pid, uid, gid (native ints)
+    return (int.from_bytes(raw[0:4], sys.byteorder, signed=True),
+            int.from_bytes(raw[4:8], sys.byteorder))
+
+
+def stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped (SIGSTOP, a debugger): it can accept no answer. Linux's
+    /proc only; False wherever that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read(512)
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2:][:1]  # the name may hold spaces and parentheses
+    return state in (b"T", b"t")
+
+
 def connect(path: str, timeout: float):
+    """A connection to the owner's socket. UnsafeSocket (from paths) when the process listening
+    there is another user's: nothing is sent to it."""
+    import time  # a C module: nothing to import on the hook path
+
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
-    try:
-        sock.connect(path)
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
-        sock.close()
-        raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
-    except OSError as exc:
-        sock.close()
-        if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            sock.close()
             raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
-        raise RemoteError("unreachable", f"cannot reach the owner at {path}: {exc}",
-                          {"socket": path}) from None
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN and time.monotonic() < deadline:
+                time.sleep(0.01)  # its queue of connections is full: it takes them in its own time
+                continue
+            sock.close()
+            if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+                raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
+            if exc.errno == errno.EAGAIN:
+                raise RemoteError("busy", f"the owner at {path} takes no connection within "
+                                  f"{timeout:g} s (its queue is full: it is stopped or overloaded)",
+                                  {"socket": path}) from None
+            raise RemoteError("unreachable", f"cannot reach the owner at {path}: {exc}",
+                              {"socket": path}) from None
+    who = peer(sock)
+    if who is not None and who[1] != _uid():
+        sock.close()
+        from .paths import UnsafeSocket
+
+        raise UnsafeSocket(f"the process listening on {path} (pid {who[0]}) runs as user {who[1]}, "
+                           f"not as you ({_uid()}); refusing to talk to it")
     return sock
+
+
+def _uid() -> int:
+    import os  # already imported by the interpreter's start-up: free
+
+    return os.getuid()
 
 
 class Reader:
