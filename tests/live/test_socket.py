@@ -134,20 +134,7 @@ async def test_a_stale_socket_is_replaced_and_an_unsafe_one_refused(ws, servers)
     os.chmod(os.path.dirname(path), 0o700)
 
 
-def test_the_owner_refuses_to_listen_on_an_unsafe_path(ws, tmp_path):
-    """A socket path that is not a private socket is refused; the owner does not replace it."""
-    from turnback.lsp.sockets import Listener, SocketRefused
-
-    store = tmp_path / "store"
-    (store / "run").mkdir(parents=True, mode=0o700)
-    planted = store / "run" / "owner.sock"
-    planted.write_text("not a socket")
-    with pytest.raises(SocketRefused):
-        asyncio.run(Listener(None, str(store)).start())
-    assert planted.read_text() == "not a socket"
-
-
-async def test_a_long_store_path_puts_the_socket_in_the_runtime_folder(tmp_path, monkeypatch):
+async def test_a_long_store_path_puts_the_socket_in_a_private_runtime_folder(tmp_path, monkeypatch):
     from turnback.lsp.sockets import Listener
     from turnback.remote.paths import recorded_socket
 
@@ -159,18 +146,20 @@ async def test_a_long_store_path_puts_the_socket_in_the_runtime_folder(tmp_path,
     (tmp_path / "xdg").mkdir(mode=0o700)
     store = tmp_path / ("d" * 60) / ("e" * 60) / ".turnback"
     store.mkdir(parents=True, mode=0o700)
-    path = preferred_socket(str(store))
-    assert path.startswith(str(tmp_path / "xdg" / "turnback")) and len(path) < 108
+    assert preferred_socket(str(store)) is None  # <store>/run/owner.sock does not fit sun_path
     assert recorded_socket(str(store)) is None
     listener = Listener(Server(), str(store))
-    assert await listener.start() == path
+    path = await listener.start()
     try:
+        folder = os.path.dirname(path)
+        assert os.path.dirname(folder) == str(tmp_path / "xdg") and len(path) < 108
+        assert os.path.basename(folder).startswith("turnback-")  # a random name of its own
         assert recorded_socket(str(store)) == path  # the store records where its owner listens
-        assert stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode) == 0o700
+        assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700
         assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
     finally:
         listener.close()
-    assert not os.path.lexists(path) and recorded_socket(str(store)) is None
+    assert not os.path.lexists(folder) and recorded_socket(str(store)) is None
 
 
 def test_peer_credentials_of_the_same_user(tmp_path):
@@ -201,10 +190,10 @@ async def test_a_client_of_another_user_is_refused(ws, tmp_path, monkeypatch):
     monkeypatch.setattr(sockets, "peer_uid", lambda sock: os.getuid() + 1)
     try:
         reader, writer = await asyncio.open_unix_connection(path)
-        writer.write(remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/session/info"}))
-        try:
+        try:  # the owner may close it before the request is even written
+            writer.write(remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/session/info"}))
             answer = await asyncio.wait_for(reader.read(), 5)
-        except ConnectionResetError:
+        except (ConnectionResetError, BrokenPipeError):
             answer = b""
         assert answer == b""  # closed without an answer
         writer.close()
@@ -317,7 +306,7 @@ async def test_the_socket_is_never_published_open_to_others(tmp_path, monkeypatc
     """A racing starter or a client that looks while the owner binds must never see the socket
     with another mode than 0600 (it would refuse it as unsafe): it is bound and made private under
     another name, then renamed into place."""
-    from turnback.lsp import sockets
+    from turnback.lsp import sockets, sockplace
     from turnback.store import fsio
 
     store = tmp_path / "store"
@@ -330,7 +319,7 @@ async def test_the_socket_is_never_published_open_to_others(tmp_path, monkeypatc
         seen.append((os.path.basename(os.fspath(path)), os.path.lexists(public)))
         return real_chmod(path, mode, **kw)
 
-    monkeypatch.setattr(sockets.fsio, "chmod", watching)
+    monkeypatch.setattr(sockplace.fsio, "chmod", watching)
     listener = sockets.Listener(server=None, store_path=str(store))
     path = await listener.start()
     try:

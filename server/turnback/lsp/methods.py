@@ -41,6 +41,8 @@ def _info(wb, params):
     info.setdefault("running", running.n if running is not None else None)  # for thin clients
     watcher = getattr(wb, "watcher", None)
     info["watcher"] = watcher.info() if watcher is not None else None
+    listener = getattr(wb, "listener", None)  # the socket's clients and budgets (budgets.py)
+    info["sockets"] = listener.stats() if listener is not None and listener.path else None
     return info
 
 
