@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import TurnbackError
+from ..errors import NotOwner, TurnbackError
 from ..remote import client
 from .remote import CODE_CLASSES
 
@@ -122,7 +122,8 @@ class OwnerWorkbench:
         try:
             return client.call(self.root, method, params or {}, store=self.store.path, timeout=timeout)
         except client.RemoteError as exc:
-            cls = CODE_CLASSES.get(exc.code, TurnbackError)
+            # an owner that holds its socket but cannot answer is one that cannot be reached: 3
+            cls = NotOwner if exc.code == "unresponsive" else CODE_CLASSES.get(exc.code, TurnbackError)
             raise cls(exc.message, code=exc.code, data=exc.data) from None
         except client.NoOwner as exc:
             raise TurnbackError(f"the owner went away during the command ({exc}); run it again",
@@ -154,4 +155,24 @@ def open_through_owner(args, root: Path, store: Path) -> OwnerWorkbench | None:
         socket = client.owner_socket(root, store)
     except client.RemoteError as exc:
         raise TurnbackError(exc.message, code=exc.code, data=exc.data) from None
-    return OwnerWorkbench(root, store, socket) if socket is not None else None
+    if socket is None:
+        return None
+    wb = OwnerWorkbench(root, store, socket)
+    try:
+        wb.info()  # the owner answers now, or is given up within a bounded time
+    except NotOwner as exc:
+        if exc.code != "unresponsive" or _leased(store):
+            raise
+        return None  # its lease ran out while it hangs: this command owns the store itself
+    return wb
+
+
+def _leased(store: Path) -> bool:
+    """Whether anyone holds the store's lease (or lock) now, read without writing."""
+    from ..store.layout import Store
+    from ..store.ownership import who_owns
+
+    try:
+        return who_owns(store, Store.open(store, kind=None, create=False).kind) is not None
+    except TurnbackError:
+        return True  # cannot tell: do not open the store beside a live owner

@@ -38,6 +38,8 @@ class Remote:
             return client.call(self.args.workspace or os.getcwd(), method, params or {},
                                store=self.args.store, timeout=timeout)
         except client.RemoteError as exc:
+            if exc.code == "unresponsive":  # the full command line decides (cli/owner.py)
+                raise client.NoOwner(exc.message) from None
             cls = CODE_CLASSES.get(exc.code, TurnbackError)
             raise cls(exc.message, code=exc.code, data=exc.data) from None
 

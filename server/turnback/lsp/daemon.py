@@ -21,7 +21,7 @@ import time
 
 from ..errors import TurnbackError
 from ..remote import client
-from ..remote.paths import run_dir, store_dir
+from ..remote.paths import recorded_socket, run_dir, store_dir
 from ..store import fsio
 
 log = logging.getLogger("turnback.daemon")
@@ -29,6 +29,7 @@ log = logging.getLogger("turnback.daemon")
 # TURNBACK_IDLE_EXIT overrides it for every owner a hook or command starts (tests use a short one).
 DEFAULT_IDLE_SECONDS = float(os.environ.get("TURNBACK_IDLE_EXIT") or 900.0)
 LOST_OWNERSHIP = 3  # exit status of a child that found another owner
+CANNOT_SERVE = 4    # exit status of an owner that could not listen (it released the lease)
 
 
 def log_path(store: str) -> str:
@@ -39,10 +40,19 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
           idle: float = DEFAULT_IDLE_SECONDS, wait: float = 15.0) -> dict:
     """Start a background owner unless one answers; returns {socket, pid, started}."""
     workspace = os.path.realpath(workspace)
+    sdir = store_dir(workspace, store)
     found = client.owner_socket(workspace, store)
     if found is not None:
-        return {"socket": found, "pid": _owner_pid(workspace, store), "started": False}
-    sdir = store_dir(workspace, store)
+        pid = _owner_pid(workspace, store)
+        if pid is not None:
+            return {"socket": found, "pid": pid, "started": False}
+        holder = _lease_holder(sdir)
+        if holder is not None:
+            raise TurnbackError(f"process {holder.get('pid')} owns the store and holds its socket "
+                                f"{found} but does not answer (stopped, or wedged); no other owner "
+                                "can start until it answers, exits or its lease runs out",
+                                code="unresponsive", data={"owner": holder, "socket": found})
+        # Whoever listens there lost the store: a new owner takes the store and the socket's name.
     fsio.mkdir(run_dir(sdir), mode=0o700, parents=True, exist_ok=True)
     fd = fsio.open_for_append(log_path(sdir))
     argv = [sys.executable, "-m", "turnback.lsp.daemon", "--workspace", workspace,
@@ -56,10 +66,9 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
         os.close(fd)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        found = client.owner_socket(workspace, store)
+        found = _answering(workspace, store, sdir, child.pid)
         if found is not None:
-            pid = _owner_pid(workspace, store)
-            return {"socket": found, "pid": pid, "started": pid == child.pid}
+            return {"socket": found[0], "pid": found[1], "started": found[1] == child.pid}
         code = child.poll()
         if code not in (None, LOST_OWNERSHIP):
             raise TurnbackError(f"the background owner exited with status {code} before it "
@@ -70,11 +79,62 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
                         code="daemon-failed", data={"log": log_path(sdir)})
 
 
-def _owner_pid(workspace, store) -> int | None:
-    try:
-        return client.call(workspace, "turnback/session/info", {}, store=store, timeout=10)["owner"]["pid"]
-    except (client.NoOwner, client.RemoteError, KeyError, TypeError):
+def _answering(workspace, store, sdir: str, child: int) -> tuple[str, int] | None:
+    """(socket, pid) once an owner answers: this starter's child, or the owner that beat it. Asks
+    only a listener that holds the lease: one that lost it (stopped, say) is not asked again and
+    again (each connection it does not take fills its queue)."""
+    holder = _lease_holder(sdir)
+    if holder is None or holder.get("pid") is None:
         return None
+    found = recorded_socket(sdir)
+    if found is None or _listener_pid(found) != holder["pid"]:
+        return None
+    pid = _owner_pid(workspace, store)
+    return (found, pid) if pid is not None else None
+
+
+def _listener_pid(path: str) -> int | None:
+    from ..remote.wire import connect, peer
+
+    try:
+        sock = connect(path, 1.0)
+    except Exception:  # noqa: BLE001 - gone, busy, refused: not a listener to ask
+        return None
+    try:
+        who = peer(sock)
+    finally:
+        sock.close()
+    return who[0] if who is not None else None
+
+
+def _owner_pid(workspace, store) -> int | None:
+    """The pid of the owner that answers on the socket (as the owner), or None."""
+    try:
+        info = client.call(workspace, "turnback/session/info", {}, store=store, timeout=10)
+    except (client.NoOwner, client.RemoteError):
+        return None
+    owner = info.get("owner") if info.get("ownership") == "owner" else None
+    return owner.get("pid") if isinstance(owner, dict) else None
+
+
+def _lease_holder(store: str) -> dict | None:
+    """Who holds the store's lease (or lock) now, read without writing; None when nobody does."""
+    from ..store.layout import Store
+    from ..store.ownership import who_owns
+
+    try:
+        kind = Store.open(store, kind=None, create=False).kind
+        return who_owns(store, kind)
+    except TurnbackError:
+        return None
+
+
+def lease_ttl() -> float:
+    """TURNBACK_LEASE_TTL: the background owner's lease, in seconds (tests shorten it)."""
+    try:
+        return max(1.0, float(os.environ.get("TURNBACK_LEASE_TTL") or 30.0))
+    except ValueError:
+        return 30.0
 
 
 def run(workspace: str, store: str, *, store_kind: str | None, idle: float) -> int:
@@ -86,7 +146,7 @@ def run(workspace: str, store: str, *, store_kind: str | None, idle: float) -> i
     kind = store_kind or "heads"
     if os.path.lexists(os.path.join(store, "FORMAT")):
         kind = Store.open(store, kind=None, create=False).kind
-    wb = Workbench.open(workspace, Options(store_kind=kind, store_path=store))
+    wb = Workbench.open(workspace, Options(store_kind=kind, store_path=store, lease_ttl=lease_ttl()))
     if not wb.is_owner:
         owner = wb.owner_info()
         log.info("another process (pid %s) owns %s; this starter's owner is not needed",
@@ -102,7 +162,7 @@ def run(workspace: str, store: str, *, store_kind: str | None, idle: float) -> i
     finally:
         server.close_workbench()
     log.info("background owner of %s stopped", store)
-    return 0
+    return server.exit_status
 
 
 async def _serve(server, idle: float) -> None:

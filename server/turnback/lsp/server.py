@@ -29,16 +29,20 @@ from ..capture.watcher import Watcher  # imported here: compiling it on the loop
 from ..errors import InvalidParams, NotOwner, TurnbackError
 from ..store import fsio
 from ..workbench import Options, Workbench
+from ..workbench.ownership import resign
 from .errors import NotInitialized, to_rpc
 from .hookhost import METHOD as HOOK_METHOD
 from .hookhost import handle_event
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
+from .reign import Reign
 from .slices import SliceStats, cycles_deferred, reclaim_frozen, run_job
 
 log = logging.getLogger("turnback.lsp")
 
 OBSERVER_POLL_SECONDS = 1.0
+GUARD_SECONDS = 1.0  # how often an owner looks at its folders' identity (and renews when due)
+LOCAL_ONLY = {"turnback/ownership/takeover", "turnback/daemon/stop"}  # about this process: never relayed
 COLLECT_IDLE_SECONDS = 1.0
 RECLAIM_QUIET_SECONDS = 60  # this long with no mutation: time for one full gc pass (slices.py)
 PROGRESS_EVERY_SECONDS = 0.2
@@ -66,6 +70,9 @@ class TurnbackServer(LanguageServer):
         self.background = False    # a `serve --background` owner (daemon.py): stoppable by request
         self.relay = None          # an observer's connection to the live owner (relay.py)
         self.stop_event: asyncio.Event | None = None
+        self.reign = Reign(self)   # how this process owns the store, and how that ends (reign.py)
+        self._stdin = None         # the stdio reader (to end the session from here)
+        self.exit_status = 0       # a background owner's (daemon.py): 4 when it could not listen
         self.extra_methods["turnback/daemon/stop"] = Method("turnback/daemon/stop", "read",
                                                             self._stop_requested)
         # an agent hook's whole event, mapped here (hookhost.py); socket clients only
@@ -96,6 +103,9 @@ class TurnbackServer(LanguageServer):
             log.exception("could not send %s", method)
         if self.listener is not None:
             self.listener.broadcast(method, payload)
+        if name == "status" and payload.get("ownership") == "observer" and self.reign.holder \
+                is not None and self.reign.ended is None:
+            self.reign.lost()  # told first (above), then the listener goes
 
     def kick_collection(self) -> None:
         self.collect_wake.set()
@@ -134,16 +144,16 @@ class TurnbackServer(LanguageServer):
 
     # -- running contract methods ---------------------------------------------------------------
     async def call(self, spec: Method, params: Any):
+        self.reign.verify()
         relay = self.relay
-        if relay is not None and not relay.closed and self.wb is not None and not self.wb.is_owner:
-            from .relay import RelayGone
+        if relay is not None and not relay.closed and self.wb is not None and not self.wb.is_owner \
+                and spec.name not in LOCAL_ONLY:
+            from .relay import relayed_call
 
-            try:  # the owner answers: this editor is one more client of the one sidecar
-                return await relay.request(spec.name, _without_token(params))
-            except RelayGone:
-                pass  # the owner went away mid-request: answer from here (as an observer)
-            except Exception as exc:
-                raise to_rpc(exc, spec.name) from None
+            answered, result = await relayed_call(self, spec, _without_token(params))
+            if answered:
+                return result
+        was_owner = self.wb is not None and self.wb.is_owner
         try:
             wb = self.workbench()
             wb.follow()  # an observer works from the owner's latest publication, not its own copy
@@ -155,6 +165,8 @@ class TurnbackServer(LanguageServer):
             if spec.kind == "mutate":
                 async with self.lock:
                     result = spec.call(wb, params)
+                if not was_owner and wb.is_owner:  # a confirmed takeover: serve as the owner now
+                    self.became_owner()
                 self.kick_collection()
                 return result
             if spec.kind == "job":
@@ -271,77 +283,86 @@ class TurnbackServer(LanguageServer):
             await asyncio.sleep(COLLECT_IDLE_SECONDS)  # coalesce triggers; never spin
 
     async def lease_loop(self) -> None:
-        wb = self.wb
-        period = max(0.5, wb.options.lease_ttl / 3.0)
+        """Renew the lease on time, and look every GUARD_SECONDS whether the folders this owner
+        opened are still where it opened them (a renamed workspace ends the reign: reign.py)."""
+        period = max(0.5, self.wb.options.lease_ttl / 3.0)
+        renewed = time.monotonic()
         while not self.closed:
-            await asyncio.sleep(period)
+            await asyncio.sleep(min(GUARD_SECONDS, period))
+            wb = self.wb
             if self.closed or not wb.is_owner:
+                renewed = time.monotonic()
+                continue
+            if self.reign.moved():
+                wb.book.lose_ownership()  # says so (status), and the reign ends as moved
+                continue
+            if time.monotonic() - renewed < period:
+                self.reign.verify()  # a takeover is noticed within a second, requests or not
                 continue
             try:
                 wb.renew()
             except Exception as exc:
                 log.error("could not renew ownership of the store: %s", exc)
                 wb.emit_status()
+            renewed = time.monotonic()
 
     async def observer_loop(self) -> None:
         wb = self.wb
         while not self.closed:
             await asyncio.sleep(OBSERVER_POLL_SECONDS)
-            if self.closed or wb.is_owner:
-                continue
-            async with self.lock:
-                try:
-                    if wb.try_take_over():
-                        log.info("the owner went away; this server now owns the store")
-                        self.kick_collection()
-                        self.tasks.append(asyncio.get_running_loop().create_task(
-                            self.start_listening()))
-                        self.start_watcher()
-                    else:
+            if self.closed or wb.is_owner or self.reign.ended == "moved" or self.background:
+                continue  # a background owner that is no owner any more is leaving (reign.py)
+            if self.relay is not None and not self.relay.closed:
+                continue  # the owner answers (relay.py): there is nothing to take over
+            if time.monotonic() >= self.reign.retry_at:
+                await self.take_over_now()
+            if not wb.is_owner and not self.closed:
+                async with self.lock:
+                    try:
                         wb.follow()  # the owner's new gaps and heads reach this client too
                         wb.emit_status()
-                except Exception:
-                    log.exception("could not take over the store")
+                    except Exception:
+                        log.exception("could not follow the owner")
             if not wb.is_owner and (self.relay is None or self.relay.closed):
                 await self.attach_to_owner()
 
+    async def take_over_now(self) -> bool:
+        """Own the store if its owner is gone (the normal open-and-recover path); True if owner."""
+        wb = self.wb
+        if wb is None or self.closed or self.reign.ended == "moved":
+            return False
+        async with self.lock:
+            if wb.is_owner:
+                return True
+            try:
+                if not wb.try_take_over():
+                    return False
+            except Exception:
+                log.exception("could not take over the store")
+                return False
+            log.info("the owner went away; this server now owns the store")
+            self.became_owner()
+            return True
+
+    def became_owner(self) -> None:
+        """Serve as the owner: a new reign, the socket, the watcher, no line to another owner."""
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+            self.wb.live.pop("attachedTo", None)
+        if self.listener is not None and self.listener.superseded:
+            self.listener.close(store_too=False)  # the clients of the earlier reign
+            self.listener = None
+        self.reign.begin()
+        self.kick_collection()
+        self.tasks.append(asyncio.get_running_loop().create_task(self.start_listening()))
+        self.start_watcher()
+
     async def attach_to_owner(self) -> None:
         """An observer connects to the live owner's socket, when there is one, and relays."""
-        from ..remote.client import NoOwner, RemoteError, owner_socket
-        from .relay import Relay
+        from .relay import attach
 
-        if os.environ.get("TURNBACK_ATTACH", "on") == "off":
-            return  # stay a plain read-only observer (tests of the observer itself)
-        try:
-            path = owner_socket(self.wb.root, str(self.wb.store.path))
-        except (NoOwner, RemoteError) as exc:
-            log.warning("not attaching to the owner: %s", exc)
-            return
-        if path is None:
-            return
-        relay = Relay(self._relayed)
-        try:
-            await relay.open(path)
-        except OSError as exc:
-            log.info("could not attach to the owner at %s: %s", path, exc)
-            return
-        self.relay = relay
-        self.wb.live["attachedTo"] = path
-        log.info("attached to the owner at %s: requests go there", path)
-        try:
-            status = await relay.request("turnback/session/status", {})
-            self._relayed("turnback/status", status)
-        except Exception:
-            pass
-
-    def _relayed(self, method: str, params) -> None:
-        if self.closed or method not in NOTIFICATIONS.values():
-            return
-        try:
-            if self.protocol.writer is not None:
-                self.protocol.notify(method, params)
-        except Exception:
-            log.exception("could not relay %s", method)
+        await attach(self)
 
     # -- captures from editor events ------------------------------------------------------------
     async def capture_uris(self, uris, phase: str, by: str = "save") -> None:
@@ -386,6 +407,22 @@ class TurnbackServer(LanguageServer):
             except Exception:
                 log.exception("capture of opened %s failed", rel)
 
+    def superseded_error(self) -> TurnbackError:
+        return self.reign.error()
+
+    def tell_and_stop(self, message: str) -> None:
+        """Say why to every client, then end this process's session (the workspace moved)."""
+        try:
+            if self.protocol.writer is not None:
+                self.protocol.notify("window/showMessage", {"type": 1, "message": message})
+        except Exception:
+            log.exception("could not tell the editor")
+        self.close_workbench()
+        if self.stop_event is not None:
+            self.stop_event.set()
+        if self._stdin is not None:
+            self._stdin.feed_eof()  # the stdio session ends as if the editor had closed it
+
     def _stop_requested(self, wb, params) -> dict:
         if not self.background or self.stop_event is None:
             raise TurnbackError("this owner serves an editor over stdio; it stops when the editor "
@@ -403,8 +440,7 @@ class TurnbackServer(LanguageServer):
                        loop.create_task(self.lease_loop()),
                        loop.create_task(self.observer_loop())]
         if self.wb.is_owner:
-            self.tasks.append(loop.create_task(self.start_listening()))
-            self.start_watcher()
+            self.became_owner()
 
     def start_watcher(self) -> None:
         """The owner watches the workspace, so its sweeps read only what may have changed."""
@@ -415,6 +451,12 @@ class TurnbackServer(LanguageServer):
         watcher = Watcher(wb.ws, IgnoreRules(wb.ws))  # its own rules: it runs on its own thread
         watcher.start()
         wb.watcher = watcher
+
+    def stop_watcher(self) -> None:
+        watcher = getattr(self.wb, "watcher", None)
+        if watcher is not None:
+            self.wb.watcher = None
+            watcher.close()
 
     async def start_listening(self) -> None:
         """Listen on the private socket; a refusal (an unsafe path) is logged, the server goes on."""
@@ -428,13 +470,32 @@ class TurnbackServer(LanguageServer):
         except Exception as exc:
             log.error("not listening on a socket: %s", exc)
             self.wb.live["socketError"] = str(exc)
+            await self.cannot_serve(exc)
             return
-        if self.closed:
+        if self.closed or not self.wb.is_owner:
             listener.close()
             return
         self.listener = listener
+        self.wb.listener = listener  # session/info reports its budgets (methods.py)
         self.wb.live["socket"] = path
+        self.wb.live.pop("socketError", None)
+        self.reign.listening()
         self.on_clients_changed()
+
+    async def cannot_serve(self, exc: Exception) -> None:
+        """An owner nobody else can reach must not keep the lease: the background owner releases it
+        and leaves; an editor's sidecar releases it and serves its editor as an observer, trying
+        again later (hooks and commands meanwhile open the store themselves)."""
+        async with self.lock:
+            self.reign.resign()
+            self.stop_watcher()
+            try:
+                resign(self.wb)
+            except Exception:
+                log.exception("could not give up the store's ownership")
+        if self.background and self.stop_event is not None:
+            self.exit_status = 4
+            self.stop_event.set()
 
     def on_clients_changed(self) -> None:
         self.last_client_seen = time.monotonic()
@@ -448,11 +509,11 @@ class TurnbackServer(LanguageServer):
         for task in self.tasks:
             task.cancel()
         if self.listener is not None:
-            self.listener.close()
+            self.listener.close(store_too=self.reign.ended != "moved")
             self.listener = None
             self.wb.live["socket"] = None
-        if getattr(self.wb, "watcher", None) is not None:
-            self.wb.watcher.close()
+        self.stop_watcher()
+        self.reign.close_fds()
         if self.relay is not None:
             self.relay.close()
         try:
@@ -635,6 +696,7 @@ async def _serve_stdio(server) -> None:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), sys.stdin.buffer)
     except ValueError as exc:
         raise _NotAPipe() from exc
+    server._stdin = stream
     server._stop_event = threading.Event()
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     try:

@@ -16,6 +16,12 @@ Lease expiry compares wall-clock times written by different processes: hosts sha
 agree on the time within a small fraction of the TTL. The clock is injectable (`clock=`), so tests move
 time instead of sleeping. flock over network file systems is only as good as the server's lock support.
 
+An owner also notices when the folders it opened are no longer at their paths (a workspace renamed or
+replaced under it): a holder remembers the identity (`st_dev`, `st_ino`) of its store folder, and of
+any folder it `anchor`s (the workspace root), and every check, renewal and release compares them
+first. A changed identity raises `StoreMoved` before anything is written by path, so the new store
+made at the old path is never touched.
+
 A machine is identified by its machine id (`/etc/machine-id`) beside the host name, and a boot by the
 boot id: a renamed host still recognises its own processes, and a record from an earlier boot of the
 same machine is provably stale. A holder on another machine is never judged gone automatically;
@@ -49,6 +55,55 @@ Clock = Callable[[], float]
 
 def _host() -> str:
     return socket.gethostname()
+
+
+class StoreMoved(NotOwner):
+    """A folder this owner opened is no longer at its path (renamed, replaced or removed)."""
+
+    code = "workspace-moved"
+
+
+def identity(path: str | os.PathLike) -> tuple[int, int] | None:
+    """The (st_dev, st_ino) of a folder, or None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class _Anchored:
+    """What every holder shares: the identities of the folders it opened, checked before writing."""
+
+    store_dir: Path
+    anchors: dict
+
+    def _anchor_store(self) -> None:
+        self.anchors = {}
+        found = identity(self.store_dir)
+        if found is not None:
+            self.anchors[str(self.store_dir)] = found
+
+    def anchor(self, path: str | os.PathLike) -> None:
+        """Remember the folder at `path` (the workspace root): if it stops being there, so does
+        this ownership."""
+        found = identity(path)
+        if found is not None:
+            self.anchors[str(path)] = found
+
+    def moved(self) -> str | None:
+        """The first anchored folder whose path no longer names it, or None."""
+        for path, ident in self.anchors.items():
+            if identity(path) != ident:
+                return path
+        return None
+
+    def _check_anchors(self) -> None:
+        path = self.moved()
+        if path is not None:
+            raise StoreMoved(f"this process no longer owns the store it opened: {path} was renamed, "
+                             "replaced or removed under it", data={"path": path, "owner": None,
+                                                                   "reason": "moved"})
 
 
 def _read_id(path: str) -> str | None:
@@ -128,7 +183,7 @@ def _other_machine_data(rec: dict) -> dict:
 # ---------------------------------------------------------------- lease
 
 
-class Lease:
+class Lease(_Anchored):
     """A time-limited claim on a heads store. Renew it on a timer, check it before every mutation."""
 
     kind = "heads"
@@ -143,6 +198,7 @@ class Lease:
         self.clock = clock
         self.pid = os.getpid()
         self.host = _host()
+        self._anchor_store()
 
     @property
     def path(self) -> Path:
@@ -199,6 +255,7 @@ class Lease:
 
     def check(self) -> None:
         """Cheap fencing check before a mutation: re-read the record; NotOwner if it is not ours now."""
+        self._check_anchors()
         try:
             rec = _read(self.path, "lease")
         except CorruptStore:
@@ -213,12 +270,14 @@ class Lease:
     def fenced(self) -> Iterator[None]:
         """Hold the lease lock, check the lease, and let the caller publish inside the block: no
         takeover can fall between the check and the write (a takeover needs the same lock)."""
+        self._check_anchors()  # before the lock file is opened (created) by path
         with _locked(self.store_dir / LEASE_LOCK):
             self.check()
             yield
 
     def renew(self) -> None:
         """Extend the expiry. Works after a lapse only if no one took the lease meanwhile."""
+        self._check_anchors()
         with _locked(self.store_dir / LEASE_LOCK):
             try:
                 rec = _read(self.path, "lease")
@@ -246,7 +305,10 @@ def _unreachable(holder, exc: OSError) -> NotOwner:
 
 
 def _release(holder, lock_name: str, kind: str) -> None:
-    """Mark the record released, if it is still this holder's (same id and epoch); else leave it."""
+    """Mark the record released, if it is still this holder's (same id and epoch); else leave it.
+    A store no longer at its path is left alone (the record there is another store's)."""
+    if holder.moved() is not None:
+        return
     with _locked(holder.store_dir / lock_name):
         try:
             rec = _read(holder.path, kind)
@@ -306,7 +368,7 @@ def process_alive(pid: int, create_time: float) -> bool:
         return True  # cannot tell: assume it lives rather than steal
 
 
-class PidLock:
+class PidLock(_Anchored):
     """Ownership of a plain file store by one live process."""
 
     kind = "pid"
@@ -318,6 +380,7 @@ class PidLock:
         self.pid = os.getpid()
         self.host = _host()
         self.create_time = psutil.Process(self.pid).create_time()
+        self._anchor_store()
 
     @property
     def path(self) -> Path:
@@ -352,11 +415,13 @@ class PidLock:
     @contextlib.contextmanager
     def fenced(self) -> Iterator[None]:
         """Hold the lock file's flock while checking and publishing (see Lease.fenced)."""
+        self._check_anchors()
         with _locked(self.store_dir / PID_LOCK):
             self.check()
             yield
 
     def check(self) -> None:
+        self._check_anchors()
         try:
             rec = _read(self.path, "pidlock")
         except CorruptStore:
@@ -391,6 +456,16 @@ def _pid_held(rec: dict) -> bool:
 
 
 # ---------------------------------------------------------------- entry points
+
+
+def relocated(holder: Lease | PidLock, store_dir: str | os.PathLike) -> Lease | PidLock:
+    """The same ownership (id, epoch) of the same store found at another path: to release it there
+    after the folders it was opened in were renamed."""
+    if isinstance(holder, Lease):
+        return Lease(store_dir, holder.owner_id, holder.ttl, holder.epoch, holder.expires, holder.clock)
+    moved = PidLock(store_dir, holder.owner_id, holder.epoch)
+    moved.create_time = holder.create_time
+    return moved
 
 
 def open_ownership(store_dir: str | os.PathLike, kind: str, **kwargs) -> Lease | PidLock:

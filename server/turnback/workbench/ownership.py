@@ -37,6 +37,20 @@ def takeover(wb, params) -> dict:
     return {"status": "taken", "ownership": "owner", "epoch": owner.epoch, "previous": previous}
 
 
+def resign(wb) -> None:
+    """Give the store up and stay open as a read-only observer: publish what is pending, release
+    the lease (or lock), and read the store as observers do (an owner that cannot serve its socket
+    must not keep the others out: server.py)."""
+    owner = wb.book.owner
+    if owner is None:
+        return
+    try:
+        wb.book.close()  # publishes (unless an interrupted transaction is unsettled: it stays)
+    finally:
+        owner.release()
+        wb.book.lose_ownership()  # an observer from here on, and the clients hear it
+
+
 def _question(owner: dict) -> str:
     where = "this machine" if owner.get("sameMachine") else f"host {owner.get('host')}"
     return (f"process {owner.get('pid')} on {where} holds the store. Taking it over makes that "
