@@ -133,31 +133,35 @@ class Reign:
             await server.listener.supersede()
         if not server.background:
             return  # an editor's sidecar: its editor's observer from now on (server.observer_loop)
-        deadline = time.monotonic() + SUPERSEDED_GRACE
-        while time.monotonic() < deadline and server.listener is not None \
-                and server.listener.connections:
-            await asyncio.sleep(0.05)
+        await self._clients_told()
         log.info("superseded background owner leaving")
         if server.stop_event is not None:
             server.stop_event.set()
+
+    async def _clients_told(self) -> None:
+        """Wait (at most SUPERSEDED_GRACE) until every socket client has heard and gone."""
+        listener = self.server.listener
+        deadline = time.monotonic() + SUPERSEDED_GRACE
+        while time.monotonic() < deadline and listener is not None and listener.connections:
+            await asyncio.sleep(0.05)
 
     async def _leave_moved(self) -> None:
         server = self.server
         wb = server.wb
         log.error("the workspace %s (or its store) was renamed or replaced under this owner: "
                   "publishing into the store it holds, then leaving", wb.root)
+        server.stop_watcher()
+        wb.live["socket"] = None
         async with server.lock:
-            server.stop_watcher()
-            if server.listener is not None:
-                server.listener.close(store_too=False)
-                server.listener = None
-            wb.live["socket"] = None
             where = self._publish_where_it_went()
-            message = ("turnback: the workspace folder was renamed or replaced under this sidecar. "
-                       + (f"Its work is published in {where}. " if where else
-                          "Its journal stays in its store for the next opener. ")
-                       + "It has stopped; open the folder again.")
-            server.tell_and_stop(message)
+        if server.listener is not None:  # its clients hear why (workspace-moved), then it goes
+            await server.listener.supersede(store_too=False)
+            await self._clients_told()
+        message = ("turnback: the workspace folder was renamed or replaced under this sidecar. "
+                   + (f"Its work is published in {where}. " if where else
+                      "Its journal stays in its store for the next opener. ")
+                   + "It has stopped; open the folder again.")
+        server.tell_and_stop(message)
 
     def _publish_where_it_went(self) -> str | None:
         """Open the store at the path its descriptor names now and close it again: the normal

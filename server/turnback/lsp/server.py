@@ -414,7 +414,8 @@ class TurnbackServer(LanguageServer):
         """Say why to every client, then end this process's session (the workspace moved)."""
         try:
             if self.protocol.writer is not None:
-                self.protocol.notify("window/showMessage", {"type": 1, "message": message})
+                self.protocol.notify(types.WINDOW_SHOW_MESSAGE, types.ShowMessageParams(
+                    type=types.MessageType.Error, message=message))
         except Exception:
             log.exception("could not tell the editor")
         self.close_workbench()

@@ -160,9 +160,10 @@ class Listener:
         for conn in list(self.connections):
             conn.send(data)
 
-    async def supersede(self) -> None:
+    async def supersede(self, *, store_too: bool = True) -> None:
         """The lease is lost: every client queued now is taken in to hear why (`not-owner`, naming
-        the new owner), then the socket stops listening and its name goes (if still ours)."""
+        the new owner), then the socket stops listening and its name goes (if still ours; see
+        Placement.remove for `store_too`)."""
         if self.superseded:
             return
         self.superseded = True
@@ -173,7 +174,7 @@ class Listener:
                 break  # EAGAIN: the queue is empty
             await self._admit(client)
         self._stop_accepting()
-        self.place.remove()
+        self.place.remove(store_too=store_too)
         self.path = None
 
     def _stop_accepting(self) -> None:
