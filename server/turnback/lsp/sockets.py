@@ -115,9 +115,10 @@ class Listener:
             self.refused["other-user"] += 1
             client.close()
             return
-        if len(self.connections) >= self.cap:
-            victim = min((c for c in self.connections if not c.pending),
-                         key=lambda c: c.last_active, default=None)
+        live = [c for c in self.connections if not c.closed]  # the closed ones are on their way out
+        if len(live) >= self.cap:
+            victim = min((c for c in live if not c.pending), key=lambda c: c.last_active,
+                         default=None)
             if victim is None:
                 self.refused["too-many-connections"] += 1
                 _refuse_raw(client, "too-many-connections", f"the owner serves at most {self.cap} "
@@ -200,7 +201,7 @@ class Listener:
         return sum(c.unsent() for c in self.connections)
 
     def stats(self) -> dict:
-        return {"connections": len(self.connections), "cap": self.cap,
+        return {"connections": sum(not c.closed for c in self.connections), "cap": self.cap,
                 "buffered": self.bytes.used, "peakBuffered": self.bytes.peak,
                 "bufferBudget": self.bytes.total, "refused": dict(self.refused)}
 
