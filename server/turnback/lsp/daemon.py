@@ -41,7 +41,13 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
     """Start a background owner unless one answers; returns {socket, pid, started}."""
     workspace = os.path.realpath(workspace)
     sdir = store_dir(workspace, store)
-    found = client.owner_socket(workspace, store)
+    try:
+        found = client.owner_socket(workspace, store)
+    except client.RemoteError as exc:
+        # Something not to be trusted is where a socket would be: never connected to. The owner
+        # started here leaves it alone, binds in a private folder and records that place.
+        log.warning("%s: starting an owner that will listen elsewhere", exc.message)
+        found = None
     if found is not None:
         pid = _owner_pid(workspace, store)
         if pid is not None:
@@ -53,8 +59,13 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
                                 "can start until it answers, exits or its lease runs out",
                                 code="unresponsive", data={"owner": holder, "socket": found})
         # Whoever listens there lost the store: a new owner takes the store and the socket's name.
-    fsio.mkdir(run_dir(sdir), mode=0o700, parents=True, exist_ok=True)
-    fd = fsio.open_for_append(log_path(sdir))
+    try:
+        fsio.mkdir(run_dir(sdir), mode=0o700, parents=True, exist_ok=True)
+        fd = fsio.open_for_append(log_path(sdir))
+    except OSError as exc:
+        raise TurnbackError(f"the store's run folder {run_dir(sdir)} cannot hold the owner's log "
+                            f"({exc.strerror or exc}); no owner was started", code="daemon-failed",
+                            data={"path": run_dir(sdir)}) from None
     argv = [sys.executable, "-m", "turnback.lsp.daemon", "--workspace", workspace,
             "--store", sdir, "--idle", str(idle)]
     if store_kind:

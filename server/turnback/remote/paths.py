@@ -101,7 +101,7 @@ def trusted_socket(store: str) -> str | None:
     except OSError as exc:
         raise UnsafeSocket(f"the store's run folder {run} cannot be read: {exc}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeSocket(f"the store's run folder {run} is not a folder; refusing to use it")
+        return None  # no owner can listen there, so none is recorded (nothing to connect to)
     _check_ours(run, st, "run folder", 0o077)
     pointer = pointer_path(store)
     try:
