@@ -15,6 +15,11 @@ from turnback.remote.paths import preferred_socket
 from .sockclient import SocketClient, raw
 
 
+def _mended(path: str) -> bool:
+    return (stat.S_IMODE(os.lstat(path).st_mode), stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode)) \
+        == (0o600, 0o700)
+
+
 async def _socket_of(tb) -> str:
     for _ in range(200):
         info = await tb.req("turnback/session/info", {})
@@ -121,17 +126,26 @@ async def test_a_stale_socket_is_replaced_and_an_unsafe_one_refused(ws, servers)
     assert path == stale
     assert remote.call(ws, "turnback/session/info", {})["owner"]["pid"] == editor.process.pid
 
-    # a socket open to other users is never connected to
-    os.chmod(path, 0o666)
-    with pytest.raises(remote.RemoteError) as info:
-        remote.owner_socket(ws)
-    assert info.value.code == "unsafe-socket" and "open to other users" in info.value.message
-    os.chmod(path, 0o600)
-    os.chmod(os.path.dirname(path), 0o755)
-    with pytest.raises(remote.RemoteError) as info:
-        remote.call(ws, "turnback/session/info", {})
-    assert info.value.code == "unsafe-socket"
-    os.chmod(os.path.dirname(path), 0o700)
+    # a socket open to other users is never connected to (the owner, stopped, cannot mend it)
+    import signal
+
+    os.kill(editor.process.pid, signal.SIGSTOP)
+    try:
+        os.chmod(path, 0o666)
+        with pytest.raises(remote.RemoteError) as info:
+            remote.owner_socket(ws)
+        assert info.value.code == "unsafe-socket" and "open to other users" in info.value.message
+        os.chmod(path, 0o600)
+        os.chmod(os.path.dirname(path), 0o755)
+        with pytest.raises(remote.RemoteError) as info:
+            remote.call(ws, "turnback/session/info", {})
+        assert info.value.code == "unsafe-socket"
+        os.chmod(path, 0o666)
+    finally:
+        os.kill(editor.process.pid, signal.SIGCONT)
+    # continued, the owner puts both modes back itself (and logs it): clients believe it again
+    info = await editor.until(lambda: _mended(path), timeout=30, what="the modes to be put back")
+    assert remote.call(ws, "turnback/session/info", {})["owner"]["pid"] == editor.process.pid
 
 
 async def test_a_long_store_path_puts_the_socket_in_a_private_runtime_folder(tmp_path, monkeypatch):

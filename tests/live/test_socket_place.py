@@ -262,3 +262,39 @@ def test_a_run_path_that_is_a_file_is_a_clear_error(tmp_path):
     proc = serve(root, check=False)
     assert proc.returncode == 1 and "daemon-failed" in proc.stderr and "Traceback" not in proc.stderr
     assert who_owns(root / ".turnback", "heads") is None
+
+
+async def test_a_socket_removed_under_its_owner_is_bound_again(ws, servers):  # noqa: F811
+    editor = await servers(ws)
+    for _ in range(400):
+        info = await editor.req("turnback/session/info", {})
+        if info.get("socket"):
+            break
+        await asyncio.sleep(0.02)
+    path = info["socket"]
+    os.unlink(path)
+    assert remote.owner_socket(ws) is None
+    await editor.until(lambda: remote.owner_socket(ws) == path, timeout=30,
+                       what="the owner to listen anew")
+    assert remote.call(ws, "turnback/session/info", {})["owner"]["pid"] == editor.process.pid
+
+
+@ROOT_ONLY
+async def test_a_run_folder_given_to_another_user_under_its_owner(ws, servers):  # noqa: F811
+    """Nobody may be asked to trust that socket any more: the owner stops listening there, cannot
+    listen anywhere (its run folder is not its own), so it gives the lease up and says why."""
+    editor = await servers(ws)
+    for _ in range(400):
+        info = await editor.req("turnback/session/info", {})
+        if info.get("socket"):
+            break
+        await asyncio.sleep(0.02)
+    os.chown(ws / ".turnback" / "run", OTHER, OTHER)
+    try:
+        await editor.until(lambda: editor.status and editor.status[-1]["ownership"] == "observer",
+                           timeout=30, what="the owner to give the store up")
+        info = await editor.req("turnback/session/info", {})
+        assert info["ownership"] == "observer" and "not a folder of yours" in info["socketError"]
+        assert who_owns(ws / ".turnback", "heads") is None
+    finally:
+        os.chown(ws / ".turnback" / "run", 0, 0)

@@ -93,6 +93,22 @@ class Reign:
         except Exception:
             log.exception("could not check the ownership of the store")
 
+    def guard_socket(self) -> None:
+        """The socket's files changed owner or mode under the owner: a mode is put back, a socket
+        replaced or taken listens anew (its clients reconnect); logged either way."""
+        server = self.server
+        listener = server.listener
+        if listener is None or listener.superseded or listener.path is None:
+            return
+        what = listener.place.damage()
+        if what is None:
+            return
+        log.warning("%s: listening anew", what)
+        listener.close(store_too=False)
+        server.listener = None
+        server.wb.live["socket"] = None
+        server.tasks.append(asyncio.get_running_loop().create_task(server.start_listening()))
+
     def moved(self) -> bool:
         return self.holder is not None and self.holder.moved() is not None
 

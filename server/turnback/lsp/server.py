@@ -296,6 +296,7 @@ class TurnbackServer(LanguageServer):
             if self.reign.moved():
                 wb.book.lose_ownership()  # says so (status), and the reign ends as moved
                 continue
+            self.reign.guard_socket()
             if time.monotonic() - renewed < period:
                 self.reign.verify()  # a takeover is noticed within a second, requests or not
                 continue

@@ -197,6 +197,32 @@ class Placement:
             fsio.unlink(previous, missing_ok=True)
             fsio.rmdir(folder)
 
+    def damage(self) -> str | None:
+        """What is wrong with the bound socket now, or None: checked by the owner every second,
+        since a client refuses a socket (or folder) that changed owner or mode. A mode of the
+        user's own is put back here; anything else is for the caller (listen again)."""
+        if self.path is None:
+            return None
+        folder = os.path.dirname(self.path)
+        try:
+            st, fst = os.lstat(self.path), os.lstat(folder)
+        except OSError as exc:
+            return f"the socket {self.path} is gone ({exc.strerror})"
+        if st.st_ino != self._ino or not stat.S_ISSOCK(st.st_mode):
+            return f"the socket {self.path} was replaced"
+        uid = os.getuid()
+        if st.st_uid != uid or fst.st_uid != uid or not stat.S_ISDIR(fst.st_mode):
+            return f"the socket {self.path} or its folder belongs to another user now"
+        for path, want, now in ((folder, 0o700, fst.st_mode), (self.path, 0o600, st.st_mode)):
+            if stat.S_IMODE(now) != want:
+                log.warning("%s changed to mode %04o while this owner listened: set back to %04o",
+                            path, stat.S_IMODE(now), want)
+                try:
+                    fsio.chmod(path, want)
+                except OSError as exc:
+                    return f"{path} is open to others and cannot be closed again ({exc})"
+        return None
+
     def remove(self, *, store_too: bool = True) -> None:
         """Unlink the socket (and the record, and the private folder) only while they are still this
         owner's. `store_too=False`: nothing under the store's path is touched (it may name another
