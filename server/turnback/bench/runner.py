@@ -94,7 +94,7 @@ _REGISTRY = {
     "collect": "history:run_collect",
     "hook-roundtrip": "live:run_hook_roundtrip",
     "watcher-fallback": "live:run_watcher_fallback",
-    "live-resources": "live:run_live_resources",
+    "live-resources": "resources:run",
     "agent-hooks": "agenthooks:run",
     "fence-cost": "fence:run",
 }
