@@ -98,6 +98,22 @@ def normalised_log(log: dict) -> dict:
     return strip(log)
 
 
+MIN_FAULTED_SHARE = 0.8  # of the points a fault loop samples, at least this share must fault
+
+
+def assert_faulted(faulted: int, sampled: int, what: str) -> None:
+    """The last word of every fault loop: it says how many of the points it sampled really faulted
+    (failed, filled the disk, crashed or cut the power), and fails unless at least 80 % did. A loop
+    whose points mostly miss (counted in another run, past the end of the operation) tests little
+    while looking thorough; one that needed a single hit hid exactly that."""
+    print(f"{what}: {faulted} of {sampled} sampled points faulted")
+    assert sampled > 0, f"{what}: the loop sampled no point"
+    assert faulted <= sampled, f"{what}: {faulted} faulted of {sampled} sampled (miscounted)"
+    assert faulted >= MIN_FAULTED_SHARE * sampled, (
+        f"{what}: only {faulted} of the {sampled} sampled points faulted; at least "
+        f"{MIN_FAULTED_SHARE:.0%} must, or the loop does not test what it says")
+
+
 def run_child(code: str, *args, crash_at: int | None = None, fail_at: int | None = None,
               timeout: float = 60) -> subprocess.CompletedProcess:
     """Run Python code in a fresh process, optionally killed (or failed) at the Nth fs operation."""
@@ -148,6 +164,7 @@ def crash_every_operation(tmp_path: Path, pristine: Path, code: str, args: tuple
         report = fsck(work / ".turnback")
         assert report.ok, (n, [str(p) for p in report.problems])
         shutil.rmtree(work)
+    assert_faulted(outcomes["old"] + outcomes["new"], n - 1, "crash at every operation")
     assert outcomes["old"] and outcomes["new"], outcomes
     return outcomes
 

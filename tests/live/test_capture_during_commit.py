@@ -1,0 +1,76 @@
+"""A hook's capture that arrives while a rewind commits (issue 21, item 7): it waits for the commit,
+never runs between the commit's slices. The gate is the disk itself: the capture is sent once the
+first restored file is seen, while the commit still has hundreds to write; it must then see every
+file as the commit left it (the capture comes after the commit), and the session agrees."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from sessionkit import Agent
+
+from .sockclient import SocketClient
+from .test_daemon import root, tb  # noqa: F401 - root is a fixture
+from .test_lease_loss import GATE
+
+N = 800
+BOUNDARY = {"kind": "beforePrompt", "turn": 2}
+
+
+def _restored_somewhere(root) -> bool:
+    for i in range(N):
+        try:
+            if (root / "f" / f"{i:04}.txt").read_text() == f"one {i}":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_a_capture_during_a_commit_is_applied_after_it(root):  # noqa: F811
+    a = Agent(root)
+    for word in ("one", "two"):  # written as a shell would, found by the settle's sweep
+        a.begin(word)
+        for i in range(N):
+            a.write(f"f/{i:04}.txt", f"{word} {i}", capture=False)
+        a.settle()
+    a.close()
+    started = json.loads(tb(root, "--json", "serve", "--background", "--idle-exit", "120").stdout)
+    committer = SocketClient(started["socket"], timeout=GATE * 4)
+    hook = SocketClient(started["socket"], timeout=GATE * 4)
+    try:
+        cand = committer.result("turnback/rewind/prepare", {"boundary": BOUNDARY})
+        target = {f["uri"].rsplit("/f/", 1)[-1]: f["to"] for f in cand["files"]}
+        assert len(target) == N
+        committer.send({"jsonrpc": "2.0", "id": 50, "method": "turnback/rewind/commit",
+                        "params": {"boundary": BOUNDARY, "planHash": cand["planHash"]}})
+        deadline = time.monotonic() + GATE
+        while not _restored_somewhere(root):  # the gate: the commit is writing files
+            assert time.monotonic() < deadline, "the commit never wrote a file"
+        assert (root / "f" / f"{N - 1:04}.txt").read_text() == f"two {N - 1}"  # still to come
+        uris = [(root / "f" / name).as_uri() for name in ("0000.txt", f"{N - 1:04}.txt")]
+        captured = hook.result("turnback/turn/capture", {"uris": uris})
+        done = _reply(committer, 50)
+    finally:
+        committer.close()
+        hook.close()
+    assert done["result"]["status"] == "committed", done
+    # the capture ran after the commit: it saw what the commit wrote, last file included
+    seen = {c["uri"].rsplit("/f/", 1)[-1]: c["digest"] for c in captured["captured"]}
+    assert seen == {"0000.txt": target["0000.txt"], f"{N - 1:04}.txt": target[f"{N - 1:04}.txt"]}
+    # and its client heard the commit's epoch before the capture's answer
+    assert "turnback/epoch" in [n.get("method") for n in hook.notifications]
+    assert all((root / "f" / f"{i:04}.txt").read_text() == f"one {i}" for i in range(N))
+    log = json.loads(tb(root, "--json", "log").stdout)
+    assert [t["prompt"] for t in log["turns"]] == ["one"]
+    tb(root, "daemon", "stop")
+    assert tb(root, "fsck").returncode == 0
+
+
+def _reply(c: SocketClient, msg_id: int) -> dict:
+    while True:
+        reply = c.reader.message()
+        if reply.get("id") == msg_id:
+            return reply
+        c.notifications.append(reply)
