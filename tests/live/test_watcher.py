@@ -164,18 +164,39 @@ def test_overflow_falls_back_to_a_full_sweep(root, live):
     assert lv.watcher.info()["fallbacks"]["overflow"] == 1
 
 
-def test_a_real_queue_overflow_is_detected(root, live):
+def test_a_real_queue_overflow_is_seen_by_the_reading_thread(root, live):
+    """The kernel drops events; the reading thread (not a sweep's drain) reads IN_Q_OVERFLOW and
+    owes a full sweep. The gate: the thread has said so before any sweep looks."""
     limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
     if limit > 40000:
         pytest.skip("the event queue is too deep to overflow quickly here")
     lv = live()
     lv.turn("learn")
-    with lv.watcher._reading:  # hold the reader off while the kernel queue fills up
-        for i in range(limit // 2):  # create, modify, close-write: three events per file
-            (root / f"b{i:05}.txt").write_text(f"{i}\n")
+    _paused(lv.watcher)  # the reader stays off while the kernel queue fills up
+    for i in range(limit // 2):  # create, modify, close-write: three events per file
+        (root / f"b{i:05}.txt").write_text(f"{i}\n")
+    lv.watcher.paused_for_test.clear()
+    _until(lambda: lv.watcher.info()["reason"] == "overflow", "the thread to read the overflow")
     t = lv.turn("after a burst")
     assert t["begin"] == ("full", "overflow")
     assert lv.watcher.info()["fallbacks"]["overflow"] == 1
+
+
+def test_a_folder_moved_in_is_watched_by_the_reading_thread(root, live, tmp_path):
+    """The reading thread (not a sweep's drain) handles the move: it owes a full sweep and watches
+    the folders that came in, so a later edit inside is in the dirty set."""
+    outside = tmp_path / "outside"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "inner" / "x.txt").write_text("x\n")
+    lv = live()
+    lv.turn("learn")
+    os.rename(outside, root / "moved")
+    _until(lambda: {"moved", "moved/inner"} <= set(lv.watcher._wd.values()),
+           "the reading thread to watch the moved-in folders")
+    assert lv.watcher.info()["reason"] == "folder-moved"
+    t = lv.turn("edit inside", lambda: (root / "moved" / "inner" / "x.txt").write_text("y\n"))
+    assert t["begin"] == ("full", "folder-moved")  # owed by the move
+    assert t["settle"] == ("dirty", None) and t["files"] == ["moved/inner/x.txt"]
 
 
 def test_a_folder_moved_in_falls_back_and_is_exact(root, live, tmp_path):
@@ -204,9 +225,7 @@ def test_a_dead_watcher_thread_makes_every_sweep_full(root, live):
     lv.turn("learn")
     lv.watcher.die_for_test = True
     (root / "a.txt").write_text("wake the thread\n")
-    deadline = time.monotonic() + 5
-    while lv.watcher.healthy and time.monotonic() < deadline:
-        time.sleep(0.02)
+    _until(lambda: not lv.watcher.healthy, "the watcher thread to die")
     t = lv.turn("after the watcher died", lambda: (root / "src" / "m.py").write_text("z\n"))
     assert t["begin"] == ("full", "watcher-died") and t["settle"] == ("full", "watcher-died")
     assert "src/m.py" in t["files"]
@@ -226,20 +245,24 @@ def test_changed_ignore_rules_fall_back(root, live):
 # -- a sweep's own drain runs on the event loop: it never walks a big tree there --------------------
 def _paused(watcher):
     """Keep the reading thread off the queue, so the next `begin` finds the events still queued."""
-    watcher.paused_for_test.set()
-    time.sleep(0.1)  # a drain under way when the flag was set has finished
+    assert watcher.pause_for_test(), "the reading thread never stepped away from the queue"
 
 
-def _resume_and_wait(watcher, timeout: float = 20.0):
-    watcher.paused_for_test.clear()
+def _until(predicate, what: str, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def _resume_and_wait(watcher, timeout: float = 30.0):
+    watcher.paused_for_test.clear()
+
+    def emptied():
         with watcher._lock:
-            if not watcher._pending:
-                break
-        time.sleep(0.02)
-    time.sleep(0.1)  # the walk that emptied the list has finished too (it holds `_reading`)
-    with watcher._reading:
+            return not watcher._pending
+    _until(emptied, "the reading thread to take its walks", timeout)
+    with watcher._reading:  # the walk that emptied the list holds it: done once we have it
         assert not watcher._pending
 
 

@@ -78,6 +78,7 @@ class Watcher:
         self.last_fallback: str | None = None
         self.die_for_test = False  # set by tests: the thread raises on its next event
         self.paused_for_test = threading.Event()  # set by tests: the thread leaves the queue alone
+        self._paused_seen = threading.Event()      # ...and says when it has stepped away from it
         self._pending: dict[str, str] = {}  # folder -> why: walks left to the reading thread
         self._wake_r, self._wake_w = -1, -1  # a pipe that wakes the reading thread for them
 
@@ -113,6 +114,14 @@ class Watcher:
             if fd >= 0:
                 os.close(fd)
         self._wake_r = self._wake_w = -1
+
+    def pause_for_test(self, timeout: float = 30.0) -> bool:
+        """Tests: keep the reading thread off the queue, and return once it is off (it wakes from
+        its poll and steps away: no drain of its own is under way from then on)."""
+        self._paused_seen.clear()
+        self.paused_for_test.set()
+        self._wake()
+        return self._paused_seen.wait(timeout)
 
     @property
     def healthy(self) -> bool:
@@ -192,6 +201,7 @@ class Watcher:
                     continue
                 self._stop.wait(0.005)  # let a burst gather: fewer, larger reads
                 if self.paused_for_test.is_set():
+                    self._paused_seen.set()
                     continue
                 with self._reading:
                     self._drain()
