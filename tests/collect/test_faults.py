@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from sessionkit import assert_faulted
 from turnback.store import fsio
 
 from .conftest import assert_sound, build_template, expire_lease, open_wb, run_py, snapshot
@@ -41,6 +42,7 @@ def _finish_and_compare(ws, expected):
 def test_fail_at_every_operation(template):
     ws0, expected, total, scratch = template
     assert total >= 10
+    faulted = 0
     for n in range(1, total + 1):
         ws = scratch / f"fail{n}"
         shutil.copytree(ws0, ws, symlinks=True)
@@ -49,10 +51,12 @@ def test_fail_at_every_operation(template):
             with pytest.raises(OSError):
                 wb.collection.run()
         assert plan.count >= n
+        faulted += plan.faulted > 0
         assert not wb.collecting and wb.collection.pending  # still to do after the failure
         wb.close()
         _finish_and_compare(ws, expected)
         shutil.rmtree(ws)
+    assert_faulted(faulted, total, "collection failed at every operation")
 
 
 CRASH = """
@@ -70,14 +74,17 @@ print("finished")
 @pytest.mark.slow
 def test_crash_at_every_operation(template):
     ws0, expected, total, scratch = template
+    crashed = 0
     for n in range(1, total + 2):
         ws = scratch / f"crash{n}"
         shutil.copytree(ws0, ws, symlinks=True)
         r = run_py(CRASH.format(ws=str(ws), n=n))
         if n <= total:
             assert r.returncode == fsio.CRASH_EXIT, (n, r.stdout, r.stderr)
+            crashed += 1
         else:
             assert r.returncode == 0 and "finished" in r.stdout, r.stderr
         expire_lease(ws / ".turnback")
         _finish_and_compare(ws, expected)
         shutil.rmtree(ws)
+    assert_faulted(crashed, total, "collection crashed at every operation")

@@ -13,7 +13,7 @@ import pytest
 
 from sessionkit import REDO_CHILD as REDO
 from sessionkit import REWIND_CHILD as REWIND
-from sessionkit import Agent, normalised_log, run_child, tree_with_modes
+from sessionkit import Agent, assert_faulted, normalised_log, run_child, tree_with_modes
 from turnback.store import fsio
 from turnback.store.fsck import fsck
 
@@ -152,6 +152,6 @@ def test_a_crash_at_every_operation_of_a_commit_that_changes_modes(tmp_path, mon
         report = fsck(work / ".turnback")
         assert report.ok, (n, [str(p) for p in report.problems])
         shutil.rmtree(work)
-    print(f"modes, {kind} {'redo' if code is REDO else 'rewind'} ({model}): crashed at {n - 1} "
-          f"operations, {outcomes}")
+    assert_faulted(outcomes["old"] + outcomes["new"], n - 1,
+                   f"modes, {kind} {'redo' if code is REDO else 'rewind'} ({model})")
     assert outcomes["old"] and outcomes["new"], outcomes

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from sessionkit import Agent, run_child
+from sessionkit import Agent, assert_faulted, run_child
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
@@ -109,8 +109,7 @@ def test_fail_at_every_operation_of_the_settle(tmp_path, pristine):
             pass
         settle_and_rewind(work)
         shutil.rmtree(work)
-    print(f"unignore settle: failed at each of {total} operations, {faulted} faulted")
-    assert faulted, "no operation was faulted"
+    assert_faulted(faulted, total, "unignore settle failed at every operation")
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the crash model needs /proc")
@@ -130,5 +129,4 @@ def test_a_power_cut_at_every_operation_of_the_settle(tmp_path, pristine, monkey
         crashed += proc.returncode == fsio.CRASH_EXIT
         settle_and_rewind(work)
         shutil.rmtree(work)
-    print(f"unignore settle: a power cut at {len(points)} of {total} operations, {crashed} crashed")
-    assert crashed, "no operation was interrupted"
+    assert_faulted(crashed, len(points), f"unignore settle, a power cut ({total} operations)")

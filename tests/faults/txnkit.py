@@ -36,6 +36,26 @@ def recovery_files(root: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fsio.is_temp_name(p.name))
 
 
+def recorded(root: Path) -> set[str]:
+    """The workspace files the recovery records name (workspace-relative)."""
+    a = Agent(root)
+    try:
+        records = a.wb.recovery.list()["recovery"]
+    finally:
+        a.close()
+    base = Path(root).resolve().as_uri() + "/"
+    return {uri[len(base):] for rec in records for uri in rec["paths"]}
+
+
+def assert_recorded_exactly(root: Path, files: dict, old: dict, what: str) -> None:
+    """A state that is neither old nor new must be explained file by file: the recovery records
+    name exactly the files whose bytes differ from the old state, no more, no fewer."""
+    differ = {rel for rel in set(files) | set(old) if files.get(rel) != old.get(rel)}
+    names = recorded(root)
+    assert differ, f"{what}: not the old state, yet every file is as it was"
+    assert names == differ, f"{what}: the records name {sorted(names)}, the files that differ are {sorted(differ)}"
+
+
 def crashed_mid_apply(tmp_path: Path, kind: str = "heads") -> tuple[Path, dict[str, bytes]]:
     """A workspace whose rewind was killed after it touched some files but before its commit point:
     an intent is left and the files are a mix. Returns (workspace, files before the rewind)."""

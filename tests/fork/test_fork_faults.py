@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from forkkit import three_turns
-from sessionkit import Agent, crash_every_operation, normalised_log
+from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_log
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio, lineage
@@ -61,7 +61,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
     pristine.mkdir()
     build(pristine, kind)
     before = snapshot(pristine, kind)
-    n, statuses, after = 0, set(), None
+    n, statuses, after, faulted = 0, set(), None, 0
     while True:
         n += 1
         work = tmp_path / f"fail{n}"
@@ -74,6 +74,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
             except TurnbackError as exc:
                 status = exc.code
         reached = plan.count < n
+        faulted += plan.faulted > 0
         statuses.add(status)
         live_files = a.files()
         a.close()
@@ -90,6 +91,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
         assert fsck(work / ".turnback").ok
         shutil.rmtree(work)
     assert after is not None and after != before
+    assert_faulted(faulted, n - 1, f"fork ({kind}) failed at every operation")
     assert "rolled-back" in statuses or "io-error" in statuses
 
 
@@ -135,4 +137,5 @@ def test_a_power_cut_at_every_operation_of_a_fork(tmp_path, kind):
         outcomes["old" if got == before else "new"] += 1
         assert fsck(work / ".turnback").ok, n
         shutil.rmtree(work)
+    assert_faulted(outcomes["old"] + outcomes["new"], n - 1, f"fork ({kind}), a power cut")
     assert outcomes["old"] and outcomes["new"], outcomes

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from sessionkit import assert_faulted
 from turnback.lsp.sockets import Listener
 from turnback.store import fsio
 from turnback.store.fsck import fsck
@@ -214,7 +215,7 @@ async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_pat
     # early (before the intent is durable), in the middle of the file writes, near the very end
     points = sorted({opened + 2, (opened + committed) // 2, committed - 1})
 
-    outcomes = set()
+    outcomes, crashed = set(), 0
     for k, crash_at in enumerate(points):
         root = tmp_path / f"crash{k}" / "ws"
         shutil.copytree(ws, root, symlinks=True)
@@ -243,4 +244,6 @@ async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_pat
         state = _state(root)
         assert (state, info["turnCount"]) in {(old, 2), (new, 1)}, (crash_at, state, info)
         outcomes.add(info["turnCount"])
+        crashed += 1
+    assert_faulted(crashed, len(points), "a server killed in its commit")
     assert outcomes == {1, 2}

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from sessionkit import assert_faulted
 from turnback.store import fsio
 from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
@@ -25,6 +26,7 @@ def assert_sound(path):
 
 def fail_every_op(action, check, reset=lambda: None, limit=200):
     """Run `action` with a fault at op 1, 2, ... until it completes before reaching the fault."""
+    faulted = 0
     for n in range(1, limit):
         reset()
         with fsio.faults(fail_at=n) as plan:
@@ -33,8 +35,10 @@ def fail_every_op(action, check, reset=lambda: None, limit=200):
                 completed = plan.count < n
             except fsio.FaultInjected:
                 completed = False
+        faulted += plan.faulted > 0
         check(completed)
         if completed:
+            assert_faulted(faulted, n - 1, "store operation failed at every operation")
             return n
     raise AssertionError("the operation never completed")
 
@@ -42,14 +46,17 @@ def fail_every_op(action, check, reset=lambda: None, limit=200):
 def crash_every_op(template, script, check, limit=200):
     """Copy the template store, run `script` in a child killed at op N, check; until it finishes."""
     work = template.parent / "work"
+    crashed = 0
     for n in range(1, limit):
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(template, work, symlinks=True)
         r = run_py(script.replace("STORE", repr(str(work))), env={"TURNBACK_CRASH_AT": str(n)})
         assert r.returncode in (0, fsio.CRASH_EXIT), r.stderr
+        crashed += r.returncode == fsio.CRASH_EXIT
         check(work, r.returncode == 0)
         assert_sound(work)
         if r.returncode == 0:
+            assert_faulted(crashed, n - 1, "store operation crashed at every operation")
             return n
     raise AssertionError("the operation never completed")
 

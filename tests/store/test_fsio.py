@@ -4,6 +4,7 @@ import stat
 
 import pytest
 
+from sessionkit import assert_faulted
 from turnback.store import fsio
 from .conftest import run_py
 
@@ -28,7 +29,7 @@ def test_write_atomic_bytes_and_chunks(tmp_path):
 def test_write_atomic_fault_at_every_op_keeps_old_or_new(tmp_path):
     p = tmp_path / "f"
     fsio.write_atomic(p, b"old")
-    n = 1
+    n, faulted = 1, 0
     while True:
         with fsio.faults(fail_at=n) as plan:
             try:
@@ -42,9 +43,11 @@ def test_write_atomic_fault_at_every_op_keeps_old_or_new(tmp_path):
         if not failed:
             assert plan.count < n
             break
+        faulted += plan.faulted > 0
         fsio.write_atomic(p, b"old")
         n += 1
     assert n == 6  # create, write, fsync, rename, fsync_dir
+    assert_faulted(faulted, n - 1, "write_atomic failed at every operation")
 
 
 def test_faults_counts_and_logs(tmp_path):
@@ -74,7 +77,7 @@ def test_create_exclusive(tmp_path):
 
 def test_create_exclusive_fault_never_leaves_partial(tmp_path):
     p = tmp_path / "h"
-    n = 1
+    n, faulted = 1, 0
     while True:
         with fsio.faults(fail_at=n) as plan:
             try:
@@ -90,9 +93,11 @@ def test_create_exclusive_fault_never_leaves_partial(tmp_path):
                 os.unlink(tmp_path / name)
         if ok is not None and plan.count < n:
             break
+        faulted += plan.faulted > 0
         fsio.unlink(p, missing_ok=True)
         n += 1
     assert n > 3
+    assert_faulted(faulted, n - 1, "create_exclusive failed at every operation")
 
 
 def test_create_exclusive_refuses_through_symlink(tmp_path):

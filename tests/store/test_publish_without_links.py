@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from sessionkit import assert_faulted
 from turnback.store import fsio
 from turnback.store.heads import HeadStore
 from turnback.store.layout import Store
@@ -43,7 +44,7 @@ def test_exclusive_publish_without_hard_links(tmp_path, publish_way):
 
 def test_final_name_is_never_partial_at_any_failure(tmp_path, publish_way):
     data = b"x" * 4096
-    n = 1
+    n, faulted = 1, 0
     while True:
         p = tmp_path / f"f{n}"
         with fsio.faults(fail_at=n) as plan:
@@ -55,8 +56,10 @@ def test_final_name_is_never_partial_at_any_failure(tmp_path, publish_way):
             assert p.read_bytes() in (b"", data), n
         if plan.count < n:
             break  # no operation numbered n any more: every point was tried
+        faulted += plan.faulted > 0
         n += 1
-    assert n > 4  # the loop really faulted the publication's operations
+    assert n > 4  # the publication has operations enough to be worth faulting
+    assert_faulted(faulted, n - 1, f"exclusive publication ({publish_way}) failed at every operation")
 
 
 def test_crashed_placeholder_head_is_passed_over_and_cleared(tmp_path):

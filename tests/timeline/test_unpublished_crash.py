@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sessionkit import pristine_copy, run_child
+from sessionkit import assert_faulted, pristine_copy, run_child
 
 from turnback.store import journal as journal_mod
 import turnback.collect  # noqa: F401  (fsck with the deep check, as `turnback fsck` runs it)
@@ -64,6 +64,7 @@ except OSError:  # an injected failure: say what this process holds, then die un
     os._exit(1)
 from turnback.store import fsio
 if fsio._plan is not None:
+    print("faulted", fsio._plan.faulted, file=sys.stderr, flush=True)
     print("operations", fsio._plan.count, file=sys.stderr, flush=True)
 os._exit(0)  # killed before any publication: the journal is all there is
 '''
@@ -143,6 +144,7 @@ def test_a_crash_at_every_operation_before_the_first_publication(tmp_path, monke
         report = fsck(work / ".turnback")
         assert report.ok, (n, [str(p) for p in report.problems])
     print(f"{kind}/{model}: {n - 1} crash points, prefixes reached {sorted(set(reached))}")
+    assert_faulted(len(reached), n - 1, f"unpublished session ({kind}, {model}) crashed at every operation")
     assert n > 30, n
     assert reached == sorted(reached), reached  # a later crash never keeps less
     # A killed process keeps every written frame; a power cut before the final fsync loses the last.
@@ -162,10 +164,11 @@ def test_a_failure_at_every_operation_before_the_first_publication(tmp_path, kin
     prefixes = [json.loads(line) for line in proc.stdout.splitlines()]
     total = int(proc.stderr.split("operations")[-1])
     assert total > 30, total
-    stopped = 0
+    stopped, faulted = 0, 0
     for n in range(1, total + 1):
         work = pristine_copy(tmp_path, pristine, f"fail{n}")
         proc = run_child(WORK, work, kind, "fail", fail_at=n)
+        faulted += proc.returncode == 1 or "faulted 1" in proc.stderr
         if proc.returncode == 0:  # a failure the workbench absorbed (a gap, a retry): carried on
             continue
         assert proc.returncode == 1, proc.stderr
@@ -175,6 +178,7 @@ def test_a_failure_at_every_operation_before_the_first_publication(tmp_path, kin
         assert fsck(work / ".turnback").ok, n
         stopped += 1
     print(f"{kind}: {total} failure points, {stopped} of them stopped the session")
+    assert_faulted(faulted, total, f"unpublished session ({kind}) failed at every operation")
     assert stopped > 10, stopped
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from sessionkit import Agent, run_child, tree_with_modes
+from sessionkit import Agent, assert_faulted, run_child, tree_with_modes
 
 from turnback.store import fsio
 
@@ -135,7 +135,7 @@ def test_a_chmod_only_rollback_through_the_seam_at_every_operation(agent):
     a.close()
     pristine = a.root
     old = tree(pristine)
-    n, statuses = 0, set()
+    n, statuses, faulted = 0, set(), 0
     while True:
         n += 1
         work = pristine.parent / f"fail{n}"
@@ -153,7 +153,9 @@ def test_a_chmod_only_rollback_through_the_seam_at_every_operation(agent):
         got = tree(work)
         if plan.count < n:
             assert status == "committed" and got["tool"] == (b"x", 0o644)
+            assert_faulted(faulted, n - 1, "a rewind of a mode failed at every operation")
             break
+        faulted += plan.faulted > 0
         if status == "committed":
             assert got["tool"] == (b"x", 0o644), n
         else:

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from sessionkit import REDO_CHILD as REDO
 from sessionkit import REWIND_CHILD as REWIND
-from sessionkit import Agent, crash_every_operation, normalised_log
+from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_log
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
@@ -63,7 +63,7 @@ def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
     pristine.mkdir()
     build(pristine, kind)
     before = snapshot(pristine, kind)
-    n, statuses = 0, set()
+    n, statuses, faulted = 0, set(), 0
     after = None
     while True:
         n += 1
@@ -79,6 +79,7 @@ def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
             except TurnbackError as exc:
                 status = exc.code
         reached = plan.count < n
+        faulted += plan.faulted > 0
         statuses.add(status)
         # Whatever happened, the live process and a reopen agree, and both are old or new.
         live = (a.files(), normalised_log(a.log()))
@@ -96,6 +97,7 @@ def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
             assert not a.wb.recovery.records()
         assert fsck(work / ".turnback").ok
     assert after is not None and after != before
+    assert_faulted(faulted, n - 1, f"rewind commit ({kind}) failed at every operation")
     assert {"rolled-back", "io-error"} <= statuses
 
 
