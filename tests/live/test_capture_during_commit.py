@@ -1,7 +1,8 @@
-"""A hook's capture that arrives while a rewind commits (issue 21, item 7): it waits for the commit,
-never runs between the commit's slices. The gate is the disk itself: the capture is sent once the
-first restored file is seen, while the commit still has hundreds to write; it must then see every
-file as the commit left it (the capture comes after the commit), and the session agrees."""
+"""Requests that arrive while a rewind commits (issue 21, item 7): a hook's capture waits for the
+commit and never runs between its slices; a begin whose client goes away while it waits is
+cancelled and never applied. The gates are the disk (the first restored file seen, hundreds still
+to write) and the owner's own accounting (the waiting begin's bytes held in its budget, then given
+back); nothing here waits a while and accepts either outcome."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .test_lease_loss import GATE
 
 N = 800
 BOUNDARY = {"kind": "beforePrompt", "turn": 2}
+PROMPT = 20_000  # bytes: the waiting begin's share of the owner's byte budget is unmistakable
 
 
 def _restored_somewhere(root) -> bool:
@@ -28,7 +30,7 @@ def _restored_somewhere(root) -> bool:
     return False
 
 
-def test_a_capture_during_a_commit_is_applied_after_it(root):  # noqa: F811
+def test_requests_during_a_commit_wait_for_it_or_are_cancelled(root):  # noqa: F811
     a = Agent(root)
     for word in ("one", "two"):  # written as a shell would, found by the settle's sweep
         a.begin(word)
@@ -49,9 +51,18 @@ def test_a_capture_during_a_commit_is_applied_after_it(root):  # noqa: F811
         while not _restored_somewhere(root):  # the gate: the commit is writing files
             assert time.monotonic() < deadline, "the commit never wrote a file"
         assert (root / "f" / f"{N - 1:04}.txt").read_text() == f"two {N - 1}"  # still to come
+        # a client asks for a turn, and goes away while its request waits for the commit
+        leaver = SocketClient(started["socket"], timeout=GATE)
+        leaver.send({"jsonrpc": "2.0", "id": 1, "method": "turnback/turn/begin",
+                     "params": {"prompt": "abandoned " + "x" * PROMPT}})
+        _until_buffered(hook, lambda held: held >= PROMPT, "the begin to wait for the lock")
+        leaver.close()
+        _until_buffered(hook, lambda held: held < PROMPT, "the abandoned begin to be cancelled")
+        assert (root / "f" / f"{N - 1:04}.txt").read_text() == f"two {N - 1}"  # still committing
         uris = [(root / "f" / name).as_uri() for name in ("0000.txt", f"{N - 1:04}.txt")]
         captured = hook.result("turnback/turn/capture", {"uris": uris})
         done = _reply(committer, 50)
+        after = hook.result("turnback/turn/begin", {"prompt": "next"})
     finally:
         committer.close()
         hook.close()
@@ -63,9 +74,18 @@ def test_a_capture_during_a_commit_is_applied_after_it(root):  # noqa: F811
     assert "turnback/epoch" in [n.get("method") for n in hook.notifications]
     assert all((root / "f" / f"{i:04}.txt").read_text() == f"one {i}" for i in range(N))
     log = json.loads(tb(root, "--json", "log").stdout)
-    assert [t["prompt"] for t in log["turns"]] == ["one"]
+    assert [t["prompt"] for t in log["turns"]] == ["one", "next"] and after["turn"] == 2
+    tb(root, "turn", "settle")
     tb(root, "daemon", "stop")
     assert tb(root, "fsck").returncode == 0
+
+
+def _until_buffered(c: SocketClient, ok, what: str) -> None:
+    """Ask the owner (a read: answered between the commit's slices) until the request bytes it
+    holds satisfy `ok`."""
+    deadline = time.monotonic() + GATE
+    while not ok(c.result("turnback/session/info", {})["sockets"]["buffered"]):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
 
 
 def _reply(c: SocketClient, msg_id: int) -> dict:

@@ -139,7 +139,12 @@ def test_idle_exit_releases_the_lease(root):
     begun = json.loads(tb(root, "--json", "info").stdout)  # within the idle time: it answers
     assert begun["owner"]["pid"] == started["pid"]
     tb(root, "turn", "begin", "--prompt", "a running turn keeps it alive")
-    time.sleep(4.5)
+    # the gate: the owner says it was idle past its limit and stayed for the running turn
+    log = root / ".turnback" / "run" / "daemon.log"
+    deadline = time.monotonic() + 60
+    while "but turn 1 is running: staying" not in log.read_text():
+        assert time.monotonic() < deadline, "the owner never weighed leaving"
+        time.sleep(0.05)
     assert psutil.pid_exists(started["pid"]) and remote.owner_socket(root) is not None
     tb(root, "turn", "settle")
     assert wait_gone(started["pid"])

@@ -217,26 +217,6 @@ async def test_a_client_of_another_user_is_refused(ws, tmp_path, monkeypatch):
     assert not os.path.lexists(path)
 
 
-async def test_a_client_gone_mid_request_cancels_it_and_the_owner_goes_on(ws, servers):
-    for i in range(3000):  # a pre-turn sweep long enough to be cut in the middle
-        (ws / f"f{i:04}.txt").write_text(f"{i}\n")
-    editor = await servers(ws)
-    path = await _socket_of(editor)
-    s = raw(path, remote.frame({"jsonrpc": "2.0", "id": 1, "method": "turnback/turn/begin",
-                                "params": {"prompt": "abandoned"}}))
-    await asyncio.sleep(0.05)
-    s.close()
-    info = await editor.req("turnback/session/info", {})
-    assert info["ownership"] == "owner"
-    # whether the begin was cut before or after it finished, the session is consistent and usable
-    log = await editor.req("turnback/session/log", {})
-    assert [t["prompt"] for t in log["turns"]] in ([], ["abandoned"])
-    if log["turns"]:
-        await editor.req("turnback/turn/settle", {"turn": 1})
-    n = (await asyncio.to_thread(remote.call, ws, "turnback/turn/begin", {"prompt": "next"}))["turn"]
-    assert n == len(log["turns"]) + 1
-
-
 async def test_the_hook_path_imports_the_standard_library_only(ws, servers):
     import subprocess
     import sys

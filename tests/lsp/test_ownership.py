@@ -106,7 +106,8 @@ async def test_sweep_progress_with_work_done_token(ws, servers):
 
     begin = asyncio.ensure_future(timed("begin", "turnback/turn/begin",
                                         {"prompt": "with progress", "workDoneToken": "tok-1"}))
-    await asyncio.sleep(0.05)
+    # the gate: the sweep has begun (its first progress report), with 3000 files still to read
+    await tb.until(lambda: tb.client.progress_reports["tok-1"], what="the sweep to begin")
     info = await timed("info", "turnback/session/info", {})
     assert await begin == {"turn": 1}
     # the sweep runs in slices: a read sent while it runs is answered before it finishes

@@ -200,10 +200,20 @@ async def _serve(server, idle: float) -> None:
 def _idle(server, idle: float) -> bool:
     wb = server.wb
     clients = len(server.listener.connections) if server.listener is not None else 0
-    if clients or wb.state.running is not None or server.lock.locked():
-        server.last_client_seen = time.monotonic()
+    now = time.monotonic()
+    if clients or server.lock.locked():
+        server.last_client_seen = now
+        server.idle_noted = False
         return False
-    return time.monotonic() - server.last_client_seen >= idle
+    if now - server.last_client_seen < idle:
+        return False
+    running = wb.state.running
+    if running is not None:  # quiet long enough, but a turn is running: an agent is at work
+        if not getattr(server, "idle_noted", False):
+            log.info("no client for %g s, but turn %d is running: staying", idle, running.n)
+            server.idle_noted = True
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,7 +76,7 @@ def connect(path: str, timeout: float):
             if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
                 raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
             if exc.errno == errno.EAGAIN:
-                raise RemoteError("busy", f"the owner at {path} takes no connection within "
+                raise RemoteError("backlog-full", f"the owner at {path} takes no connection within "
                                   f"{timeout:g} s (its queue is full: it is stopped or overloaded)",
                                   {"socket": path}) from None
             raise RemoteError("unreachable", f"cannot reach the owner at {path}: {exc}",
