@@ -38,9 +38,13 @@ def start_owner(root, *, nofile: int | None = None, budgets: str = "", ttl: floa
 
 def connect(path: str):
     """A connection, waiting out a full listen queue (the owner takes them in its own time)."""
-    from turnback.remote.wire import connect as wire_connect
+    import socket
 
-    return wire_connect(path, GATE)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(None)  # blocking: a full queue makes connect wait, not fail
+    s.connect(path)
+    s.settimeout(GATE)
+    return s
 
 
 def refusal(s) -> dict | None:

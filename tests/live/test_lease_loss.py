@@ -15,7 +15,6 @@ import psutil
 import pytest
 
 from turnback.remote import client as remote
-from turnback.remote.wire import peer
 from turnback.store.ownership import who_owns
 
 from .sockclient import SocketClient
@@ -37,12 +36,13 @@ def until(predicate, what: str, limit: float = GATE):
 def listener_pid(path: str) -> int | None:
     """The pid of the process listening on the socket at `path` (SO_PEERCRED), or None."""
     import socket
+    import struct
 
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(2)
     try:
         s.connect(path)
-        return peer(s)[0]
+        return struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
     except OSError:
         return None
     finally:

@@ -94,8 +94,9 @@ class Reign:
             log.exception("could not check the ownership of the store")
 
     def guard_socket(self) -> None:
-        """The socket's files changed owner or mode under the owner: a mode is put back, a socket
-        replaced or taken listens anew (its clients reconnect); logged either way."""
+        """The socket's files changed owner or mode under the owner: a mode is put back; a socket
+        removed, replaced or given away means first a look at the lease (another owner may have
+        taken the name), then, still the owner, listening anew (its clients stay). Logged."""
         server = self.server
         listener = server.listener
         if listener is None or listener.superseded or listener.path is None:
@@ -103,11 +104,18 @@ class Reign:
         what = listener.place.damage()
         if what is None:
             return
+        self.verified = 0.0
+        self.verify()
+        if self.ended is not None or not server.wb.is_owner:
+            return  # lost: the listener goes the way of a lost reign
         log.warning("%s: listening anew", what)
-        listener.close(store_too=False)
-        server.listener = None
-        server.wb.live["socket"] = None
-        server.tasks.append(asyncio.get_running_loop().create_task(server.start_listening()))
+        try:
+            server.wb.live["socket"] = listener.rebind()
+        except Exception as exc:
+            log.error("cannot listen anew: %s", exc)
+            server.wb.live["socketError"] = str(exc)
+            server.wb.live["socket"] = None
+            server.tasks.append(asyncio.get_running_loop().create_task(server.cannot_serve(exc)))
 
     def moved(self) -> bool:
         return self.holder is not None and self.holder.moved() is not None

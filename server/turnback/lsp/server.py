@@ -296,9 +296,9 @@ class TurnbackServer(LanguageServer):
             if self.reign.moved():
                 wb.book.lose_ownership()  # says so (status), and the reign ends as moved
                 continue
-            self.reign.guard_socket()
             if time.monotonic() - renewed < period:
                 self.reign.verify()  # a takeover is noticed within a second, requests or not
+                self.reign.guard_socket()
                 continue
             try:
                 wb.renew()
@@ -491,6 +491,10 @@ class TurnbackServer(LanguageServer):
         async with self.lock:
             self.reign.resign()
             self.stop_watcher()
+            if self.listener is not None:  # what is left of a socket it can no longer trust
+                self.listener.close(store_too=False)
+                self.listener = None
+                self.wb.live["socket"] = None
             try:
                 resign(self.wb)
             except Exception:

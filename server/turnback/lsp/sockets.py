@@ -59,7 +59,9 @@ class Listener:
         self.refused: Counter = Counter()
         self.cap = self.budgets.connections
         self._sock: socket.socket | None = None
-        self._accepting: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._admitting = 0  # accepted, admitted, their streams not set up yet
+        self._closed = False
         self._serving: set[asyncio.Task] = set()
         self._spare: int | None = None
 
@@ -68,27 +70,41 @@ class Listener:
         self.path = self.place.path
         self.cap = self.budgets.cap()
         self._spare = _open_spare()
-        self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._sock.fileno(), self._accept_ready)
         log.info("listening on %s (at most %d clients)", self.path, self.cap)
         return self.path
 
     # -- accepting --------------------------------------------------------------------------------
-    async def _accept_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self._sock is not None:
+    # Accepting is synchronous, in the listening socket's reader callback: a client accepted is
+    # never lost to a task cancelled between accept and admission (a superseded owner stopping).
+    def _accept_ready(self, batch: int = 64) -> None:
+        for _ in range(batch):
+            if self._sock is None:
+                return
             try:
-                client, _ = await loop.sock_accept(self._sock)
+                client, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError as exc:
-                if self._sock is None:
-                    return
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                     if not self._shed():
-                        await asyncio.sleep(0.05)
-                    continue
+                        self._pause_accepting(0.05)  # nothing to give back: look again shortly
+                    return
                 log.error("accepting a client failed: %s", exc)
-                await asyncio.sleep(0.05)
-                continue
-            await self._admit(client)
+                self._pause_accepting(0.05)
+                return
+            self._admit(client)
+
+    def _pause_accepting(self, seconds: float) -> None:
+        if self._sock is None:
+            return
+        self._loop.remove_reader(self._sock.fileno())
+
+        def resume():
+            if self._sock is not None:
+                self._loop.add_reader(self._sock.fileno(), self._accept_ready)
+        self._loop.call_later(seconds, resume)
 
     def _shed(self) -> bool:
         """Out of descriptors anyway: the spare one lets a queued client be told so, not hang."""
@@ -107,7 +123,8 @@ class Listener:
         self._spare = _open_spare()
         return client is not None
 
-    async def _admit(self, client: socket.socket) -> None:
+    def _admit(self, client: socket.socket) -> None:
+        """Decide at once (the peer, the cap); the streams are set up by a task of its own."""
         client.setblocking(False)
         uid = peer_uid(client)
         if uid is not None and uid != os.getuid():
@@ -116,31 +133,38 @@ class Listener:
             client.close()
             return
         live = [c for c in self.connections if not c.closed]  # the closed ones are on their way out
-        if len(live) >= self.cap:
+        if len(live) + self._admitting >= self.cap:
             victim = min((c for c in live if not c.pending), key=lambda c: c.last_active,
                          default=None)
+            self.refused["too-many-connections"] += 1
             if victim is None:
-                self.refused["too-many-connections"] += 1
                 _refuse_raw(client, "too-many-connections", f"the owner serves at most {self.cap} "
                             "clients at once and every one is busy; try again")
                 return
-            self.refused["too-many-connections"] += 1
             victim.refuse("too-many-connections", f"the owner serves at most {self.cap} clients at "
                           "once; this connection, quiet the longest, was closed to make room")
-        loop = asyncio.get_running_loop()
+        self._admitting += 1
+        task = self._loop.create_task(self._connect(client))
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
+
+    async def _connect(self, client: socket.socket) -> None:
         reader = asyncio.StreamReader(limit=HEADER_LIMIT)
         protocol = asyncio.StreamReaderProtocol(reader)
         try:
-            transport, _ = await loop.connect_accepted_socket(lambda: protocol, client)
+            transport, _ = await self._loop.connect_accepted_socket(lambda: protocol, client)
         except OSError:
             client.close()
             return
-        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        finally:
+            self._admitting -= 1
+        writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
         conn = Connection(self, reader, writer)
+        if self._closed:  # the listener closed while this one was being set up
+            conn.drop()
+            return
         self.connections.add(conn)
-        task = loop.create_task(self._serve(conn))
-        self._serving.add(task)
-        task.add_done_callback(self._serving.discard)
+        await self._serve(conn)
 
     async def _serve(self, conn: "Connection") -> None:
         self._clients_changed()
@@ -173,17 +197,31 @@ class Listener:
                 client, _ = self._sock.accept()
             except OSError:
                 break  # EAGAIN: the queue is empty
-            await self._admit(client)
+            self._admit(client)
         self._stop_accepting()
         self.place.remove(store_too=store_too)
         self.path = None
 
+    def rebind(self) -> str:
+        """Listen anew (its socket was removed, replaced or given away under it): the clients
+        already connected stay. SocketRefused when there is no place left to listen."""
+        self._stop_accepting()
+        self.place = Placement(self.store)
+        self._sock = self.place.bind()
+        self.path = self.place.path
+        self._loop.add_reader(self._sock.fileno(), self._accept_ready)
+        if self._spare is None:
+            self._spare = _open_spare()
+        log.info("listening anew on %s", self.path)
+        return self.path
+
     def _stop_accepting(self) -> None:
-        if self._accepting is not None:
-            self._accepting.cancel()
-            self._accepting = None
         sock, self._sock = self._sock, None
         if sock is not None:
+            try:
+                self._loop.remove_reader(sock.fileno())
+            except (ValueError, RuntimeError):
+                pass  # the loop is closing
             sock.close()
         if self._spare is not None:
             os.close(self._spare)
@@ -191,6 +229,7 @@ class Listener:
 
     def close(self, *, store_too: bool = True) -> None:
         """Stop accepting, drop every client, remove the socket file (see Placement.remove)."""
+        self._closed = True
         self._stop_accepting()
         for conn in list(self.connections):
             conn.drop()
