@@ -32,6 +32,14 @@ class SocketClient:
             elif reply.get("id") == msg_id:
                 return reply
 
+    def reply(self, msg_id) -> dict:
+        """The answer to a request sent with `send`; notifications before it are kept."""
+        while True:
+            reply = self.reader.message()
+            if reply.get("id") == msg_id:
+                return reply
+            self.notifications.append(reply)
+
     def result(self, method: str, params=None):
         reply = self.request(method, params)
         assert "error" not in reply, reply
@@ -56,6 +64,18 @@ class SocketClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+async def socket_of(tb) -> str:
+    """The socket an editor's sidecar (a pytest-lsp server) listens on, once it does."""
+    import asyncio
+
+    for _ in range(400):
+        info = await tb.req("turnback/session/info", {})
+        if info.get("socket"):
+            return info["socket"]
+        await asyncio.sleep(0.02)
+    raise AssertionError("the owner never reported a socket")
 
 
 def raw(path: str, data: bytes) -> socket.socket:

@@ -61,7 +61,7 @@ def test_requests_during_a_commit_wait_for_it_or_are_cancelled(root):  # noqa: F
         assert (root / "f" / f"{N - 1:04}.txt").read_text() == f"two {N - 1}"  # still committing
         uris = [(root / "f" / name).as_uri() for name in ("0000.txt", f"{N - 1:04}.txt")]
         captured = hook.result("turnback/turn/capture", {"uris": uris})
-        done = _reply(committer, 50)
+        done = committer.reply(50)
         after = hook.result("turnback/turn/begin", {"prompt": "next"})
     finally:
         committer.close()
@@ -86,11 +86,3 @@ def _until_buffered(c: SocketClient, ok, what: str) -> None:
     deadline = time.monotonic() + GATE
     while not ok(c.result("turnback/session/info", {})["sockets"]["buffered"]):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-
-
-def _reply(c: SocketClient, msg_id: int) -> dict:
-    while True:
-        reply = c.reader.message()
-        if reply.get("id") == msg_id:
-            return reply
-        c.notifications.append(reply)

@@ -104,7 +104,7 @@ def test_a_woken_superseded_owner_answers_not_owner_naming_the_new_one_and_leave
     os.kill(old, signal.SIGCONT)
     # Both of the old owner's clients are answered, not-owner, with the new owner's pid.
     for c, msg_id in ((attached, None), (queued, 7)):
-        reply = c.request("turnback/session/info", {}) if msg_id is None else _reply(c, msg_id)
+        reply = c.request("turnback/session/info", {}) if msg_id is None else c.reply(msg_id)
         assert reply["error"]["data"]["code"] == "not-owner", reply
         assert reply["error"]["data"]["owner"]["pid"] == new["pid"], reply
         assert str(new["pid"]) in reply["error"]["message"]
@@ -123,13 +123,6 @@ def test_a_woken_superseded_owner_answers_not_owner_naming_the_new_one_and_leave
     assert [p.pid for p in daemons(root) if p.is_running() and p.status() != "zombie"] == [new["pid"]]
     tb(root, "daemon", "stop")
 
-
-def _reply(c: SocketClient, msg_id: int) -> dict:
-    while True:
-        reply = c.reader.message()
-        if reply.get("id") == msg_id:
-            return reply
-        c.notifications.append(reply)
 
 
 def test_a_superseded_background_owner_leaves_by_itself(root, stop_owner):  # noqa: F811

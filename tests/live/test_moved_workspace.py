@@ -53,9 +53,7 @@ def test_a_renamed_workspace_ends_its_owner_which_publishes_where_the_store_went
                        "params": {"turn": 1, "kind": "shell", "scope": "host"}})
     finally:
         os.kill(pid, signal.SIGCONT)
-    reply = attached.reader.message()
-    while reply.get("id") != 99:
-        reply = attached.reader.message()
+    reply = attached.reply(99)
     assert reply["error"]["data"]["code"] == "workspace-moved", reply
     attached.close()  # its last client has heard why: nothing keeps it
     assert wait_gone(pid, GATE)

@@ -12,7 +12,7 @@ import pytest
 from turnback.remote import client as remote
 from turnback.remote.paths import preferred_socket
 
-from .sockclient import SocketClient, raw
+from .sockclient import SocketClient, raw, socket_of
 
 
 def _mended(path: str) -> bool:
@@ -20,13 +20,7 @@ def _mended(path: str) -> bool:
         == (0o600, 0o700)
 
 
-async def _socket_of(tb) -> str:
-    for _ in range(200):
-        info = await tb.req("turnback/session/info", {})
-        if info.get("socket"):
-            return info["socket"]
-        await asyncio.sleep(0.02)
-    raise AssertionError("the owner never reported a socket")
+_socket_of = socket_of
 
 
 async def test_an_editor_and_two_command_line_clients_share_one_sidecar(ws, servers, flavour):

@@ -20,6 +20,7 @@ from turnback.remote.paths import inside_socket, pointer_path, trusted_socket, U
 from turnback.store.ownership import who_owns
 
 from .conftest import servers, ws  # noqa: F401 - fixtures
+from .sockclient import socket_of
 from .test_daemon import TB, daemons, tb
 
 ROOT_ONLY = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
@@ -266,12 +267,7 @@ def test_a_run_path_that_is_a_file_is_a_clear_error(tmp_path):
 
 async def test_a_socket_removed_under_its_owner_is_bound_again(ws, servers):  # noqa: F811
     editor = await servers(ws)
-    for _ in range(400):
-        info = await editor.req("turnback/session/info", {})
-        if info.get("socket"):
-            break
-        await asyncio.sleep(0.02)
-    path = info["socket"]
+    path = await socket_of(editor)
     os.unlink(path)
     assert remote.owner_socket(ws) is None
     await editor.until(lambda: remote.owner_socket(ws) == path, timeout=30,
@@ -284,11 +280,7 @@ async def test_a_run_folder_given_to_another_user_under_its_owner(ws, servers): 
     """Nobody may be asked to trust that socket any more: the owner stops listening there, cannot
     listen anywhere (its run folder is not its own), so it gives the lease up and says why."""
     editor = await servers(ws)
-    for _ in range(400):
-        info = await editor.req("turnback/session/info", {})
-        if info.get("socket"):
-            break
-        await asyncio.sleep(0.02)
+    await socket_of(editor)
     os.chown(ws / ".turnback" / "run", OTHER, OTHER)
     try:
         await editor.until(lambda: editor.status and editor.status[-1]["ownership"] == "observer",

@@ -12,6 +12,7 @@ import _socket
 import errno
 
 MAX_HEADER = 1 << 16
+BACKLOG_WAIT = 1.0  # seconds a connect waits out a full listen queue (EAGAIN), at most
 
 
 class NoOwner(Exception):
@@ -60,7 +61,7 @@ def connect(path: str, timeout: float):
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + min(timeout, BACKLOG_WAIT)
     while True:
         try:
             sock.connect(path)
@@ -76,9 +77,9 @@ def connect(path: str, timeout: float):
             if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
                 raise NoOwner(f"no owner listens on {path} ({exc.strerror})") from None
             if exc.errno == errno.EAGAIN:
-                raise RemoteError("backlog-full", f"the owner at {path} takes no connection within "
-                                  f"{timeout:g} s (its queue is full: it is stopped or overloaded)",
-                                  {"socket": path}) from None
+                raise RemoteError("backlog-full", f"the owner at {path} took no connection for "
+                                  f"{min(timeout, BACKLOG_WAIT):g} s (its queue is full: it is "
+                                  "stopped or overloaded)", {"socket": path}) from None
             raise RemoteError("unreachable", f"cannot reach the owner at {path}: {exc}",
                               {"socket": path}) from None
     who = peer(sock)
