@@ -462,5 +462,8 @@ COMMANDS.update(_FORK_COMMANDS)
 from .restore_cmd import COMMANDS as _RESTORE_COMMANDS  # noqa: E402  (restore)
 
 COMMANDS.update(_RESTORE_COMMANDS)
+from .guard_cmd import COMMANDS as _GUARD_COMMANDS  # noqa: E402  (guard)
+
+COMMANDS.update(_GUARD_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .restore_cmd import add_parsers as add_restore_parsers
 
     add_restore_parsers(sub, add)  # `restore`
+    from .guard_cmd import add_parsers as add_guard_parsers
+
+    add_guard_parsers(sub, add)  # `guard`
 
     p = add("redo", "list what rewinds left behind, or bring one back with --head")
     p.add_argument("--head", type=int, metavar="SEQ")
