@@ -83,7 +83,8 @@ def glob_regex(pattern: str) -> re.Pattern:
 
 
 def _spec_rel(ws, spec) -> tuple[str, bool]:
-    """(workspace-relative path or glob, is a glob). URIs are always literal paths."""
+    """(workspace-relative path or glob, is a glob or a folder by its trailing slash). URIs are
+    always literal paths."""
     if not isinstance(spec, str) or not spec:
         raise InvalidParams("paths must be a list of file URIs or workspace-relative paths and globs",
                             data={"field": "paths"})
@@ -91,7 +92,7 @@ def _spec_rel(ws, spec) -> tuple[str, bool]:
         return ws.to_rel(spec), False
     if spec.strip("/") in ("", "."):
         return "", False  # the whole workspace
-    glob = bool(GLOB_CHARS & set(spec))
+    glob = bool(GLOB_CHARS & set(spec)) or spec.endswith("/")
     return ws.to_rel(spec.rstrip("/")), glob
 
 
@@ -118,7 +119,7 @@ def expand_job(state: SessionState, ws, specs, images: dict, boundary: dict):
                                                                            "uri": ws.to_uri(rel)})
             chosen[rel] = None
             continue
-        match = glob_regex(rel).match if glob else _under(rel)
+        match = glob_regex(rel).match if glob and GLOB_CHARS & set(rel) else _under(rel)
         found = 0
         for i, (path, at) in enumerate(_boundary_items(state, images)):
             if i and i % EXPAND_SLICE == 0:
@@ -134,7 +135,7 @@ def expand_job(state: SessionState, ws, specs, images: dict, boundary: dict):
             elif is_digest(state.known.get(path)):
                 created.add(path)  # created since the boundary: a folder or glob leaves it alone
         if not found:
-            what = "glob" if glob else ("workspace" if not rel else "folder")
+            what = "glob" if GLOB_CHARS & set(rel) else ("workspace" if not rel else "folder")
             raise NoMatch(f"the {what} {spec!r} matches no file that existed {where}",
                           data={"path": spec, "boundary": boundary})
     return list(chosen), gaps, sorted(created - set(chosen))
