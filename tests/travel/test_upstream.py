@@ -68,4 +68,4 @@ def test_no_upstream_says_nothing(agent):
     git(a.root, "commit", "-qam", "local only")
     c = a.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 1}})
     assert not any("pushed" in f for f in c["files"])
-    assert "left the machine" not in c["summary"]
+    assert "left the machine" not in c["summary"] and "upstream" not in c
