@@ -116,14 +116,19 @@ def test_pick_a_prompt_to_rewind_to_with_the_arrow_keys(session):
     assert t.row("before prompt 3") < t.row("before prompt 2") < t.row("before prompt 1")
     assert "\u201cprompt number 3\u201d  1 file(s): a.txt" in t.highlighted()
     t.send(DOWN)  # from prompt 3 to prompt 2: the highlight moves with the key
-    t.until(lambda: "before prompt 2" in t.highlighted(), "the highlight on prompt 2")
+    choose_and_confirm(t, "before prompt 2", "from turn 2", "rewind committed")
+    assert turns(session) == 1 and (session / "a.txt").read_text() == "a1"
+
+
+def choose_and_confirm(t, row: str, plan_says: str, done: str) -> None:
+    """Wait for the highlight on `row`, choose it, check the plan shown, say yes, wait for `done`."""
+    t.until(lambda: row in t.highlighted(), f"the highlight on {row}")
     t.send(b"\r")
     t.expect("Type yes to confirm")
-    assert "Discards:" in t.text and "from turn 2" in t.text
+    assert plan_says in t.text, t.text
     t.send(b"yes\r")
-    t.expect("rewind committed")
+    t.expect(done)
     assert t.finish() == 0
-    assert turns(session) == 1 and (session / "a.txt").read_text() == "a1"
 
 
 def test_change_the_mode_in_the_picker(session):
@@ -132,13 +137,8 @@ def test_change_the_mode_in_the_picker(session):
     t.send(b"m")
     t.expect("puts back: code only")
     t.send(b"j")  # j moves down too
-    t.until(lambda: "before prompt 2" in t.highlighted(), "the highlight on prompt 2")
-    t.send(b"\r")
-    t.expect("Type yes to confirm")
-    assert "Files only: every turn of the conversation stays." in t.text
-    t.send(b"yes\r")
-    t.expect("rewind committed")
-    assert t.finish() == 0
+    choose_and_confirm(t, "before prompt 2", "Files only: every turn of the conversation stays.",
+                       "rewind committed")
     assert turns(session) == 3 and (session / "a.txt").read_text() == "a1"
 
 
@@ -148,13 +148,7 @@ def test_pick_the_turn_to_restore_a_file_to(session):
     t.expect("the start of the session")
     assert "end of turn 3" in t.highlighted()
     t.send(DOWN + DOWN_CSI)  # end of turn 3, 2, then 1
-    t.until(lambda: "end of turn 1" in t.highlighted(), "the highlight on turn 1")
-    t.send(b"\r")
-    t.expect("Type yes to confirm")
-    assert "at the end of turn 1" in t.text
-    t.send(b"yes\r")
-    t.expect("restore committed")
-    assert t.finish() == 0
+    choose_and_confirm(t, "end of turn 1", "at the end of turn 1", "restore committed")
     assert turns(session) == 3 and (session / "a.txt").read_text() == "a1"
 
 

@@ -254,6 +254,26 @@ def _declined(ctx, answer: str, what: str, flag: str) -> None:
         ctx.print(f"Nothing changed. Run again with {flag} to {what}.")
 
 
+def confirmed(ctx, wb, candidate: dict, lines, what: str, noop_text: str) -> bool:
+    """Show a plan (`lines`) and ask; True when the commit may go ahead (the owner checked). A plan
+    with nothing to do, a no and --json without --yes answer here and return False."""
+    if candidate.get("noop"):  # the current state: no question, no commit, no epoch
+        ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
+            else ctx.print(noop_text)
+        return False
+    if not ctx.json:
+        ctx.print(*lines)
+    answer = _decide(ctx, ctx.args.yes, f"{what.capitalize()}?")
+    if answer != "yes":
+        if ctx.json:
+            ctx.emit({"candidate": candidate, "commit": None})
+        else:
+            _declined(ctx, answer, what, "--yes")
+        return False
+    ctx.require_owner(wb)
+    return True
+
+
 def cmd_rewind(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
@@ -273,21 +293,11 @@ def cmd_rewind(ctx) -> int:
         r = _renderer(wb)
         steps = step_index(wb.turns.log({}))
         keep = bool(ctx.args.keep_user_edits)
-        if candidate.get("noop"):  # the current state: no question, no commit, no epoch
-            ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
-                else ctx.print(candidate["summary"] if mode == "files" else "Nothing to rewind: turn "
-                               f"{candidate['keep']['turnCount']} is the current state.")
+        noop = candidate["summary"] if mode == "files" else \
+            f"Nothing to rewind: turn {candidate['keep']['turnCount']} is the current state."
+        if not confirmed(ctx, wb, candidate, r.candidate(candidate, steps, keep_user_edits=keep),
+                         "rewind", noop):
             return EXIT_OK
-        if not ctx.json:
-            ctx.print(*r.candidate(candidate, steps, keep_user_edits=keep))
-        answer = _decide(ctx, ctx.args.yes, "Rewind?")
-        if answer != "yes":
-            if ctx.json:
-                ctx.emit({"candidate": candidate, "commit": None})
-            else:
-                _declined(ctx, answer, "rewind", "--yes")
-            return EXIT_OK
-        ctx.require_owner(wb)
         result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
                                    "keepUserEdits": keep, "mode": mode})
     finally:

@@ -23,11 +23,10 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint, checkpoint_modes
-from .disk import current_mode, disk_images_job, drain
-from .filestate import files_changed_state
+from .disk import disk_images_job, drain
 from .rewind import (Derived, _file, _loose_changes, _unique, _wire_gap, boundary_words,
-                     changed_behind, directives_after, file_sentences, keep_count, plan_hash,
-                     refuse_unsaved)
+                     changed_behind, file_sentences, keep_count, keeping_turns, plan_entry,
+                     plan_hash, refuse_unsaved)
 from .user_edits import user_edit_fields
 
 GLOB_CHARS = frozenset("*?[")
@@ -184,26 +183,14 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
             files.append(_file(ws, rel, "unchanged", None, to, False, mode=None))
             continue
         external = changed_behind(state, ws, rel, now)
-        if to == now and (to == ABSENT or want is None or want == current_mode(ws, rel)):
-            action = "unchanged"
-        else:
-            action = "delete" if to == ABSENT else "restore"
-            changes.append((rel, to))
-            if want is not None and to != ABSENT:
-                modes[(rel, to)] = want
+        action = plan_entry(ws, rel, to, now, want, changes, modes)
         files.append(_file(ws, rel, action, now, to, external, mode=want if to != ABSENT else None,
                            **user_edit_fields(action, external, loose.get(rel, False))))
     refuse_unsaved(ws, files, dirty)
     gaps = _unique(gaps)
-    record = {"operation": "restore", "mode": None, "boundary": boundary}
-
-    def rebuild(chosen):
-        directives, _ = directives_after(state, ws, objects, dict(chosen), max_bytes,
-                                         discard_from=state.turn_count + 1)
-        return files_changed_state(state, chosen, modes, record=record, directives=directives)
-
-    _, consequences = directives_after(state, ws, objects, dict(changes), max_bytes,
-                                       discard_from=state.turn_count + 1)
+    rebuild, consequences = keeping_turns(
+        state, ws, objects, changes, modes, max_bytes,
+        record={"operation": "restore", "mode": None, "boundary": boundary})
     n = state.turn_count
     candidate = {
         "operation": "restore", "mode": "files",
