@@ -308,8 +308,8 @@ class TurnsFeature:
                            "created": e.created, "before": e.before, "after": e.after,
                            "captures": e.captures} for e in t.files.values()],
                 "steps": len(t.steps),
-                "stepList": [{"id": s.id, "kind": s.kind, "scope": s.scope, "summary": s.summary}
-                             for s in t.steps],
+                "stepList": [{"id": s.id, "kind": s.kind, "scope": s.scope, "summary": s.summary,
+                              "paths": list(s.rels)} for s in t.steps],
                 "gaps": [self.wb.wire_gap(g) for g in t.gaps],
             }
             if t.directive_id:
