@@ -189,3 +189,24 @@ def test_turnback_guard_reports_what_is_in_force(ws):
     assert doc["guard"]["unknown"] == {"action": "allow", "source": "default"}
     assert doc["check"]["scope"] == "crossing" and doc["check"]["action"] == "deny"
     assert doc["afterRewind"]["command"] == "true" and doc["errors"] == []
+
+
+def test_cursor_asks_where_it_reads_a_permission(ws):
+    guard(ws, '[guard]\ncrossing = "ask"\n')
+
+    def cur(event, **fields):
+        return {"conversation_id": "c-1", "generation_id": "g-1", "hook_event_name": event,
+                "workspace_roots": [str(ws)], "cwd": str(ws), **fields}
+
+    hook("cursor", cur("beforeSubmitPrompt", prompt="publish it"))
+    # its preToolUse of the shell call says nothing (Cursor reads no permission there)...
+    assert hook("cursor", cur("preToolUse", tool_name="Shell", tool_input={"command": "npm publish"},
+                              tool_use_id="t1")) is None
+    # ...its beforeShellExecution asks
+    out = hook("cursor", cur("beforeShellExecution", command="npm publish"))
+    assert out["permission"] == "ask" and "npm publish" in out["user_message"]
+    assert out["agent_message"] == out["user_message"]
+    # a warning has no channel in Cursor (its other answer, allow, would skip its own approval)
+    guard(ws, "")
+    assert hook("cursor", cur("beforeShellExecution", command="npm publish --tag next")) is None
+    assert any("logged only" in line for line in hook_log(ws))
