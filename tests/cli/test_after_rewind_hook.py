@@ -9,7 +9,7 @@ import sys
 import time
 
 import psutil
-from cli_helpers import cli, ws  # noqa: F401  (fixtures)
+from cli_helpers import cli, run_turnback, ws  # noqa: F401  (fixtures)
 
 # The example of docs/rewind.md ("After a rewind"): the agent's todo list goes back with the
 # conversation, and stays when only files moved.
@@ -89,12 +89,17 @@ def test_a_failing_hook_is_logged_and_the_commit_stands(cli):
 
 
 def test_a_hook_that_hangs_is_stopped_whole(cli):
+    """Its shell, a child still holding its output open and a child on its own: all stopped at the
+    timeout, and the command line goes on (a hang would run into the 120 s guard of the run)."""
     session(cli)
-    config(cli, "echo $$ > hook.pid; sleep 300 & echo $! > child.pid; wait", timeout=0.5)
-    rc, out, _ = cli("rewind", "--before-prompt", "2", "--yes")
-    assert rc == 0 and (cli.root / "a.txt").read_text() == "a1"
+    config(cli, "echo $$ > hook.pid; sleep 300 & echo $! > holding.pid; "
+                "sleep 300 >/dev/null 2>&1 & echo $! > detached.pid; wait", timeout=0.5)
+    proc = run_turnback("rewind", "--before-prompt", "2", "--yes", "--workspace", str(cli.root),
+                        cwd=cli.root, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (cli.root / "a.txt").read_text() == "a1"
     assert any("was stopped after 0.5 s" in x for x in hook_log(cli))
-    for name in ("hook.pid", "child.pid"):  # the shell and what it started: the whole group
+    for name in ("hook.pid", "holding.pid", "detached.pid"):  # the whole process group
         pid = int((cli.root / name).read_text())
         deadline = time.monotonic() + 30
         while _alive(pid) and time.monotonic() < deadline:

@@ -245,3 +245,18 @@ def test_a_pid_store_restores_too(agent):
     a.reopen()
     assert a.files()["src/x.py"] == b"x1" and a.log()["restores"][0]["count"] == 1
     assert a.wb.redo.list()["available"] is False
+
+
+def test_redo_brings_back_an_uncaptured_edit_the_restore_overwrote(agent):
+    """The restore's backups go into a *before* state, as a rewind's do (docs/rewind.md)."""
+    a = agent()
+    three_turns(a)
+    (a.root / "a.txt").write_text("typed while turnback was not looking")  # never captured
+    c, out = restore(a, ["a.txt"])
+    assert c["files"][0]["externalChange"] is True and out["status"] == "committed"
+    assert a.files()["a.txt"] == b"a1"
+    g = a.wb.redo.list()["groups"][0]
+    p = a.wb.redo.prepare({"headSeq": g["headSeq"]})
+    assert a.wb.redo.commit({"headSeq": g["headSeq"], "planHash": p["planHash"]})["status"] == \
+        "committed"
+    assert a.files()["a.txt"] == b"typed while turnback was not looking"
