@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -76,6 +77,15 @@ class Terminal:
     def send(self, keys: bytes) -> None:
         os.write(self.master, keys)
 
+    def close(self) -> None:
+        """Stop the program if a failed test left it running (its own process group)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(60)
+        if self.master >= 0:
+            os.close(self.master)
+            self.master = -1
+
     def finish(self) -> int:
         try:
             while True:
@@ -90,7 +100,22 @@ class Terminal:
             pass
         code = self.proc.wait(60)
         os.close(self.master)
+        self.master = -1
         return code
+
+
+@pytest.fixture
+def terminal():
+    """Terminal(args, cwd) for the test; every program still running at the end is stopped."""
+    made: list[Terminal] = []
+
+    def start(*args, **kw) -> Terminal:
+        made.append(Terminal(*args, **kw))
+        return made[-1]
+
+    yield start
+    for t in made:
+        t.close()
 
 
 @pytest.fixture
@@ -109,8 +134,8 @@ def turns(root) -> int:
     return len(json.loads(run_turnback("log", "--json", cwd=root).stdout)["turns"])
 
 
-def test_pick_a_prompt_to_rewind_to_with_the_arrow_keys(session):
-    t = Terminal([*turnback_exe(), "rewind"], session)
+def test_pick_a_prompt_to_rewind_to_with_the_arrow_keys(session, terminal):
+    t = terminal([*turnback_exe(), "rewind"], session)
     t.expect("Rewind to before which prompt?")
     t.expect("before prompt 1")  # the whole list is drawn: 3, 2, 1 (newest first)
     assert t.row("before prompt 3") < t.row("before prompt 2") < t.row("before prompt 1")
@@ -131,8 +156,8 @@ def choose_and_confirm(t, row: str, plan_says: str, done: str) -> None:
     assert t.finish() == 0
 
 
-def test_change_the_mode_in_the_picker(session):
-    t = Terminal([*turnback_exe(), "rewind"], session)
+def test_change_the_mode_in_the_picker(session, terminal):
+    t = terminal([*turnback_exe(), "rewind"], session)
     t.expect("puts back: code and conversation")
     t.send(b"m")
     t.expect("puts back: code only")
@@ -142,8 +167,8 @@ def test_change_the_mode_in_the_picker(session):
     assert turns(session) == 3 and (session / "a.txt").read_text() == "a1"
 
 
-def test_pick_the_turn_to_restore_a_file_to(session):
-    t = Terminal([*turnback_exe(), "restore", "a.txt"], session)
+def test_pick_the_turn_to_restore_a_file_to(session, terminal):
+    t = terminal([*turnback_exe(), "restore", "a.txt"], session)
     t.expect("Restore to how they were at which point?")
     t.expect("the start of the session")
     assert "end of turn 3" in t.highlighted()
@@ -152,8 +177,8 @@ def test_pick_the_turn_to_restore_a_file_to(session):
     assert turns(session) == 3 and (session / "a.txt").read_text() == "a1"
 
 
-def test_leaving_the_picker_changes_nothing(session):
-    t = Terminal([*turnback_exe(), "rewind"], session)
+def test_leaving_the_picker_changes_nothing(session, terminal):
+    t = terminal([*turnback_exe(), "rewind"], session)
     t.expect("Rewind to before which prompt?")
     t.send(b"q")
     t.expect("Cancelled: nothing changed.")
@@ -161,8 +186,8 @@ def test_leaving_the_picker_changes_nothing(session):
     assert turns(session) == 3
 
 
-def test_a_terminal_curses_cannot_drive_gets_a_numbered_list(session):
-    t = Terminal([*turnback_exe(), "rewind"], session, term="dumb")
+def test_a_terminal_curses_cannot_drive_gets_a_numbered_list(session, terminal):
+    t = terminal([*turnback_exe(), "rewind"], session, term="dumb")
     t.expect("Choose a number")
     assert "[3] before prompt 1" in t.text
     t.send(b"3\r")
@@ -170,4 +195,14 @@ def test_a_terminal_curses_cannot_drive_gets_a_numbered_list(session):
     t.send(b"no\r")
     t.expect("Cancelled: nothing changed.")
     assert t.finish() == 0
+    assert turns(session) == 3
+
+
+def test_a_terminal_that_goes_away_ends_the_picker(session, terminal):
+    """A hang-up (the terminal closed under it): the picker stops, it does not spin on a dead tty."""
+    t = terminal([*turnback_exe(), "rewind"], session)
+    t.expect("Rewind to before which prompt?")
+    os.close(t.master)
+    t.master = -1
+    t.proc.wait(60)  # (a guard against a hang, not a measure of time)
     assert turns(session) == 3

@@ -90,6 +90,8 @@ def _run(screen, rows: list[Row], title: str, mode: str | None):
             _put(screen, len(head) + 1 + i, row.label[: width - 1].ljust(width - 1), attr)
         screen.refresh()
         key = screen.getch()
+        if key == -1:  # the terminal went away (a hang-up): nobody is there to choose
+            raise Cancelled()
         if key == 27:
             key = _escape(screen)
         if key in (curses.KEY_UP, ord("k")):
