@@ -109,7 +109,7 @@ async def test_sweep_progress_with_work_done_token(ws, servers):
     # the gate: the sweep has begun (its first progress report), with 3000 files still to read
     await tb.until(lambda: tb.client.progress_reports["tok-1"], what="the sweep to begin")
     info = await timed("info", "turnback/session/info", {})
-    assert await begin == {"turn": 1}
+    assert (await begin)["turn"] == 1
     # the sweep runs in slices: a read sent while it runs is answered before it finishes
     assert order == ["info", "begin"], order
     assert info["turnCount"] == 0
