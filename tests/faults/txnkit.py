@@ -38,7 +38,9 @@ def recovery_files(root: Path) -> list[Path]:
 
 def recorded(root: Path) -> set[str]:
     """The workspace files the recovery records name (workspace-relative)."""
-    a = Agent(root)
+    from turnback.store.layout import Store
+
+    a = Agent(root, store_kind=Store.open(Path(root) / ".turnback", kind=None, create=False).kind)
     try:
         records = a.wb.recovery.list()["recovery"]
     finally:
