@@ -31,7 +31,7 @@ from ..store import fsio
 from ..workbench import Options, Workbench
 from .errors import NotInitialized, to_rpc
 from .hookhost import METHOD as HOOK_METHOD
-from .hookhost import handle_event
+from .hookhost import handle_event, spool_loop
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
 from .slices import SliceStats, cycles_deferred, reclaim_frozen, run_job
@@ -401,7 +401,8 @@ class TurnbackServer(LanguageServer):
         gc.freeze()  # the opened session's objects live as long as the server: keep them out of gc
         self.tasks += [loop.create_task(self.collection_loop()),
                        loop.create_task(self.lease_loop()),
-                       loop.create_task(self.observer_loop())]
+                       loop.create_task(self.observer_loop()),
+                       loop.create_task(spool_loop(self))]  # hook events no owner could take
         if self.wb.is_owner:
             self.tasks.append(loop.create_task(self.start_listening()))
             self.start_watcher()
