@@ -17,7 +17,7 @@ import threading
 import pytest
 from hookkit import TURNBACK, hook_log, prompts, spooled, tb, tb_json
 
-from turnback.hooks import fast
+from turnback.hooks import fallback
 from turnback.remote import client
 
 
@@ -91,6 +91,9 @@ def test_malformed_params_are_refused_and_the_owner_keeps_running(owned):
     for params, code in (({"agent": "nobody", "payload": {}}, "invalid-params"),
                          ({"agent": "claude-code", "payload": [1]}, "invalid-params"),
                          ({"agent": "claude-code", "payload64": "@@@"}, "invalid-params"),
+                         ({"agent": "claude-code", "payload": {}, "eventId": 7}, "invalid-params"),
+                         ({"agent": "claude-code", "payload": {}, "eventId": "x" * 65},
+                          "invalid-params"),
                          ([1, 2], "invalid-params")):
         with pytest.raises(client.RemoteError) as err:
             client.call(str(owned), "turnback/hook/event", params)
@@ -176,7 +179,7 @@ def test_what_the_owner_says_is_printed_with_its_exit_status(monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
-    assert fast.emit({"exit": 2, "stdout": "", "stderr": "blocked\n"}) == 2
-    assert fast.emit({"exit": 0, "stdout": '{"systemMessage": "m"}\n', "stderr": ""}) == 0
-    assert fast.emit({"exit": 77}) == 0  # only the agent's two statuses pass through
+    assert fallback.emit({"exit": 2, "stdout": "", "stderr": "blocked\n"}) == 2
+    assert fallback.emit({"exit": 0, "stdout": '{"systemMessage": "m"}\n', "stderr": ""}) == 0
+    assert fallback.emit({"exit": 77}) == 0  # only the agent's two statuses pass through
     assert (out.getvalue(), err.getvalue()) == ('{"systemMessage": "m"}\n', "blocked\n")

@@ -66,6 +66,27 @@ def test_frames_come_back_in_order_and_a_torn_or_damaged_one_ends_the_read(ws):
         spool.frame_bytes({"x": "y" * (spool.MAX_FRAME + 1)})
 
 
+def test_a_damaged_spool_is_kept_as_evidence_and_the_replay_goes_on(ws, monkeypatch):
+    import turnback.hooks.mapper as mapper
+
+    monkeypatch.setattr(mapper, "Mapper", stand_ins()["TwoPartMapper"])
+    _spool_three(ws)
+    path = Path(spool.spool_path(ws / ".turnback"))
+    path.write_bytes(path.read_bytes()[:-3])  # the last append torn
+    calls: list = []
+    lines: list = []
+    drain_mod.drain(ws, ws / ".turnback", lambda c, r: ListPort(calls), lines.append)
+    assert [c[1] for c in calls] == ["e0", "e0", "e1", "e1"]
+    kept = [p for p in path.parent.iterdir() if ".damaged-" in p.name]
+    assert len(kept) == 1 and not path.exists() and frames(ws) == []
+    assert any("torn or damaged" in line for line in lines)
+    assert any(kept[0].name in line for line in lines)
+    (ws / ".turnback" / "agents" / "spool").write_bytes(b"not a spool at all")
+    drain_mod.drain(ws, ws / ".turnback", lambda c, r: ListPort(calls), lines.append)
+    assert len([p for p in path.parent.iterdir() if ".damaged-" in p.name]) == 2
+    assert len(calls) == 4
+
+
 def _fault_loop(ws, existing: bool, **plan) -> tuple[int, int]:
     """Append an event (after event 0 when `existing`, else to no spool at all) with the Nth
     operation failing, for every N; after each, the spool holds what it held and the new event
@@ -168,18 +189,6 @@ class ListPort:
         pass
 
 
-class TwoPartMapper:
-    """Stands in for the real mapper: an event is two calls, so a cut between them shows."""
-
-    def __init__(self, ev, port, data, config, log):
-        self.ev, self.port = ev, port
-
-    def run(self):
-        for part in (1, 2):
-            self.port.call("record", {"prompt": self.ev.prompt, "part": part})
-        return None
-
-
 def _spool_three(ws):
     for i in range(3):
         spool.append(ws / ".turnback", record(i, ws))
@@ -188,7 +197,7 @@ def _spool_three(ws):
 def test_a_replay_failed_at_any_operation_records_each_event_once_when_run_again(ws, monkeypatch):
     import turnback.hooks.mapper as mapper
 
-    monkeypatch.setattr(mapper, "Mapper", TwoPartMapper)
+    monkeypatch.setattr(mapper, "Mapper", stand_ins()["TwoPartMapper"])
     _spool_three(ws)
     pristine = ws.parent / "pristine"
     shutil.copytree(ws, pristine)
@@ -238,6 +247,7 @@ class FilePort:
         pass
 
 class TwoPartMapper:
+    # stands in for the real mapper: an event is two calls, so a cut between them shows
     def __init__(self, ev, port, data, config, log):
         self.ev, self.port = ev, port
     def run(self):
@@ -259,13 +269,19 @@ drain.drain(root, root / ".turnback", lambda c, r: FilePort(root),
 """
 
 
+def stand_ins() -> dict:
+    """The child's own stand-ins (FilePort, TwoPartMapper), for this process."""
+    names: dict = {}
+    exec(FILE_PORT, names)  # noqa: S102 - one definition for the child and the tests
+    return names
+
+
 def replay_here(ws, monkeypatch) -> None:
     """The next owner's replay, in this process, with the same stand-ins as the child's."""
     import turnback.hooks.mapper as mapper
     from turnback.store.agentrecord import AgentRecord
 
-    names: dict = {}
-    exec(FILE_PORT, names)  # noqa: S102 - the child's own stand-ins, shared
+    names = stand_ins()
     monkeypatch.setattr(mapper, "Mapper", names["TwoPartMapper"])
     drain_mod.drain(ws, ws / ".turnback", lambda c, r: names["FilePort"](ws),
                     AgentRecord(ws / ".turnback").log)

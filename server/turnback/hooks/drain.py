@@ -115,6 +115,8 @@ def drain(root: Path, store: Path, make_port, log, *, stop=None, lock_seconds=No
                 done["kept"] = len(taken.frames) - index
                 return done
             done["replayed"] += 1
-        spool.finish(taken)
+        kept = spool.finish(taken)
+        if kept:
+            log(f"spool: what could not be read is kept in {kept}")
         if done["replayed"] or done["passed"]:
             log(f"spool: {done['replayed']} event(s) replayed from {os.path.basename(taken.path)}")

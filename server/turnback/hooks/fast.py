@@ -11,10 +11,11 @@ The common case costs no `json`, `socket` or `re` import (each pulls in `enum`; 
 most of a hook's start-up): the workspace is found from the hook's own folder, the payload travels
 base64-encoded in a request put together by hand, and the usual answer (exit 0, nothing to print) is
 recognised byte for byte (the status notifications that may come first, by their opening bytes).
-Anything else is parsed properly. The owner checks that the payload's `cwd`
+Anything else is parsed properly (`fallback.answer`). The owner checks that the payload's `cwd`
 is in its workspace; when it is not, or no owner listens, or the payload is not JSON, the hook
-takes the slower path: `_parsed` (the payload read, its own `cwd` followed), then `runtime.run`
-(a background owner started, or the store opened in this process), which logs whatever goes wrong.
+takes the slower path: `fallback.parsed` (the payload read, its own `cwd` followed), then
+`runtime.run` (a background owner started, or the store opened in this process), which logs
+whatever goes wrong.
 
 Never in the agent's way, whatever happens: the workspace is trusted only when it is the user's own
 (`store/trust.py`); the hook never waits on an owner that is stopped or gone (its pid, from the
@@ -52,7 +53,12 @@ def budget(variable: str, default: float) -> float:
         return default
 
 
-DEADLINE = [time.monotonic() + HOOK_SECONDS]  # reset by `run`; a list so the runtime shares it
+DEADLINE = [time.monotonic() + HOOK_SECONDS]  # set by `start_clock`; shared with the runtime
+
+
+def start_clock() -> None:
+    """A hook's budget starts now (when it starts, not when this module was first imported)."""
+    DEADLINE[0] = time.monotonic() + budget("TURNBACK_HOOK_SECONDS", HOOK_SECONDS)
 
 
 def remaining() -> float:
@@ -119,7 +125,7 @@ def find_workspace(cwd: str | None):
 
 def locate(cwd: str | None):
     """(the workspace and store, or None; why a workspace found was refused, or None)."""
-    from ..store.trust import check, folder_ok
+    from ..store.trust import entry_ok, markers_problem
 
     if not cwd:
         return None, None
@@ -127,17 +133,14 @@ def locate(cwd: str | None):
         folder = os.path.realpath(cwd)
     except (OSError, ValueError):
         return None, None
-    while folder_ok(folder):
+    while entry_ok(folder, private=False, folder=True):
         store = os.path.join(folder, ".turnback")
         toml = os.path.join(folder, "turnback.toml")
-        if os.path.lexists(os.path.join(store, "FORMAT")) or os.path.lexists(toml):
-            for path, what, private, is_folder in ((toml, "configuration", False, False),
-                                                   (store, "store", True, True),
-                                                   (os.path.join(store, "FORMAT"), "store file",
-                                                    True, False)):
-                problem = check(path, what, private=private, folder=is_folder)
-                if problem is not None:
-                    return None, problem
+        fmt = os.path.join(store, "FORMAT")
+        if os.path.lexists(fmt) or os.path.lexists(toml):
+            if entry_ok(toml, private=False) is False or entry_ok(store, folder=True) is False \
+                    or entry_ok(fmt) is False:
+                return None, markers_problem(folder)
             return (folder, store), None
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -148,7 +151,7 @@ def locate(cwd: str | None):
 
 def run(agent: str, event: str | None = None) -> int:
     """The hook, start to exit; never a traceback, never an exit status the agent did not ask for."""
-    DEADLINE[0] = time.monotonic() + budget("TURNBACK_HOOK_SECONDS", HOOK_SECONDS)
+    start_clock()
     try:
         return _run(agent, event)
     except Exception:  # noqa: BLE001 - the promise: exit 0, print nothing, whatever happened
@@ -163,14 +166,17 @@ def _run(agent: str, event: str | None) -> int:
         here = None
     event_id = binascii.hexlify(os.urandom(8)).decode()
     place = find_workspace(here)
-    if place is None or (event is not None and not event.isalnum()):
-        return _parsed(agent, body, event, event_id, here)
-    outcome = send(place, agent, body, event, here, event_id)
-    if isinstance(outcome, int):
-        return outcome
-    return _parsed(agent, body, event, event_id, here,
-                   tried=(place, outcome) if isinstance(outcome, Missed) else None,
-                   older=outcome == OLDER_OWNER)
+    if place is not None and (event is None or event.isalnum()):
+        outcome = send(place, agent, body, event, here, event_id)
+        if isinstance(outcome, int):
+            return outcome
+    else:
+        outcome = None
+    from .fallback import parsed
+
+    return parsed(agent, body, event, event_id, here,
+                  tried=(place, outcome) if isinstance(outcome, Missed) else None,
+                  older=outcome == OLDER_OWNER)
 
 
 def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, event_id: str):
@@ -217,7 +223,9 @@ def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, eve
             reply = reader.body()
         if reply == QUIET_REPLY:
             return EXIT_OK
-        return _answer(reply, reader)
+        from .fallback import answer
+
+        return answer(reply, reader)
     except _GaveUp as exc:
         return Missed(str(exc), sent=sent)
     except Exception as exc:  # noqa: BLE001 - a dropped connection, a garbled answer
@@ -307,63 +315,3 @@ def _reader_class():
 
 def _patient_reader(sock, pid):
     return _reader_class()(sock, pid)
-
-
-def _answer(reply: bytes, reader):
-    """Any answer but the quiet one: parsed, after the notifications the owner fans out."""
-    import json
-
-    message = json.loads(reply)
-    while not (isinstance(message, dict) and message.get("id") == 1
-               and ("result" in message or "error" in message)):
-        message = json.loads(reader.body())
-    error = message.get("error")
-    if error is not None:
-        data = error.get("data") if isinstance(error, dict) and isinstance(error.get("data"), dict) \
-            else {}
-        code = data.get("code")
-        if code == ELSEWHERE:
-            return OTHER_PLACE
-        if code == "method-not-found":  # an older owner
-            return OLDER_OWNER
-        message_text = error.get("message", "") if isinstance(error, dict) else error
-        return Missed(f"the owner answered [{code or 'internal'}] {message_text}", sent=True)
-    return emit(message.get("result"))
-
-
-def emit(answer) -> int:
-    """Print what the owner said the hook prints; its exit status."""
-    answer = answer if isinstance(answer, dict) else {}
-    out, err = answer.get("stdout"), answer.get("stderr")
-    if isinstance(out, str) and out:
-        sys.stdout.write(out)
-        sys.stdout.flush()
-    if isinstance(err, str) and err:
-        sys.stderr.write(err)
-    code = answer.get("exit")
-    return code if code in (EXIT_OK, EXIT_BLOCK) else EXIT_OK
-
-
-def _parsed(agent: str, body: bytes, event: str | None, event_id: str, here: str | None, *,
-            tried=None, older: bool = False) -> int:
-    """The payload read first, and sent to the owner of the workspace its own `cwd` names. `tried`
-    is (a workspace, how handing the event to its owner failed): not tried twice."""
-    raw = parse(body, event)
-    place = find_workspace(cwd_of(raw, here))
-    if place is None:
-        return EXIT_OK  # not a workspace turnback knows (or not one of the user's own): no trace
-    from . import runtime
-
-    if tried is not None and tried[0] == place:
-        return runtime.undelivered(agent, raw, body, event, event_id, place, tried[1])
-    if isinstance(raw, dict) and not older:
-        outcome = send(place, agent, body, event, here, event_id)
-        if isinstance(outcome, int):
-            return outcome
-        if isinstance(outcome, Missed):
-            return runtime.undelivered(agent, raw, body, event, event_id, place, outcome)
-        if outcome == OTHER_PLACE:  # its own owner says it is elsewhere: a moved workspace
-            return runtime.undelivered(agent, raw, body, event, event_id, place, Missed(
-                "the owner of this workspace says the event's folder is elsewhere", sent=True))
-        older = outcome == OLDER_OWNER
-    return runtime.run(agent, event=event, body=body, event_id=event_id, older_owner=older)

@@ -52,7 +52,10 @@ def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = No
     `older_owner`: an owner answers but has no `turnback/hook/event`; its calls are used instead."""
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
-    if body is None:
+    if body is None:  # called as the hook itself (tests, older entry points): its clock starts
+        from .fast import start_clock
+
+        start_clock()
         body = read_body(stdin if stdin is not None else sys.stdin.buffer)
     raw = parse(body, event)
     place = find_workspace(cwd_of(raw))

@@ -17,7 +17,8 @@ new events start a new spool, and reads the frames. A replay that stops half-way
 lock stayed held) leaves that file; the next `take` returns it again, before the newer spool. What is
 already recorded is known from the agent record (the replay's cursor and the ids of recent events,
 hooks/drain.py), so a frame is never recorded twice. A frame that is short or fails its checksum ends
-the read (a torn append), and is reported.
+the read (a torn append, or damage): it is reported, and the file is kept as evidence
+(`spool.replaying.damaged-…`) once the good frames before it are replayed.
 
 Standard library and the seam only: a hook's process writes here.
 """
@@ -179,7 +180,14 @@ def read(path: str) -> Taken:
     return Taken(path, file_id, frames, torn)
 
 
-def finish(taken: Taken) -> None:
-    """The replay of `taken` is complete: its file goes."""
-    fsio.unlink(taken.path, missing_ok=True)
+def finish(taken: Taken) -> str | None:
+    """The replay of `taken` is complete: its file goes, or, when part of it could not be read, is
+    kept beside as evidence (returned), never replayed again."""
+    kept = None
+    if taken.torn:
+        kept = f"{taken.path}.damaged-{int(time.time())}-{os.urandom(4).hex()}"
+        fsio.rename(taken.path, kept)
+    else:
+        fsio.unlink(taken.path, missing_ok=True)
     fsio.fsync_dir(os.path.dirname(taken.path))
+    return kept
