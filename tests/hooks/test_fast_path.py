@@ -18,7 +18,7 @@ HEAVY = ("turnback.workbench", "turnback.timeline", "turnback.capture", "turnbac
 LEAN = ("json", "socket", "re", "enum", "turnback.hooks.mapper", "turnback.hooks.runtime",
         "turnback.remote.client", "turnback.store")
 # The one store module the walk needs: whether a folder is the user's own (os and stat only).
-TRUST = ["turnback.store", "turnback.store.trust"]
+TRUST = ["turnback.store", "turnback.store.owned"]
 
 PROBE = """
 import io, sys

@@ -125,7 +125,7 @@ def find_workspace(cwd: str | None):
 
 def locate(cwd: str | None):
     """(the workspace and store, or None; why a workspace found was refused, or None)."""
-    from ..store.trust import entry_ok, markers_problem
+    from ..store.owned import entry_ok
 
     if not cwd:
         return None, None
@@ -140,6 +140,8 @@ def locate(cwd: str | None):
         if os.path.lexists(fmt) or os.path.lexists(toml):
             if entry_ok(toml, private=False) is False or entry_ok(store, folder=True) is False \
                     or entry_ok(fmt) is False:
+                from ..store.trust import markers_problem
+
                 return None, markers_problem(folder)
             return (folder, store), None
         parent = os.path.dirname(folder)

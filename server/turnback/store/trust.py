@@ -10,7 +10,8 @@ and its group is this process's own (with per-user groups, umask 002, that group
 turnback makes its own files 0600 and folders 0700, so store files are `private`; the user's own
 files (`turnback.toml`, the store's `config.toml`) and the folders the upward walk passes are not.
 
-Standard library only, and the error type imported only to raise: the hook's walk uses this.
+The rule itself (`fault`, `entry_ok`) is in `owned.py`, which is all the hook's walk compiles;
+this module says why, and refuses. Standard library only (the error type is imported to raise).
 """
 
 from __future__ import annotations
@@ -18,34 +19,11 @@ from __future__ import annotations
 import os
 import stat
 
+from .owned import entry_ok, fault  # noqa: F401 - the rule, re-exported for every opener
+
 # What a hook reads or writes in a store, checked before each event (`place_problem`).
 STORE_FILES = ("FORMAT", "agents/state.json", "agents/lock", "agents/hook.log", "agents/spool",
                "agents/spool.replaying")
-
-
-def fault(st, private: bool = True) -> str | None:
-    """What makes an entry untrustworthy (`link`, `owner`, `others`, `group`), or None."""
-    if stat.S_ISLNK(st.st_mode):
-        return "link"
-    if st.st_uid != os.geteuid():
-        return "owner"
-    if st.st_mode & stat.S_IWOTH:
-        return "others"
-    if st.st_mode & stat.S_IWGRP and (private or st.st_gid != os.getegid()):
-        return "group"
-    return None
-
-
-def entry_ok(path, private: bool = True, folder: bool = False) -> bool | None:
-    """True when trusted, False when not (or not looked at), None when absent. The hot check."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return False
-    kind = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
-    return kind and fault(st, private) is None
 
 
 def check(path, what: str, *, private: bool = True, folder: bool = False) -> str | None:
