@@ -51,25 +51,24 @@ def emit(answer) -> int:
 
 
 def parsed(agent: str, body: bytes, event: str | None, event_id: str, here: str | None, *,
-            tried=None, older: bool = False) -> int:
-    """The payload read first, and sent to the owner of the workspace its own `cwd` names. `tried`
-    is (a workspace, how handing the event to its owner failed): not tried twice."""
+           tried=None) -> int:
+    """The payload read first, and handed to the owner of the workspace its own `cwd` names.
+    `tried` is (a workspace, what came of handing the event to its owner): not tried twice."""
     raw = parse(body, event)
     place = find_workspace(cwd_of(raw, here))
     if place is None:
         return EXIT_OK  # not a workspace turnback knows (or not one of the user's own): no trace
     from . import runtime
 
-    if tried is not None and tried[0] == place:
-        return runtime.undelivered(agent, raw, body, event, event_id, place, tried[1])
-    if isinstance(raw, dict) and not older:
+    outcome = tried[1] if tried is not None and tried[0] == place else None
+    if outcome is None and isinstance(raw, dict):
         outcome = send(place, agent, body, event, here, event_id)
         if isinstance(outcome, int):
             return outcome
-        if isinstance(outcome, Missed):
-            return runtime.undelivered(agent, raw, body, event, event_id, place, outcome)
-        if outcome == OTHER_PLACE:  # its own owner says it is elsewhere: a moved workspace
-            return runtime.undelivered(agent, raw, body, event, event_id, place, Missed(
-                "the owner of this workspace says the event's folder is elsewhere", sent=True))
-        older = outcome == OLDER_OWNER
-    return runtime.run(agent, event=event, body=body, event_id=event_id, older_owner=older)
+    if outcome == OTHER_PLACE:  # its own owner says it is elsewhere: a moved workspace
+        outcome = Missed("the owner of this workspace says the event's folder is elsewhere",
+                         sent=True)
+    if isinstance(outcome, Missed):
+        return runtime.undelivered(agent, raw, body, event, event_id, place, outcome)
+    return runtime.run(agent, event=event, body=body, event_id=event_id,
+                       older_owner=outcome == OLDER_OWNER)

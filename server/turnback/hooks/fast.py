@@ -168,17 +168,15 @@ def _run(agent: str, event: str | None) -> int:
         here = None
     event_id = binascii.hexlify(os.urandom(8)).decode()
     place = find_workspace(here)
+    tried = None
     if place is not None and (event is None or event.isalnum()):
         outcome = send(place, agent, body, event, here, event_id)
         if isinstance(outcome, int):
             return outcome
-    else:
-        outcome = None
+        tried = (place, outcome)
     from .fallback import parsed
 
-    return parsed(agent, body, event, event_id, here,
-                  tried=(place, outcome) if isinstance(outcome, Missed) else None,
-                  older=outcome == OLDER_OWNER)
+    return parsed(agent, body, event, event_id, here, tried=tried)
 
 
 def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, event_id: str):
