@@ -197,12 +197,16 @@ def test_a_held_agent_lock_keeps_the_event_for_later(ws, monkeypatch):
         try:
             proc = run_hook(ws, prompt(ws, "held"), env=HOUR)  # the owner keeps it and answers
             assert quiet(proc) == (0, b"", b"")
+            proc = run_hook(ws, prompt(ws, "behind it"), env=HOUR)  # joins it: order is kept
+            assert quiet(proc) == (0, b"", b"")
         finally:
             held.release()
-        assert [k["sent"] for k in spooled(ws)] == [False]
-        assert any("lock-timeout" in line and "kept in the spool" in line for line in hook_log(ws))
+        assert [k["sent"] for k in spooled(ws)] == [False, False]
+        log = hook_log(ws)
+        assert any("lock-timeout" in line and "kept in the spool" in line for line in log)
+        assert any("earlier events still wait" in line for line in log)
         assert quiet(run_hook(ws, prompt(ws, "next"))) == (0, b"", b"")
-        assert prompts(ws) == ["held", "next"] and spooled(ws) == []
+        assert prompts(ws) == ["held", "behind it", "next"] and spooled(ws) == []
     finally:
         tb(ws, "daemon", "stop", check=False)
 

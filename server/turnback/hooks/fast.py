@@ -166,7 +166,7 @@ def _run(agent: str, event: str | None) -> int:
         here = os.getcwd()
     except OSError:  # the agent's folder was removed under it
         here = None
-    event_id = binascii.hexlify(os.urandom(8)).decode()
+    event_id = os.urandom(8).hex()
     place = find_workspace(here)
     tried = None
     if place is not None and (event is None or event.isalnum()):

@@ -85,7 +85,10 @@ def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = No
             return RemotePort(client, root, store)
         return DirectPort(root, store)
 
-    _replay_spool(root, store, in_process)
+    if not _replay_spool(root, store, in_process):  # earlier events still wait: join them
+        return undelivered(agent, raw, body, event, event_id or _new_id(), place,
+                           fast.Missed("earlier events still wait in the spool", sent=False),
+                           stderr)
     return handle(agent, raw, body, root, store, in_process, stdout, stderr, event_id=event_id,
                   lock_seconds=min(LOCK_SECONDS, fast.remaining()))
 
@@ -140,11 +143,12 @@ def _held_by_other(ownership, store) -> str | None:
     return f"pid {pid} holds the store"
 
 
-def _replay_spool(root: Path, store: Path, make_port) -> None:
+def _replay_spool(root: Path, store: Path, make_port) -> bool:
+    """Replay the spool before this event; whether it is empty now."""
     from ..store import spool
 
     if not spool.pending(store):
-        return
+        return True
     from .drain import drain
 
     record = AgentRecord(store)
@@ -152,6 +156,11 @@ def _replay_spool(root: Path, store: Path, make_port) -> None:
         drain(root, store, make_port, record.log)
     except Exception as exc:  # noqa: BLE001 - the spool stays for the next owner
         record.log(f"the spool was not replayed now: {exc}")
+    return not spool.pending(store)
+
+
+def _new_id() -> str:
+    return os.urandom(8).hex()
 
 
 def handle(agent: str, raw, body: bytes | None, root: Path, store: Path, make_port, stdout,
@@ -248,17 +257,19 @@ def _keep(store, record: AgentRecord, ev, raw, body, event_id: str, exc) -> bool
 
 
 def undelivered(agent: str, raw, body: bytes, event: str | None, event_id: str, place,
-                missed) -> int:
-    """The hook could not hand the event to an owner that answered (`fast.Missed`): it goes to the
-    spool, to be recorded by the next owner, unless the user asked such events to be blocked."""
+                missed, stderr=None) -> int:
+    """The hook could not hand the event to an owner that answered (`fast.Missed`), or earlier
+    events wait in the spool: it goes to the spool, to be recorded by the next owner in order,
+    unless the user asked such events to be blocked."""
     from ..store import spool, trust
 
+    stderr = stderr if stderr is not None else sys.stderr
     root, store = Path(place[0]), Path(place[1])
     if trust.place_problem(root, store) is not None:
         return EXIT_OK
     record = AgentRecord(store)
     if raw is None:
-        return handle(agent, raw, body, root, store, None, sys.stdout, sys.stderr)  # logs it
+        return handle(agent, raw, body, root, store, None, sys.stdout, stderr)  # logs it
     from .config import load
 
     config = load(root, store)
@@ -269,13 +280,13 @@ def undelivered(agent: str, raw, body: bytes, event: str | None, event_id: str, 
         name = raw.get("hook_event_name") if isinstance(raw, dict) else None
         name, kind = str(name or "event"), None
     if config.block and kind in ("prompt", "pre-tool"):
-        return failed(agent, name, kind, raw, missed.why, record, config, sys.stderr)
+        return failed(agent, name, kind, raw, missed.why, record, config, stderr)
     try:
         spool.append(store, spool.record_of(event_id, agent, event, cwd_of(raw, ""), body,
                                             missed.sent, missed.why))
     except Exception as exc:  # noqa: BLE001 - logged with the payload: nothing is lost silently
         return failed(agent, name, kind, raw, f"{missed.why}; and it could not be kept in the "
-                      f"spool: {exc}", record, config, sys.stderr)
+                      f"spool: {exc}", record, config, stderr)
     record.log(f"{agent} {name}: kept in the spool ({missed.why}); the next owner records it")
     return EXIT_OK
 

@@ -115,11 +115,11 @@ async def handle_event(server, params) -> dict:
     wb = server.workbench()
     root, store = Path(wb.root), Path(wb.store.path)
     loop = asyncio.get_running_loop()
-    await drain_spool(server)  # what no owner could take comes first, in order
+    waiting = not await drain_spool(server)  # what no owner could take comes first, in order
 
     def work() -> dict:
-        from ..hooks.fast import cwd_of, locate
-        from ..hooks.runtime import handle
+        from ..hooks.fast import Missed, cwd_of, locate
+        from ..hooks.runtime import handle, undelivered
 
         place, refused = locate(cwd_of(raw, cwd))
         if place is None:
@@ -130,9 +130,16 @@ async def handle_event(server, params) -> dict:
             raise OtherWorkspace(f"the payload's folder is in {place[0]}, not in {root}",
                                  data={"workspace": place[0]})
         out, err = io.StringIO(), io.StringIO()
-        code = handle(agent, raw, body, root, store, lambda config, record: OwnerPort(server, loop),
-                      out, err, event_id=event_id, stop=lambda: _stopping(server, loop),
-                      on_refused=lambda why: log.warning("a hook event was refused: %s", why))
+        if waiting:  # earlier events still wait in the spool: this one joins them, in order
+            data = body if body is not None else json.dumps(raw).encode()
+            code = undelivered(agent, raw, data, params.get("event"), event_id or os.urandom(8).hex(),
+                               place, Missed("earlier events still wait in the spool", sent=False),
+                               stderr=err)
+        else:
+            code = handle(agent, raw, body, root, store,
+                          lambda config, record: OwnerPort(server, loop), out, err,
+                          event_id=event_id, stop=lambda: _stopping(server, loop),
+                          on_refused=lambda why: log.warning("a hook event was refused: %s", why))
         return {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
     return await in_thread(work)
@@ -175,17 +182,18 @@ def _drain_gate(server) -> asyncio.Lock:
     return gate
 
 
-async def drain_spool(server) -> None:
-    """Replay the store's hook spool, if there is one, before anything else is mapped."""
+async def drain_spool(server) -> bool:
+    """Replay the store's hook spool, if there is one, before anything else is mapped; whether it
+    is empty now (False: some events could not be recorded yet, and wait)."""
     from ..store import spool
 
     wb = server.wb
     if wb is None or server.closed or not wb.is_owner:
-        return
+        return True
     store = Path(wb.store.path)
     async with _drain_gate(server):
         if not spool.pending(store):
-            return
+            return True
         root, loop = Path(wb.root), asyncio.get_running_loop()
 
         def work() -> dict:
@@ -200,6 +208,7 @@ async def drain_spool(server) -> None:
             log.info("hook spool of %s: %s", store, done)
         except Exception:
             log.exception("the hook spool of %s could not be replayed; it is kept", store)
+        return not spool.pending(store)
 
 
 async def spool_loop(server) -> None:
