@@ -39,6 +39,7 @@ CALL_TIMEOUT = 120.0  # seconds one contract call may take before the hook's eve
 WAIT_STEP = 0.1       # how often a waiting call looks whether the sidecar is shutting down
 HOOK_THREADS = 8      # events mapped at once; the others wait their turn (they queue on the record)
 SPOOL_POLL_SECONDS = 2.0  # how often an owner looks for a spool no hook event made it drain
+DRAIN_LOCK_SECONDS = 1.0  # a replay waits this long for the agent record's lock, then tries later
 _slots = threading.BoundedSemaphore(HOOK_THREADS)
 
 
@@ -184,14 +185,18 @@ def _drain_gate(server) -> asyncio.Lock:
 
 async def drain_spool(server) -> bool:
     """Replay the store's hook spool, if there is one, before anything else is mapped; whether it
-    is empty now (False: some events could not be recorded yet, and wait)."""
+    is empty now (False: some events could not be recorded yet and wait, or a replay is under way,
+    which will also take whatever joins the spool meanwhile)."""
     from ..store import spool
 
     wb = server.wb
     if wb is None or server.closed or not wb.is_owner:
         return True
     store = Path(wb.store.path)
-    async with _drain_gate(server):
+    gate = _drain_gate(server)
+    if gate.locked():
+        return not spool.pending(store)
+    async with gate:
         if not spool.pending(store):
             return True
         root, loop = Path(wb.root), asyncio.get_running_loop()
@@ -201,7 +206,8 @@ async def drain_spool(server) -> bool:
             from ..store.agentrecord import AgentRecord
 
             return drain(root, store, lambda config, record: OwnerPort(server, loop),
-                         AgentRecord(store).log, stop=lambda: _stopping(server, loop))
+                         AgentRecord(store).log, stop=lambda: _stopping(server, loop),
+                         lock_seconds=DRAIN_LOCK_SECONDS)
 
         try:
             done = await in_thread(work)
