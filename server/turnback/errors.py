@@ -134,3 +134,16 @@ class TooLarge(TurnbackError):
     """A file is over the size limit for capture; `data` has path, size (so far) and limit."""
 
     code = "too-large"
+
+
+class Untrusted(TurnbackError):
+    """A workspace, store, configuration, log or lock that is not the user's own, that others can
+    write, or that is a symbolic link (store/trust.py); nothing in it is read or written."""
+
+    code = "untrusted"
+
+
+class LockTimeout(TurnbackError):
+    """A file lock another process held past its budget (store/locks.py); nothing was changed."""
+
+    code = "lock-timeout"

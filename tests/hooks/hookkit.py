@@ -49,3 +49,19 @@ def replay_fixture(tmp_path: Path, agent: str, name: str = "session", *, env: di
 def hook_log(root: Path) -> list[str]:
     path = root / ".turnback" / "agents" / "hook.log"
     return path.read_text().splitlines() if path.exists() else []
+
+
+def spooled(root: Path) -> list[dict]:
+    """The events kept in the workspace's hook spool (store/spool.py), oldest first."""
+    from turnback.store import spool
+
+    out = []
+    for path in (spool.replaying_path(root / ".turnback"), spool.spool_path(root / ".turnback")):
+        if os.path.lexists(path):
+            out += [f.record for f in spool.read(path).frames]
+    return out
+
+
+def prompts(root: Path) -> list[str]:
+    """The prompts of the workspace's turns, as the owner (or the store) reports them."""
+    return [t.get("prompt") for t in tb_json(root, "log")["turns"]]

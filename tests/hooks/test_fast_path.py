@@ -1,7 +1,7 @@
 """Through a live sidecar, a hook imports nothing beyond the standard library and turnback's thin
 parts: no workbench, no store reader, no third-party package; the store is never opened. For the
 usual event (nothing to print) it does not even import `json`, `socket` or `re`: the sidecar's quiet
-answer is recognised byte for byte (hooks/fast.py)."""
+answer is recognised byte for byte (hooks/fast.py). Of the store it imports only the trust check."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ HEAVY = ("turnback.workbench", "turnback.timeline", "turnback.capture", "turnbac
          "xxhash", "psutil", "pathspec", "zstandard", "argparse")
 LEAN = ("json", "socket", "re", "enum", "turnback.hooks.mapper", "turnback.hooks.runtime",
         "turnback.remote.client", "turnback.store")
+# The one store module the walk needs: whether a folder is the user's own (os and stat only).
+TRUST = ["turnback.store", "turnback.store.owned"]
 
 PROBE = """
 import io, sys
@@ -50,7 +52,7 @@ def test_hook_through_a_live_sidecar_stays_light(tmp_path):
                       {"hook_event_name": "PreToolUse", "tool_name": "Bash",
                        "tool_input": {"command": "ls"}, "tool_use_id": "t1"}):
             payload = {"session_id": "s", "cwd": str(root), "transcript_path": None, **event}
-            assert probe(root, payload, HEAVY + LEAN) == {"code": 0, "loaded": []}
+            assert probe(root, payload, HEAVY + LEAN) == {"code": 0, "loaded": TRUST}
         info = json.loads(tb(root, "info", "--json").stdout)
         assert info["turnCount"] == 1 and info["ownership"] == "owner"
     finally:

@@ -1,9 +1,11 @@
 """The hook's fast path and the sidecar's side of it (`turnback/hook/event`, lsp/hookhost.py): the
 event goes to the workspace its payload names, bad input is logged by the owner, a broken exchange is
-logged and never sent twice, and the method refuses malformed params without stopping the server."""
+never sent twice but kept in the spool for the next owner, and the method refuses malformed params
+without stopping the server."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -13,9 +15,9 @@ import sys
 import threading
 
 import pytest
-from hookkit import TURNBACK, hook_log, tb, tb_json
+from hookkit import TURNBACK, hook_log, prompts, spooled, tb, tb_json
 
-from turnback.hooks import fast
+from turnback.hooks import fallback
 from turnback.remote import client
 
 
@@ -89,6 +91,9 @@ def test_malformed_params_are_refused_and_the_owner_keeps_running(owned):
     for params, code in (({"agent": "nobody", "payload": {}}, "invalid-params"),
                          ({"agent": "claude-code", "payload": [1]}, "invalid-params"),
                          ({"agent": "claude-code", "payload64": "@@@"}, "invalid-params"),
+                         ({"agent": "claude-code", "payload": {}, "eventId": 7}, "invalid-params"),
+                         ({"agent": "claude-code", "payload": {}, "eventId": "x" * 65},
+                          "invalid-params"),
                          ([1, 2], "invalid-params")):
         with pytest.raises(client.RemoteError) as err:
             client.call(str(owned), "turnback/hook/event", params)
@@ -126,7 +131,7 @@ def _broken_owner(root, stop: threading.Event, reply: bytes = b""):
     return thread, seen
 
 
-def test_a_broken_exchange_is_logged_and_not_sent_again(tmp_path):
+def test_a_broken_exchange_is_kept_and_recorded_once_by_the_next_owner(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
     (root / "turnback.toml").write_text("")
@@ -137,13 +142,23 @@ def test_a_broken_exchange_is_logged_and_not_sent_again(tmp_path):
     finally:
         stop.set()
         thread.join(5)
-    assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b""), proc.stderr
     assert len(seen) == 1 and b"turnback/hook/event" in seen[0]  # sent once, never retried
     assert not (root / ".turnback" / "FORMAT").exists()  # nor mapped in the hook process
-    assert any("not recorded" in line and "lost prompt" in line for line in hook_log(root))
+    kept = spooled(root)
+    assert [(k["sent"], json.loads(base64.b64decode(k["body64"]))["prompt"]) for k in kept] \
+        == [(True, "lost prompt")]
+    assert kept[0]["id"].encode() in seen[0]  # the id it was sent with: recorded once only
+    assert any("kept in the spool" in line for line in hook_log(root))
+    os.unlink(root / ".turnback" / "run" / "owner.sock")
+    start_owner(root)  # the next owner replays it
+    try:
+        assert prompts(root) == ["lost prompt"] and spooled(root) == []
+    finally:
+        tb(root, "daemon", "stop", check=False)
 
 
-def test_a_garbled_answer_is_logged_not_a_traceback(tmp_path):
+def test_a_garbled_answer_is_kept_not_a_traceback(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
     (root / "turnback.toml").write_text("")
@@ -156,14 +171,15 @@ def test_a_garbled_answer_is_logged_not_a_traceback(tmp_path):
         thread.join(5)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
     assert len(seen) == 1
-    assert any("not recorded" in line and "garbled" in line for line in hook_log(root))
+    assert [k["sent"] for k in spooled(root)] == [True]
+    assert any("kept in the spool" in line for line in hook_log(root))
 
 
 def test_what_the_owner_says_is_printed_with_its_exit_status(monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
-    assert fast.emit({"exit": 2, "stdout": "", "stderr": "blocked\n"}) == 2
-    assert fast.emit({"exit": 0, "stdout": '{"systemMessage": "m"}\n', "stderr": ""}) == 0
-    assert fast.emit({"exit": 77}) == 0  # only the agent's two statuses pass through
+    assert fallback.emit({"exit": 2, "stdout": "", "stderr": "blocked\n"}) == 2
+    assert fallback.emit({"exit": 0, "stdout": '{"systemMessage": "m"}\n', "stderr": ""}) == 0
+    assert fallback.emit({"exit": 77}) == 0  # only the agent's two statuses pass through
     assert (out.getvalue(), err.getvalue()) == ('{"systemMessage": "m"}\n', "blocked\n")

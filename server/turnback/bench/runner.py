@@ -97,6 +97,7 @@ _REGISTRY = {
     "live-resources": "resources:run",
     "agent-hooks": "agenthooks:run",
     "fence-cost": "fence:run",
+    "hook-budgets": "hookbudget:run",
 }
 
 
@@ -109,7 +110,8 @@ def _load(name: str) -> Callable[[Context], None]:
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
-             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost")
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
+             "hook-budgets")
 
 
 # ---------------------------------------------------------------------------------------- output

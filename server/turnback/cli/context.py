@@ -63,8 +63,12 @@ class Context:
             time.sleep(0.2)
 
     def _open_once(self, *, own: bool, must_exist: bool):
+        from ..store.trust import require_place, require_workspace
         from .owner import open_through_owner
 
+        # Another user's workspace or store, or one others can write: refused, whoever answers.
+        require_workspace(self.root, self.store_path)
+        require_place(self.root, self.store_path)
         through = open_through_owner(self.args, self.root.resolve(), self.store_path)
         if through is not None:  # a live owner answers: ask it, never open the store here
             return through

@@ -31,6 +31,8 @@ import re
 import shlex
 from pathlib import Path
 
+from ..errors import TurnbackError
+
 # Read-only commands and test runners: they change nothing a rewind could restore.
 DEFAULT_NONE = (
     "ls", "cat", "head", "tail", "less", "more", "wc", "pwd", "echo", "printf", "which", "type",
@@ -152,11 +154,14 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
     config = HookConfig(rules=defaults())
     for path in config_files(workspace, store):
         try:
-            raw = path.read_bytes()
+            raw = _read_trusted(path)
         except FileNotFoundError:
             continue
         except OSError as exc:
             config.problems.append(f"{path}: {exc.strerror or exc}")
+            continue
+        except TurnbackError as exc:  # untrusted: skipped, never obeyed
+            config.problems.append(exc.message)
             continue
         if not raw.strip():
             config.files.append(str(path))
@@ -184,6 +189,22 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
         _after_rewind(config, hooks, path)
         _guard(config, data.get("guard"), path)
     return config
+
+
+def _read_trusted(path: Path) -> bytes:
+    """The file's bytes, read without following a link, when it is the user's own and nobody
+    else may write it; `untrusted` otherwise (a planted `block = true` is never obeyed)."""
+    from ..store import fsio, trust
+
+    fd = fsio.open_read(path)
+    try:
+        trust.require_fd(fd, path, "configuration", private=False)
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _bad(config: HookConfig, text: str) -> None:

@@ -11,10 +11,17 @@ The common case costs no `json`, `socket` or `re` import (each pulls in `enum`; 
 most of a hook's start-up): the workspace is found from the hook's own folder, the payload travels
 base64-encoded in a request put together by hand, and the usual answer (exit 0, nothing to print) is
 recognised byte for byte (the status notifications that may come first, by their opening bytes).
-Anything else is parsed properly. The owner checks that the payload's `cwd`
+Anything else is parsed properly (`fallback.answer`). The owner checks that the payload's `cwd`
 is in its workspace; when it is not, or no owner listens, or the payload is not JSON, the hook
-takes the slower path: `_parsed` (the payload read, its own `cwd` followed), then `runtime.run`
-(a background owner started, or the store opened in this process), which logs whatever goes wrong.
+takes the slower path: `fallback.parsed` (the payload read, its own `cwd` followed), then
+`runtime.run` (a background owner started, or the store opened in this process), which logs
+whatever goes wrong.
+
+Never in the agent's way, whatever happens: the workspace is trusted only when it is the user's own
+(`store/trust.py`); the hook never waits on an owner that is stopped or gone (its pid, from the
+socket's peer credentials, is looked up in `/proc` while the hook waits), never longer than
+`HOOK_SECONDS` in all; and an event it could not hand over is kept in the store's spool
+(`store/spool.py`) with its id, for the next owner to record in order (docs/agents/README.md).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import binascii
 import os
 import sys
+import time
 
 EXIT_OK, EXIT_BLOCK = 0, 2
 HOOK_METHOD = "turnback/hook/event"
@@ -29,7 +37,48 @@ ELSEWHERE = "other-workspace"  # the owner's error code: the payload's cwd is no
 # The owner's answer to an event that prints nothing (its socket encodes with json.dumps defaults).
 QUIET_REPLY = b'{"jsonrpc": "2.0", "id": 1, "result": {"exit": 0, "stdout": "", "stderr": ""}}'
 NOTIFICATION = b'{"jsonrpc": "2.0", "method": '  # what the owner fans out to every connection
-TIMEOUT_SECONDS = 30.0
+# Budgets, in seconds (TURNBACK_HOOK_SECONDS and TURNBACK_HOOK_START_SECONDS override them).
+HOOK_SECONDS = 10.0   # the most a hook waits for a running owner's answer, start-up included
+START_SECONDS = 5.0   # the most it waits for an owner it started (recovering a crash, say)
+SLICE_SECONDS = 0.02  # how often a waiting hook looks whether its owner was stopped or has died
+BACKLOG_SECONDS = 0.2  # how long a full listen backlog is tried again before the event is kept
+RESERVE_SECONDS = 0.5  # kept back from the budget for writing the event to the spool
+
+
+def budget(variable: str, default: float) -> float:
+    """A budget in seconds: `default`, or the environment's `variable` (tests shorten them)."""
+    try:
+        return max(0.0, float(os.environ.get(variable) or default))
+    except ValueError:
+        return default
+
+
+DEADLINE = [time.monotonic() + HOOK_SECONDS]  # set by `start_clock`; shared with the runtime
+
+
+def start_clock() -> None:
+    """A hook's budget starts now (when it starts, not when this module was first imported)."""
+    DEADLINE[0] = time.monotonic() + budget("TURNBACK_HOOK_SECONDS", HOOK_SECONDS)
+
+
+def remaining() -> float:
+    return max(0.0, DEADLINE[0] - time.monotonic())
+
+
+class Missed:
+    """The event did not reach an owner that answered: why, and whether its bytes were sent (then
+    the owner may still record it, and the id it carries keeps it from being recorded twice)."""
+
+    def __init__(self, why: str, sent: bool):
+        self.why = why
+        self.sent = sent
+
+
+NO_OWNER, OLDER_OWNER, OTHER_PLACE = "no-owner", "older-owner", "other-place"
+
+
+class _GaveUp(Exception):
+    pass
 
 
 def read_body(stream) -> bytes:
@@ -41,13 +90,13 @@ def read_body(stream) -> bytes:
 
 
 def parse(body: bytes, event: str | None):
-    """The payload as a dict, list or value; None when it is not JSON. `--event` names the event
-    for agents whose payload does not (Copilot)."""
+    """The payload as a dict, list or value; None when it is not JSON (or nested too deeply for
+    Python's parser). `--event` names the event for agents whose payload does not (Copilot)."""
     import json
 
     try:
         raw = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if isinstance(raw, dict) and event and not raw.get("hook_event_name"):
         raw["hook_event_name"] = event
@@ -58,61 +107,132 @@ def cwd_of(raw, fallback: str | None = None) -> str:
     cwd = raw.get("cwd") if isinstance(raw, dict) else None
     if cwd is None and isinstance(raw, dict) and isinstance(raw.get("workspace_roots"), list):
         cwd = next(iter(raw["workspace_roots"]), None)  # Cursor names its workspace, not a cwd
-    return cwd if isinstance(cwd, str) else (fallback or os.getcwd())
+    if isinstance(cwd, str):
+        return cwd
+    if fallback:
+        return fallback
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed under the hook
+        return ""
 
 
 def find_workspace(cwd: str | None):
     """The workspace (and its store) that holds `cwd`: the nearest folder, going up, with a
-    turnback store or a `turnback.toml`; None when there is none."""
+    turnback store or a `turnback.toml`; None when there is none, or when what it found is not the
+    user's own. The walk ends at the first folder that is not the user's or that others may write
+    (`store/trust.py`): nothing planted in a shared folder is ever believed."""
+    return locate(cwd)[0]
+
+
+def locate(cwd: str | None):
+    """(the workspace and store, or None; why a workspace found was refused, or None)."""
+    from ..store.owned import entry_ok
+
     if not cwd:
-        return None
+        return None, None
     try:
         folder = os.path.realpath(cwd)
     except (OSError, ValueError):
-        return None
-    while True:
+        return None, None
+    while entry_ok(folder, private=False, folder=True):
         store = os.path.join(folder, ".turnback")
-        if os.path.isfile(os.path.join(store, "FORMAT")) \
-                or os.path.isfile(os.path.join(folder, "turnback.toml")):
-            return folder, store
+        toml = os.path.join(folder, "turnback.toml")
+        fmt = os.path.join(store, "FORMAT")
+        if os.path.lexists(fmt) or os.path.lexists(toml):
+            if entry_ok(toml, private=False) is False or entry_ok(store, folder=True) is False \
+                    or entry_ok(fmt) is False:
+                from ..store.trust import markers_problem
+
+                return None, markers_problem(folder)
+            return (folder, store), None
         parent = os.path.dirname(folder)
         if parent == folder:
-            return None
+            break
         folder = parent
+    return None, None
 
 
 def run(agent: str, event: str | None = None) -> int:
+    """The hook, start to exit; never a traceback, never an exit status the agent did not ask for."""
+    start_clock()
+    try:
+        return _run(agent, event)
+    except Exception:  # noqa: BLE001 - the promise: exit 0, print nothing, whatever happened
+        return EXIT_OK
+
+
+def _run(agent: str, event: str | None) -> int:
     body = read_body(sys.stdin.buffer)
-    here = os.getcwd()
+    try:
+        here = os.getcwd()
+    except OSError:  # the agent's folder was removed under it
+        here = None
+    event_id = os.urandom(8).hex()
     place = find_workspace(here)
-    if place is None or (event is not None and not event.isalnum()):
-        return _parsed(agent, body, event)
+    tried = None
+    if place is not None and (event is None or event.isalnum()):
+        outcome = send(place, agent, body, event, here, event_id)
+        if isinstance(outcome, int):
+            return outcome
+        tried = (place, outcome)
+    from .fallback import parsed
+
+    return parsed(agent, body, event, event_id, here, tried=tried)
+
+
+def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, event_id: str):
+    """Hand the event to the owner of `place`: the exit status it answered, or NO_OWNER,
+    OLDER_OWNER (it has no `turnback/hook/event`), OTHER_PLACE, or a `Missed`."""
     from ..remote.paths import UnsafeSocket, check_private, recorded_socket
-    from ..remote.wire import NoOwner, Reader, connect, framed
+    from ..remote.wire import NoOwner, RemoteError, connect, framed
 
     path = recorded_socket(place[1])
+    if path is None:
+        return NO_OWNER
     try:
-        if path is None:
-            raise NoOwner("no owner socket is recorded")
         check_private(path)
-        sock = connect(path, TIMEOUT_SECONDS)
-    except (NoOwner, UnsafeSocket, OSError):
-        return _parsed(agent, body, event)  # it says (and logs) what is wrong, or starts an owner
+    except UnsafeSocket as exc:
+        return Missed(str(exc), sent=False)
+    except OSError:
+        return NO_OWNER  # vanished while we looked: the owner just went away
+    busy_until = time.monotonic() + BACKLOG_SECONDS
+    while True:
+        try:
+            sock = connect(path, SLICE_SECONDS)
+            break
+        except NoOwner:
+            return NO_OWNER
+        except (RemoteError, OSError) as exc:  # a full listen backlog: EAGAIN at once
+            if time.monotonic() >= min(busy_until, DEADLINE[0]):
+                return Missed(f"the owner's socket took no connection: {exc}", sent=False)
+            time.sleep(SLICE_SECONDS)
+    sent = False
     try:
-        params = b'{"agent":"%s","payload64":"%s","cwd64":"%s"%s}' % (
-            agent.encode(), _b64(body), _b64(os.fsencode(here)),
+        pid = _peer_pid(sock)
+        gone = owner_gone(pid)
+        if gone:
+            return Missed(gone, sent=False)
+        params = b'{"agent":"%s","payload64":"%s","cwd64":"%s","eventId":"%s"%s}' % (
+            agent.encode(), _b64(body), _b64(os.fsencode(cwd or "")), event_id.encode(),
             b',"event":"%s"' % event.encode() if event else b"")
-        sock.sendall(framed(b'{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}'
-                            % (HOOK_METHOD.encode(), params)))
-        reader = Reader(sock)
+        sent = True  # from the first byte on, the owner may record it
+        _send_all(sock, framed(b'{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}'
+                               % (HOOK_METHOD.encode(), params)), pid)
+        reader = _patient_reader(sock, pid)
         reply = reader.body()
         while reply.startswith(NOTIFICATION):
             reply = reader.body()
         if reply == QUIET_REPLY:
             return EXIT_OK
-        return _answer(agent, body, event, reply, reader, place)
-    except Exception as exc:  # noqa: BLE001 - timeouts, a garbled answer: it may have been recorded
-        return _lost(agent, body, event, place, exc)
+        from .fallback import answer
+
+        return answer(reply, reader)
+    except _GaveUp as exc:
+        return Missed(str(exc), sent=sent)
+    except Exception as exc:  # noqa: BLE001 - a dropped connection, a garbled answer
+        return Missed(f"the exchange with the owner broke off ({type(exc).__name__}: {exc})",
+                      sent=sent)
     finally:
         sock.close()
 
@@ -121,66 +241,79 @@ def _b64(data: bytes) -> bytes:
     return binascii.b2a_base64(data, newline=False)
 
 
-def _answer(agent, body, event, reply: bytes, reader, place) -> int:
-    """Any answer but the quiet one: parsed, after the notifications the owner fans out."""
-    import json
+def _peer_pid(sock) -> int | None:
+    """The owner's pid from the connection's peer credentials (Linux), or None."""
+    import _socket
 
-    message = json.loads(reply)
-    while not (isinstance(message, dict) and message.get("id") == 1
-               and ("result" in message or "error" in message)):
-        message = json.loads(reader.body())
-    error = message.get("error")
-    if error is not None:
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
-        code = data.get("code")
-        if code == ELSEWHERE or code == "method-not-found":  # elsewhere, or an older owner
-            return _parsed(agent, body, event)
-        from ..remote.wire import RemoteError
-
-        return _lost(agent, body, event, place,
-                     RemoteError(str(code or "internal"), str(error.get("message", "")), data))
-    return emit(message.get("result"))
+    try:
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    except (AttributeError, OSError):
+        return None
+    pid = int.from_bytes(cred[:4], sys.byteorder)
+    return pid or None
 
 
-def emit(answer) -> int:
-    """Print what the owner said the hook prints; its exit status."""
-    answer = answer if isinstance(answer, dict) else {}
-    out, err = answer.get("stdout"), answer.get("stderr")
-    if isinstance(out, str) and out:
-        sys.stdout.write(out)
-        sys.stdout.flush()
-    if isinstance(err, str) and err:
-        sys.stderr.write(err)
-    code = answer.get("exit")
-    return code if code in (EXIT_OK, EXIT_BLOCK) else EXIT_OK
+def owner_gone(pid: int | None) -> str | None:
+    """Why waiting on process `pid` is pointless (stopped, or exited), or None (running, or not
+    knowable here)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return f"the owner (pid {pid}) has exited"
+    except OSError:
+        return None
+    state = stat[stat.rfind(b")") + 2:][:1]
+    if state in (b"T", b"t"):
+        return f"the owner (pid {pid}) is stopped"
+    if state in (b"Z", b"X"):
+        return f"the owner (pid {pid}) has exited"
+    return None
 
 
-def _parsed(agent: str, body: bytes, event: str | None) -> int:
-    """The payload read first, and sent to the owner of the workspace its own `cwd` names."""
-    raw = parse(body, event)
-    place = find_workspace(cwd_of(raw))
-    if place is None:
-        return EXIT_OK  # not a workspace turnback knows: no trace at all
-    if isinstance(raw, dict):
-        from ..remote import client
+def _waited(pid) -> None:
+    """Called each time a slice passes with nothing sent or read: give up when it is pointless."""
+    gone = owner_gone(pid)
+    if gone:
+        raise _GaveUp(gone)
+    if time.monotonic() >= DEADLINE[0] - RESERVE_SECONDS:
+        raise _GaveUp("the owner did not answer within the hook's budget")
 
+
+def _send_all(sock, data: bytes, pid) -> None:
+    view = memoryview(data)
+    while view:
         try:
-            return emit(client.call(place[0], HOOK_METHOD, {"agent": agent, "payload": raw},
-                                    store=place[1], timeout=TIMEOUT_SECONDS))
-        except client.NoOwner:
-            pass
-        except client.RemoteError as exc:
-            if exc.code != "method-not-found":
-                return _lost(agent, body, event, place, exc)
-    from .runtime import run as run_here
-
-    return run_here(agent, event=event, body=body)
+            view = view[sock.send(view):]
+        except TimeoutError:
+            _waited(pid)
 
 
-def _lost(agent: str, body: bytes, event: str | None, place, exc) -> int:
-    """The owner was reached but the exchange failed (a timeout, a dropped connection, an error
-    reply): the event may or may not be recorded, so it is not sent again; it is logged, with its
-    payload."""
-    from .runtime import lost
+def _reader_class():
+    from ..remote.wire import Reader
 
-    return lost(agent, parse(body, event), place[0], place[1], exc)
+    class Patient(Reader):
+        """Reads in short slices, looking between them whether the owner can still answer."""
+
+        def __init__(self, sock, pid):
+            super().__init__(sock)
+            self.pid = pid
+
+        def _fill(self) -> None:
+            while True:
+                try:
+                    chunk = self.sock.recv(1 << 16)
+                    break
+                except TimeoutError:
+                    _waited(self.pid)
+            if not chunk:
+                raise ConnectionResetError("the owner closed the connection")
+            self.buf += chunk
+
+    return Patient
+
+
+def _patient_reader(sock, pid):
+    return _reader_class()(sock, pid)

@@ -1,10 +1,11 @@
-"""How a hook reaches the session: through the live sidecar's socket, or by opening the store itself.
+"""How a mapper in the hook's own process reaches the session: an owner's socket, or the store itself.
 
-The fast path is the socket (`turnback.remote.client`, standard library only): no store is opened, no
-lease taken. When no owner answers, a hook starts a background one (unless the configuration says
-`start_owner = false`), and only when that is impossible does it open the workbench in-process, the
-way `turnback turn capture` does (the direct path). Both speak the contract's method names and params,
-so the mapper does not know which one it has.
+A hook hands its whole event to a live owner when it can (`fast.py`, `turnback/hook/event`), and the
+owner maps it with its own port (`lsp/hookhost.py`). The ports here are for the rest: `RemotePort`
+sends each contract call over the socket of an older owner that has no `turnback/hook/event`;
+`DirectPort` opens the workbench in-process, the way `turnback turn capture` does (the direct path:
+no owner could be started, or `start_owner = false`). Both speak the contract's method names and
+params, so the mapper does not know which one it has.
 """
 
 from __future__ import annotations
@@ -98,48 +99,3 @@ DIRECT_METHODS = {
     "turnback/agent/transcript": lambda wb, p: wb.turns.agent_transcript(p),
     "turnback/session/start": lambda wb, p: wb.sessions.start_params(p),
 }
-
-
-class LazyPort:
-    """Chooses the path at the first call, so an event that needs no session never connects."""
-
-    def __init__(self, root: Path, store: Path, *, start_owner: bool, log):
-        self.root = root
-        self.store = store
-        self.start_owner = start_owner
-        self.log = log
-        self.port = None
-
-    @property
-    def name(self) -> str:
-        return self.port.name if self.port is not None else "none"
-
-    def call(self, method: str, params: dict) -> dict:
-        if self.port is not None:
-            return self.port.call(method, params)
-        try:
-            from ..remote import client
-        except ImportError:
-            self.port = DirectPort(self.root, self.store)
-            return self.port.call(method, params)
-        remote = RemotePort(client, self.root, self.store)
-        try:
-            result = remote.call(method, params)  # the first real call doubles as the probe
-            self.port = remote
-            return result
-        except client.NoOwner:
-            pass
-        if self.start_owner:
-            try:
-                client.ensure_owner(str(self.root), str(self.store))
-            except Exception as exc:  # cannot start one: say so and take the direct path
-                self.log(f"could not start a background sidecar ({exc}); using the direct path")
-            else:
-                self.port = remote
-                return remote.call(method, params)
-        self.port = DirectPort(self.root, self.store)
-        return self.port.call(method, params)
-
-    def close(self) -> None:
-        if self.port is not None:
-            self.port.close()

@@ -33,7 +33,7 @@ from ..workbench import Options, Workbench
 from ..workbench.ownership import resign
 from .errors import NotInitialized, to_rpc
 from .hookhost import METHOD as HOOK_METHOD
-from .hookhost import handle_event
+from .hookhost import handle_event, spool_loop
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
 from .reign import Reign
@@ -441,7 +441,8 @@ class TurnbackServer(LanguageServer):
         gc.freeze()  # the opened session's objects live as long as the server: keep them out of gc
         self.tasks += [loop.create_task(self.collection_loop()),
                        loop.create_task(self.lease_loop()),
-                       loop.create_task(self.observer_loop())]
+                       loop.create_task(self.observer_loop()),
+                       loop.create_task(spool_loop(self))]  # hook events no owner could take
         if self.wb.is_owner:
             self.became_owner()
 

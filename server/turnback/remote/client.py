@@ -199,15 +199,16 @@ def ensure_owner(workspace, store=None, *, timeout: float = 5.0) -> str:
     # `serve --background` waits until its owner listens (or another owner does) and then exits.
     starter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, close_fds=True)
+    log = os.path.join(store_dir(workspace, store), "run", "daemon.log")
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         path = owner_socket(workspace, store)
         if path is not None:
             return path
-        if starter.poll() not in (None, 0):
-            # The starter gave up; another starter's owner may still be coming up.
-            pass
+        code = starter.poll()
+        if code not in (None, 0):  # it waits for a racing starter's owner itself: this is final
+            raise NoOwner(f"the background owner could not start (status {code}; see {log})")
+        if time.monotonic() >= deadline:
+            break
         time.sleep(0.02)
-    starter.poll()
-    raise NoOwner(f"no owner answered within {timeout:g} s after starting one "
-                  f"(see {os.path.join(store_dir(workspace, store), 'run', 'daemon.log')})")
+    raise NoOwner(f"no owner answered within {timeout:g} s after starting one (see {log})")

@@ -5,8 +5,9 @@ share lives in `agents/state.json` inside the store: which agent session feeds w
 the turn it is in and the prompt that began it, the tool calls begun and not yet finished, the helper
 agents still running, and, per turn, the agent transcript's record at the end of that turn (so a
 rewind can name the exact point to resume the agent's conversation). Every change happens under an
-exclusive `flock` on `agents/lock`, and the file is replaced atomically through the file-system
-seam, so concurrent hooks never lose each other's updates.
+exclusive `flock` on `agents/lock` (given up after a budget, store/locks.py), and the file is
+replaced atomically through the file-system seam, so concurrent hooks never lose each other's
+updates. Every file here is checked to be the user's own before it is used (store/trust.py).
 
 The rules that say whether an agent is still working on its turn (`waiting_for`) live here too: the
 hooks apply them to other agent sessions, and the workbench applies them before a rewind, Redo or
@@ -24,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from . import fsio
+from . import fsio, locks, trust
 
 FOLDER = "agents"
 STATE_NAME = "state.json"
@@ -32,6 +33,7 @@ LOCK_NAME = "lock"
 LOG_NAME = "hook.log"
 LOG_LIMIT = 1 << 20  # the hook log is cut to its newer half past this size
 VERSION = 2
+LOCK_SECONDS = 10.0  # the longest a change waits for another process's hold on the record
 
 # How long an agent may be silent and still count as working on its turn (docs/agents/README.md):
 QUIET_SECONDS = 120  # no hook event and no transcript write: the model is not answering any more
@@ -55,8 +57,12 @@ class AgentRecord:
 
     # -- reading (no lock: the file is only ever replaced whole) ----------------------------------
     def read(self) -> dict:
+        problem = trust.check(self.state_path, "agent record")
+        if problem is not None:  # not the user's own: read as empty (a change refuses: `locked`)
+            _note(problem)
+            return empty()
         try:
-            data = json.loads(self.state_path.read_bytes())
+            data = json.loads(fsio.read_file(self.state_path))
         except FileNotFoundError:
             return empty()
         except (OSError, ValueError):
@@ -67,13 +73,16 @@ class AgentRecord:
 
     # -- changing ---------------------------------------------------------------------------------
     def _ensure_folder(self) -> None:
-        if not self.folder.is_dir():
+        if not os.path.lexists(self.folder):
             fsio.mkdir(self.folder, 0o700)
+        trust.require(self.folder, "agent folder", folder=True)
 
     @contextlib.contextmanager
-    def locked(self):
-        """Hold the record exclusively; yields the data, written back (atomically) if it changed."""
-        with self._locked(blocking=True) as data:
+    def locked(self, budget: float = LOCK_SECONDS, stop=None):
+        """Hold the record exclusively; yields the data, written back (atomically) if it changed.
+        Raises `lock-timeout` when another process holds it past `budget` seconds (or `stop()`
+        says this process is stopping), and `untrusted` when the lock is not the user's own."""
+        with self._locked(budget=budget, stop=stop) as data:
             yield data
 
     @contextlib.contextmanager
@@ -81,19 +90,34 @@ class AgentRecord:
         """`locked`, or None at once when a hook holds the record right now (an agent is at work this
         instant). For the workbench, which must never wait on a hook: the hook may itself be waiting
         for the workbench's mutation lock."""
-        with self._locked(blocking=False) as data:
+        with self._locked(budget=None) as data:
             yield data
 
     @contextlib.contextmanager
-    def _locked(self, *, blocking: bool):
+    def _locked(self, *, budget: float | None, stop=None):
+        """`budget` None: do not wait at all (yields None when the record is held, or when it is
+        not the user's own: the workbench's best-effort changes then leave it alone)."""
         self._ensure_folder()
         fd = fsio.open_for_append(self.lock_path)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
+            problem = trust.explain(os.fstat(fd), self.lock_path, "agent lock") or \
+                trust.check(self.state_path, "agent record")
+            if problem is not None:
+                if budget is not None:
+                    trust.refuse(problem, self.lock_path)
+                _note(problem)
                 yield None
                 return
+            if budget is None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    yield None
+                    return
+            else:
+                locks.acquire(fd, budget, what=f"agent record's lock {self.lock_path}", stop=stop,
+                              on_wait=lambda: self.log(f"waiting for the agent record's lock (held "
+                                                       f"by another process), up to {budget:g} s"))
             data = self.read()
             before = json.dumps(data, sort_keys=True)
             yield data
@@ -109,26 +133,37 @@ class AgentRecord:
         """One line in the hook log; never raises (the log is where failures go to be read)."""
         try:
             self._ensure_folder()
+            trust.require(self.log_path, "hook log")
             try:
-                if self.log_path.stat().st_size > LOG_LIMIT:
-                    tail = self.log_path.read_bytes()[-LOG_LIMIT // 2:]
+                if os.lstat(self.log_path).st_size > LOG_LIMIT:
+                    tail = fsio.read_file(self.log_path)[-LOG_LIMIT // 2:]
                     fsio.write_atomic(self.log_path, tail.split(b"\n", 1)[-1], sync=False)
             except FileNotFoundError:
                 pass
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
             fd = fsio.open_for_append(self.log_path)
             try:
+                trust.require_fd(fd, self.log_path, "hook log")
                 fsio.append(fd, f"{stamp} {line.rstrip()}\n".encode("utf-8", "replace"))
             finally:
                 os.close(fd)
         except OSError:
             pass
+        except Exception as exc:  # noqa: BLE001 - refused (not the user's own): never written to
+            _note(f"not written to the hook log: {exc}")
 
     def log_lines(self) -> list[str]:
         try:
             return self.log_path.read_text("utf-8", "replace").splitlines()
         except OSError:
             return []
+
+
+def _note(text: str) -> None:
+    """A refusal, for the owner's log (info level: a hook's own process prints nothing)."""
+    import logging
+
+    logging.getLogger("turnback.hooks").info("%s", text)
 
 
 def sessions_of(data: dict, turnback_session: str | None = None) -> list[dict]:

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import InvalidParams, NewerFormat, NotFound, RecordError, SymlinkRefused
-from . import fsio
+from . import fsio, trust
 from .digest import Hasher, new_seed
 from .heads import HeadStore
 from .objects import ObjectStore
@@ -66,6 +66,7 @@ class Store:
         if path.is_symlink():
             raise SymlinkRefused(f"the store folder {path} is a symbolic link; refusing to follow it",
                                  data={"path": str(path)})
+        trust.require_store(path)  # another user's, or open to others: never read, never written
         # From now on the store folder itself is reached from its parent without following a link:
         # a store moved away and linked back mid-session gets no write (store/anchored.py).
         fsio.fence_root(path.absolute().parent)

@@ -31,7 +31,6 @@ same machine is provably stale. A holder on another machine is never judged gone
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 import time
@@ -42,12 +41,13 @@ from pathlib import Path
 import psutil
 
 from ..errors import CorruptStore, InvalidParams, NotOwner
-from . import fsio
+from . import fsio, locks
 from .records import read_record, write_record
 
 LEASE_FILE, LEASE_LOCK = "lease.cbor", "lease.lock"
 PID_FILE, PID_LOCK = "pid.lock", "pid.flock"
 CREATE_TIME_SLACK = 0.5  # seconds; psutil derives start times from boot time plus ticks
+LOCK_SECONDS = 10.0  # the record's flock is held for milliseconds; a holder this long is stopped
 
 
 Clock = Callable[[], float]
@@ -156,7 +156,7 @@ def _earlier_boot(rec: dict) -> bool:
 def _locked(lock_path: Path) -> Iterator[None]:
     fd = fsio.open_for_append(lock_path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        locks.acquire(fd, LOCK_SECONDS, what=f"ownership lock {lock_path}")
         yield
     finally:
         os.close(fd)  # closing drops the flock

@@ -19,6 +19,7 @@ from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
 from ..capture.recorder import Recorder
 from ..errors import NotOwner
 from ..model.gaps import Gap
+from ..store import trust
 from ..store.layout import Store
 from ..timeline.book import Book
 from ..workspace.fence import Workspace
@@ -122,6 +123,7 @@ class Workbench:
         options = options or Options()
         root = Path(workspace).resolve()
         store_path = Path(options.store_path).resolve() if options.store_path else root / ".turnback"
+        trust.require_workspace(root, store_path)  # only the user's own workspace and store
         store = Store.open(store_path, kind=options.store_kind)
         owner = None
         if take_ownership:
