@@ -174,3 +174,28 @@ def follow_fork(wb, parent_id: str, branch_id: str, fork_turn: int) -> None:
                     s["forked"] = {"from": parent_id, "turn": fork_turn, "at": time.time()}
     except OSError:
         pass
+
+
+def follow_settled(wb) -> None:
+    """Agent sessions the record says are in a turn of this session that no longer runs (the settle
+    went through, the record's write did not): the record follows. Best effort, never waits."""
+    record = AgentRecord(wb.store.path)
+    sid, running = wb.state.session_id, wb.state.running
+    live = running.n if running is not None else None
+
+    def stale(s) -> bool:
+        return isinstance(s, dict) and s.get("turnback") == sid and s.get("turn") not in (None, live)
+
+    if not any(stale(s) for s in record.read().get("sessions", {}).values()):
+        return
+    try:
+        with record.try_locked() as data:
+            for s in (data or {}).get("sessions", {}).values():
+                if stale(s):
+                    s.update(turn=None, stopped=None, pending={}, interrupted=False,
+                             last={"n": s["turn"], "key": s.get("turnKey"),
+                                   "promptId": s.get("promptId"), "how": "elsewhere",
+                                   "at": time.time()})
+    except OSError:
+        pass
+
