@@ -125,7 +125,7 @@ def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws):
 
 
 def test_the_next_prompt_resolves_a_pending_end(ws, monkeypatch):
-    monkeypatch.setattr(at, "RESUME_WAIT", 0.0)
+    (ws / "turnback.toml").write_text("[hooks]\nresume_wait = 0\n")
     a = Hooked(ws)
     a.prompt("first")
     a.write("f.txt", "1\n")

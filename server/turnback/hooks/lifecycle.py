@@ -246,8 +246,8 @@ class LifecycleMixin:
         self.ensure_live(s)
         self.tell(s)
         if self.ev.agent == "claude-code":
+            self.resolve_pending_ends(s)  # first: /rewind is seen against the turns' ends
             self.agent_rewind(s, self.ev.prompt)
-            self.resolve_pending_ends(s)
         self.close_idle_others()
         self.begin(s, self.ev.prompt or "")
 

@@ -23,7 +23,7 @@ import time
 
 TAIL_BYTES = 1 << 20  # what a hook reads of a long transcript
 WHOLE_LIMIT = 64 << 20  # what a lazy resolution reads at most (a rewind, rarely)
-RESUME_WAIT = 0.5  # seconds a Stop waits at most for the turn's last record to reach the file
+RESUME_WAIT = 0.25  # seconds a Stop waits at most for the turn's last record (hooks/config.py)
 RESUME_POLL = 0.025
 
 
