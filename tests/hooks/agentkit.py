@@ -18,6 +18,17 @@ from pathlib import Path
 from hookkit import TURNBACK
 
 
+def workspace(tmp_path: Path, files: dict | None = None) -> Path:
+    """A workspace turnback knows (its `turnback.toml`), holding `files`."""
+    root = Path(tmp_path) / "ws"
+    root.mkdir()
+    (root / "turnback.toml").write_text("")
+    for rel, text in (files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 class Transcript:
     """A Claude Code transcript (JSON lines) written as the agent would."""
 

@@ -6,17 +6,13 @@ helper stops."""
 from __future__ import annotations
 
 import pytest
-from agentkit import Hooked, record
+from agentkit import Hooked, record, workspace
 from hookkit import hook_log, tb, tb_json
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "a.txt").write_text("one\n")
-    return root
+    return workspace(tmp_path, {"a.txt": "one\n"})
 
 
 def log_turns(root) -> list[dict]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentkit import Hooked, Transcript, record
+from agentkit import Hooked, Transcript, record, workspace
 from hookkit import tb, tb_json
 
 from turnback.store import agenttranscript as at
@@ -16,10 +16,7 @@ from turnback.store import agenttranscript as at
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    return root
+    return workspace(tmp_path)
 
 
 def recs(path):

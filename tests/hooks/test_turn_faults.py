@@ -11,7 +11,7 @@ import random
 import shutil
 
 import pytest
-from agentkit import Hooked, backdate
+from agentkit import Hooked, backdate, workspace
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
@@ -39,10 +39,7 @@ def agent_record(root) -> dict:
 @pytest.fixture
 def idle_turn(tmp_path):
     """A workspace whose second turn its agent left with two tool calls unfinished, silent since."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "a.txt").write_text("zero\n")
+    root = workspace(tmp_path, {"a.txt": "zero\n"})
     a = Hooked(root)
     a.prompt("first")
     a.write("a.txt", "one\n")
@@ -52,34 +49,28 @@ def idle_turn(tmp_path):
     a.write("c.txt", "never\n", finish=False)
     a.bash("make", finish=False)
     backdate(root, "claude-code:s-1", IDLE_SECONDS + 5)
+    return root
+
+
+def fault_loop(tmp_path, root, action, check) -> None:
+    """Fail `action(wb)` at each sampled operation, from the same starting store each time (the same
+    path: the record names files by absolute path); then `check(wb, n)` on the reopened store, and
+    fsck. Fails when it faulted fewer than 80 % of the points."""
     pristine = tmp_path / "pristine"
     shutil.copytree(root, pristine, symlinks=True)
-    return root, pristine
-
-
-def restore(root, pristine) -> None:
-    shutil.rmtree(root)
-    shutil.copytree(pristine, root, symlinks=True)
-
-
-def never_finished(wb) -> list[str]:
-    return [s.summary for s in wb.state.turns[1].steps if "never finished" in s.summary]
-
-
-def test_fail_at_each_operation_of_settling_an_idle_turn_first(idle_turn):
-    root, pristine = idle_turn
     wb = opened(root)
     with fsio.faults() as counter:
-        wb.rewind.prepare({"boundary": BOUNDARY})
+        action(wb)
     wb.close()
     points = sampled(counter.count)
     faulted = 0
     for n in points:
-        restore(root, pristine)
+        shutil.rmtree(root)
+        shutil.copytree(pristine, root, symlinks=True)
         wb = opened(root)
         with fsio.faults(fail_at=n) as plan:
             try:
-                wb.rewind.prepare({"boundary": BOUNDARY})
+                action(wb)
             except (OSError, TurnbackError):
                 pass
         faulted += plan.faulted
@@ -89,60 +80,47 @@ def test_fail_at_each_operation_of_settling_an_idle_turn_first(idle_turn):
             pass
         wb = opened(root)
         try:
-            assert wb.state.turns[1].state in ("running", "cancelled"), n
-            assert len(never_finished(wb)) <= 2, n
-            candidate = wb.rewind.prepare({"boundary": BOUNDARY})  # again, nothing failing
-            assert wb.state.turns[1].state == "cancelled", n
-            assert sorted(never_finished(wb)) == [
-                "Bash: make (began but never finished: denied, failed or interrupted)",
-                "Write c.txt (began but never finished: denied, failed or interrupted)"], n
-            assert candidate["keep"]["turnCount"] == 1
+            check(wb, n)
         finally:
             wb.close()
-        assert agent_record(root)["sessions"]["claude-code:s-1"]["turn"] is None, n
         report = fsck(root / ".turnback")
         assert report.ok, (n, report.errors)
     assert faulted >= 0.8 * len(points), (faulted, len(points))
 
 
+def never_finished(wb) -> list[str]:
+    return sorted(s.summary for s in wb.state.turns[1].steps if "never finished" in s.summary)
+
+
+def test_fail_at_each_operation_of_settling_an_idle_turn_first(tmp_path, idle_turn):
+    root = idle_turn
+
+    def check(wb, n):
+        assert wb.state.turns[1].state in ("running", "cancelled"), n
+        assert len(never_finished(wb)) <= 2, n
+        candidate = wb.rewind.prepare({"boundary": BOUNDARY})  # again, nothing failing
+        assert wb.state.turns[1].state == "cancelled", n
+        assert never_finished(wb) == [
+            "Bash: make (began but never finished: denied, failed or interrupted)",
+            "Write c.txt (began but never finished: denied, failed or interrupted)"], n
+        assert candidate["keep"]["turnCount"] == 1
+        assert agent_record(root)["sessions"]["claude-code:s-1"]["turn"] is None, n
+
+    fault_loop(tmp_path, root, lambda wb: wb.rewind.prepare({"boundary": BOUNDARY}), check)
+
+
 def test_fail_at_each_operation_of_a_settled_turn_going_on(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
+    root = workspace(tmp_path)
     a = Hooked(root)
     a.prompt("only")
     a.write("a.txt", "one\n")
     a.stop("Done.")
-    pristine = tmp_path / "pristine"
-    shutil.copytree(root, pristine, symlinks=True)
-    wb = opened(root)
-    with fsio.faults() as counter:
-        wb.run(wb.turns.begin_job({"continues": 1}))
-    wb.close()
-    points = sampled(counter.count)
-    faulted = 0
-    for n in points:
-        restore(root, pristine)
-        wb = opened(root)
-        with fsio.faults(fail_at=n) as plan:
-            try:
-                wb.run(wb.turns.begin_job({"continues": 1}))
-            except (OSError, TurnbackError):
-                pass
-        faulted += plan.faulted
-        try:
-            wb.close()
-        except (OSError, TurnbackError):
-            pass
-        wb = opened(root)
-        try:
-            assert [t.state for t in wb.state.turns] in (["settled"], ["running"]), n
-            if wb.state.turns[0].state == "settled":
-                wb.run(wb.turns.begin_job({"continues": 1}))
-            assert [t.state for t in wb.state.turns] == ["running"], n
-            assert wb.state.turns[0].steps[0].summary == "Write a.txt"
-        finally:
-            wb.close()
-        report = fsck(root / ".turnback")
-        assert report.ok, (n, report.errors)
-    assert faulted >= 0.8 * len(points), (faulted, len(points))
+
+    def check(wb, n):
+        assert [t.state for t in wb.state.turns] in (["settled"], ["running"]), n
+        if wb.state.turns[0].state == "settled":
+            wb.run(wb.turns.begin_job({"continues": 1}))
+        assert [t.state for t in wb.state.turns] == ["running"], n
+        assert wb.state.turns[0].steps[0].summary == "Write a.txt"
+
+    fault_loop(tmp_path, root, lambda wb: wb.run(wb.turns.begin_job({"continues": 1})), check)
