@@ -15,12 +15,28 @@ def ws(tmp_path):
     return workspace(tmp_path, {"a.txt": "one\n"})
 
 
+def owner(root) -> None:
+    from turnback.remote import client
+
+    client.ensure_owner(str(root), str(root / ".turnback"), timeout=60)
+
+
 def log_turns(root) -> list[dict]:
     return tb_json(root, "log")["turns"]
 
 
-@pytest.mark.parametrize("how", ["inproc", "direct"])
+@pytest.mark.parametrize("how", ["inproc", "direct", "owner"])
 def test_a_blocked_stop_continues_the_same_turn(ws, how):
+    if how == "owner":
+        owner(ws)
+    try:
+        blocked_stop(ws, how)
+    finally:
+        if how == "owner":
+            tb(ws, "daemon", "stop", check=False)
+
+
+def blocked_stop(ws, how):
     a = Hooked(ws, how=how)
     a.prompt("make the tests pass")
     a.write("a.txt", "two\n")

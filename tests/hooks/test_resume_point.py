@@ -101,8 +101,13 @@ def test_the_record_reaching_the_transcript_while_the_hook_waits(ws, monkeypatch
     assert entry["uuid"] == a.transcript.last and entry["pending"] is False
 
 
-def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws):
-    a = Hooked(ws, how="direct")  # real hook processes
+@pytest.mark.parametrize("how", ["direct", "owner"])
+def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws, how):
+    if how == "owner":
+        from turnback.remote import client
+
+        client.ensure_owner(str(ws), str(ws / ".turnback"), timeout=60)
+    a = Hooked(ws, how=how)  # real hook processes
     a.prompt("first")
     a.write("f.txt", "1\n")
     a.stop("First done.")
@@ -119,6 +124,8 @@ def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws):
     assert result["agentResume"]["command"] == f"claude --resume s-1 --resume-session-at {end2}"
     again = record(ws)["sessions"]["claude-code:s-1"]["ends"]
     assert next(e for e in again.values() if e["n"] == 2)["uuid"] == end2  # and kept
+    if how == "owner":
+        tb(ws, "daemon", "stop", check=False)
 
 
 def test_the_next_prompt_resolves_a_pending_end(ws, monkeypatch):
