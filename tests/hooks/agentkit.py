@@ -49,6 +49,15 @@ class Transcript:
         self.last = rec["uuid"]
         return rec["uuid"]
 
+    def last_of(self, kind: str) -> str | None:
+        """The uuid of the newest record of that type."""
+        found = None
+        for line in self.path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("type") == kind:
+                found = rec.get("uuid")
+        return found
+
     def prompt(self, text: str, prompt_id: str, parent: str | None = "last") -> str:
         return self._write({"type": "user", "promptId": prompt_id,
                             "parentUuid": self.last if parent == "last" else parent,

@@ -38,6 +38,22 @@ def test_the_end_is_the_last_record_of_the_turn_carrying_its_answer(tmp_path):
     assert at.turn_end(rs, prompt, "Done.")["uuid"] == answer
 
 
+def test_an_earlier_turn_ends_where_it_ended_not_in_a_later_turn(tmp_path):
+    t = Transcript(tmp_path / "t.jsonl", "s")
+    p1 = t.prompt("first", "p1")
+    t.calls("toolu_1", "Write", "p1")
+    end1 = t.says("First done.")
+    t._write({"type": "system", "subtype": "stop_hook_summary"})  # what Claude Code writes next
+    t.prompt("second", "p2")
+    t.calls("toolu_2", "Bash", "p2")
+    t.says("Second done.")
+    rs = recs(t.path)
+    prompt = at.find_prompt(rs, prompt_id="p1")
+    assert prompt["uuid"] == p1
+    assert at.turn_end(rs, prompt, "First done.")["uuid"] == end1  # resolved late, turn 2 written
+    assert [r["uuid"] for r in at.turn_records(rs, prompt)][-2:] == [end1, t.last_of("system")]
+
+
 def test_never_a_record_before_the_prompt_nor_an_unfinished_tool_call(tmp_path):
     t = Transcript(tmp_path / "t.jsonl", "s")
     t.prompt("first", "p1")

@@ -260,7 +260,9 @@ class LifecycleMixin:
             self.log(f"{self.key}: {self.ev.name} with no turn running: nothing to settle"
                      + (f"; the answer was: {text[:500]!r}" if text else ""))
             return
-        self.flush(s, final=True)
+        waiting = self._helpers_running(s)
+        # the main thread's calls still open never finished; a helper's may, after this Stop
+        self.flush(s, final=not waiting)
         text = self.answer(s, n)
         if s.get("joined"):
             try:
@@ -269,7 +271,6 @@ class LifecycleMixin:
             except PortError as exc:
                 self.log(f"{self.key}: the answer to directive {s['joined']} was not recorded: "
                          f"[{exc.code}] {exc}")
-        waiting = self._helpers_running(s)
         if waiting:
             s["stopped"] = {"n": n, "at": self.now, "background": self.ev.background or []}
             self.log(f"{self.key}: turn {n} stopped; it is settled when its helpers are done: "
@@ -278,9 +279,12 @@ class LifecycleMixin:
         self._settle_stopped(s, n, how="stop")
 
     def _helpers_running(self, s: dict) -> list[str]:
+        """The helper agents of this session still running: those started and not stopped, and the
+        subagents the event's `background_tasks` names (a SubagentStop still lists its own)."""
         names = [f"{h.get('type') or 'helper'} {agent_id}" for agent_id, h in s["helpers"].items()]
         for task in self.ev.background or []:
             if task.get("type") in ("subagent", "agent", "workflow", "teammate") \
+                    and str(task.get("id")) != str(self.ev.agent_id) \
                     and not any(str(task.get("id")) in n for n in names):
                 names.append(f"{task.get('type')} {task.get('id')} ({task.get('description') or ''})")
         return names
@@ -347,3 +351,5 @@ class LifecycleMixin:
                 self.log(f"{self.key}: the last helper of turn {s['turn']} is done: settling it")
                 self.flush(s, final=True)
                 self._settle_stopped(s, s["turn"], how="stop")
+            else:
+                self.flush(s)

@@ -124,29 +124,30 @@ def find_prompt(recs: list[dict], *, prompt_id: str | None = None, uuid: str | N
 
 
 def turn_records(recs: list[dict], prompt: dict) -> list[dict]:
-    """The main-thread records whose nearest prompt ancestor is `prompt`, in file order."""
+    """The main-thread records whose nearest prompt ancestor is `prompt`, in file order (a later
+    prompt, and what follows it, is another turn's)."""
     by_uuid = {r.get("uuid"): r for r in recs if r.get("uuid")}
     start = prompt.get("uuid")
-    owner: dict = {start: start}
+    owner: dict = {}  # record -> the prompt that began its turn (memo for the walks up)
     out = []
     for rec in recs:
         u = rec.get("uuid")
-        if not u or rec.get("isSidechain") or u == start:
+        if not u or rec.get("isSidechain"):
             continue
-        chain, cur, found = [], rec, None
-        while cur is not None:
+        if u == start or is_prompt(rec):
+            owner[u] = u
+            continue
+        chain, cur, found = [u], by_uuid.get(_parent(rec) or ""), None
+        while cur is not None and len(chain) < 100000:
             cu = cur.get("uuid")
             if cu in owner:
                 found = owner[cu]
                 break
-            if cu != u and is_prompt(cur):
-                found = cu
+            if is_prompt(cur):
+                found = owner[cu] = cu
                 break
             chain.append(cu)
-            p = _parent(cur)
-            cur = by_uuid.get(p) if p else None
-            if len(chain) > 100000:
-                break
+            cur = by_uuid.get(_parent(cur) or "")
         for cu in chain:
             owner[cu] = found
         if found == start:
