@@ -18,7 +18,7 @@ from .agents import CONTEXT, DELIVERS
 from .transcript import last_prompt
 
 ANSWER_KEEP = 4000
-ENDS_KEEP = 500  # turn ends kept per agent session (every branch's)
+ENDS_KEEP = 200  # turn ends kept per agent session (every branch's; the record is read per event)
 RESOLVE_LATE = 3  # pending resume points looked for again at each prompt
 
 

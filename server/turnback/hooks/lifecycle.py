@@ -72,7 +72,7 @@ class LifecycleMixin:
                 self.log(f"{self.key}: {ev.name} of a new prompt ({ev.prompt_id}) whose prompt event "
                          f"never came: turn {n} ends here")
                 self.close_turn(s, why="a new prompt began without its prompt event")
-                return self.begin(s, missed, missed=True)
+                return self.begin(s, missed)
             if s.get("stopped") and not ev.agent_id and ev.kind != "stop":
                 self.log(f"{self.key}: turn {n} goes on after its Stop (a Stop hook said go on)")
                 s["stopped"] = None
@@ -86,13 +86,13 @@ class LifecycleMixin:
         if missed is not None:
             self.log(f"{self.key}: {ev.name} of a prompt ({ev.prompt_id}) whose prompt event never "
                      "came (its record is in the transcript): beginning its turn")
-            return self.begin(s, missed, missed=True)
+            return self.begin(s, missed)
         if not s["ends"] and not last and not ev.agent_id and ev.kind != "stop":
             # no turn of this agent session was ever seen (its hooks were installed mid-turn, or
             # its prompt event was lost): what it does now is a turn, which its Stop will end
             self.log(f"{self.key}: {ev.name} with no turn running, and none seen before in this "
                      "session: beginning one with no prompt")
-            return self.begin(s, "", missed=True)
+            return self.begin(s, "")
         return None
 
     def _continues(self, last: dict) -> bool:
@@ -120,7 +120,7 @@ class LifecycleMixin:
         return agenttranscript.text_of(prompt) if prompt else None
 
     # -- beginning --------------------------------------------------------------------------------
-    def begin(self, s: dict, prompt: str, *, missed: bool = False) -> int | None:
+    def begin(self, s: dict, prompt: str) -> int | None:
         """A turn for this agent session's prompt, or its place in a directive attempt an editor
         began for it (issue 26: one turn, the attempt's)."""
         try:
@@ -153,8 +153,7 @@ class LifecycleMixin:
         s["ends"][key] = {"n": n, "prompt": prompt[:PROMPT_CLIP],
                           "promptDigest": agenttranscript.digest(prompt),
                           **({"promptId": self.ev.prompt_id} if self.ev.prompt_id else {})}
-        s["line"] = [k for k in s["line"] if not k.startswith(f"{n}@")
-                     and int(k.split("@", 1)[0]) < n] + [key]
+        s["line"] = [k for k in s["line"] if int(k.split("@", 1)[0]) < n] + [key]  # the live turns
 
     def _join_directive(self) -> dict | None:
         """A directive attempt an editor began (`turn/begin` kind `directive`) that no agent session
