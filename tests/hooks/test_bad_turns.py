@@ -51,6 +51,8 @@ def test_two_agents_at_once_share_the_turn_and_neither_is_left_open(ws):
     a.prompt("A works")
     b.send("SessionStart", source="startup")
     assert b.prompt("B works too")[0] == 0  # A is mid-turn: B's prompt cannot be a turn of its own
+    assert any("no turn of its own" in line for line in hook_log(ws))
+    assert not any("not recorded" in line for line in hook_log(ws))
     b.write("b.txt", "from B\n")
     a.write("a.txt", "from A\n")
     a.stop("A done")

@@ -130,7 +130,13 @@ class LifecycleMixin:
                 raise
             joined = self._join_directive()
             if joined is None:
-                raise
+                other = self._turn_holder()
+                if other is None:
+                    raise
+                self.log(f"{self.key}: its prompt came while turn {exc.data.get('turn')} of {other} "
+                         "runs (that agent is still working): no turn of its own; its tool calls "
+                         "are steps of that turn")
+                return None
             result = joined
             s["joined"] = result["directiveId"]
         self.changed()
@@ -154,6 +160,13 @@ class LifecycleMixin:
                           "promptDigest": agenttranscript.digest(prompt),
                           **({"promptId": self.ev.prompt_id} if self.ev.prompt_id else {})}
         s["line"] = [k for k in s["line"] if int(k.split("@", 1)[0]) < n] + [key]  # the live turns
+
+    def _turn_holder(self) -> str | None:
+        """The other agent session whose turn is running in the live session."""
+        running = (self.info(fresh=True).get("agent") or {}).get("running") or {}
+        return next((k for k, o in self.data["sessions"].items()
+                     if k != self.key and o.get("turn") == running.get("turn")
+                     and o.get("turnback") == self.info().get("sessionId")), None)
 
     def _join_directive(self) -> dict | None:
         """A directive attempt an editor began (`turn/begin` kind `directive`) that no agent session
