@@ -18,6 +18,17 @@ from pathlib import Path
 from hookkit import TURNBACK
 
 
+def workspace(tmp_path: Path, files: dict | None = None) -> Path:
+    """A workspace turnback knows (its `turnback.toml`), holding `files`."""
+    root = Path(tmp_path) / "ws"
+    root.mkdir()
+    (root / "turnback.toml").write_text("")
+    for rel, text in (files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 class Transcript:
     """A Claude Code transcript (JSON lines) written as the agent would."""
 
@@ -37,6 +48,15 @@ class Transcript:
             f.write(json.dumps(rec) + "\n")
         self.last = rec["uuid"]
         return rec["uuid"]
+
+    def last_of(self, kind: str) -> str | None:
+        """The uuid of the newest record of that type."""
+        found = None
+        for line in self.path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("type") == kind:
+                found = rec.get("uuid")
+        return found
 
     def prompt(self, text: str, prompt_id: str, parent: str | None = "last") -> str:
         return self._write({"type": "user", "promptId": prompt_id,

@@ -5,7 +5,7 @@ as well as they can be, never a turn stuck open, never a hook exit other than 0.
 from __future__ import annotations
 
 import pytest
-from agentkit import Hooked, Transcript, backdate, record
+from agentkit import Hooked, Transcript, backdate, record, workspace
 from hookkit import hook_log, tb, tb_json
 
 from turnback.store.agentrecord import QUIET_SECONDS
@@ -13,11 +13,7 @@ from turnback.store.agentrecord import QUIET_SECONDS
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "a.txt").write_text("one\n")
-    return root
+    return workspace(tmp_path, {"a.txt": "one\n"})
 
 
 def test_a_duplicated_prompt_and_tool_end_are_recorded_once(ws):
@@ -55,6 +51,8 @@ def test_two_agents_at_once_share_the_turn_and_neither_is_left_open(ws):
     a.prompt("A works")
     b.send("SessionStart", source="startup")
     assert b.prompt("B works too")[0] == 0  # A is mid-turn: B's prompt cannot be a turn of its own
+    assert any("no turn of its own" in line for line in hook_log(ws))
+    assert not any("not recorded" in line for line in hook_log(ws))
     b.write("b.txt", "from B\n")
     a.write("a.txt", "from A\n")
     a.stop("A done")

@@ -6,7 +6,7 @@ settles the turn."""
 from __future__ import annotations
 
 import pytest
-from agentkit import Hooked
+from agentkit import Hooked, workspace
 from hookkit import hook_log, tb, tb_json
 
 from turnback.remote import client
@@ -14,10 +14,7 @@ from turnback.remote import client
 
 @pytest.fixture
 def owned(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "app.py").write_text("def bye():\n    return 'bye'\n")
+    root = workspace(tmp_path, {"app.py": "def bye():\n    return 'bye'\n"})
     client.ensure_owner(str(root), str(root / ".turnback"), timeout=60)
     yield root
     tb(root, "daemon", "stop", check=False)

@@ -5,7 +5,7 @@ Codex's string tool_response is kept; the files a Bash command says it changed a
 from __future__ import annotations
 
 import pytest
-from agentkit import Hooked, record, send
+from agentkit import Hooked, record, send, workspace
 from hookkit import hook_log, tb_json
 
 from turnback.workbench import Options, Workbench
@@ -13,12 +13,7 @@ from turnback.workbench import Options, Workbench
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "src").mkdir()
-    (root / "src" / "app.py").write_text("print('hi')\n")
-    return root
+    return workspace(tmp_path, {"src/app.py": "print('hi')\n"})
 
 
 def vscode(root, event: str, n: int, **fields) -> dict:

@@ -8,17 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentkit import Hooked, record, send
+from agentkit import Hooked, record, send, workspace
 from hookkit import hook_log, tb, tb_json
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "a.txt").write_text("zero\n")
-    return root
+    return workspace(tmp_path, {"a.txt": "zero\n"})
 
 
 def two_turns(root, how="inproc") -> Hooked:

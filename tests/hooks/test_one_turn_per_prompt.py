@@ -6,25 +6,37 @@ helper stops."""
 from __future__ import annotations
 
 import pytest
-from agentkit import Hooked, record
+from agentkit import Hooked, record, workspace
 from hookkit import hook_log, tb, tb_json
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "a.txt").write_text("one\n")
-    return root
+    return workspace(tmp_path, {"a.txt": "one\n"})
+
+
+def owner(root) -> None:
+    from turnback.remote import client
+
+    client.ensure_owner(str(root), str(root / ".turnback"), timeout=60)
 
 
 def log_turns(root) -> list[dict]:
     return tb_json(root, "log")["turns"]
 
 
-@pytest.mark.parametrize("how", ["inproc", "direct"])
+@pytest.mark.parametrize("how", ["inproc", "direct", "owner"])
 def test_a_blocked_stop_continues_the_same_turn(ws, how):
+    if how == "owner":
+        owner(ws)
+    try:
+        blocked_stop(ws, how)
+    finally:
+        if how == "owner":
+            tb(ws, "daemon", "stop", check=False)
+
+
+def blocked_stop(ws, how):
     a = Hooked(ws, how=how)
     a.prompt("make the tests pass")
     a.write("a.txt", "two\n")
@@ -77,22 +89,32 @@ def test_a_helper_is_a_step_of_the_turn_that_launched_it_and_holds_it_open(ws):
     a.send("SubagentStart", agent_id="ag-1", agent_type="general-purpose")
     a.send("PostToolUse", tool_name="Agent", tool_use_id="toolu_ag",
            tool_input={"description": "rename things"}, tool_response={"status": "async_launched"})
-    a.stop("The helper is working on it.",
-           background_tasks=[{"id": "ag-1", "type": "subagent", "status": "running",
-                              "description": "rename things"}])
+    running = [{"id": "ag-1", "type": "subagent", "status": "running", "description": "rename things"}]
+    # as the real Claude Code does (fixtures/agents/real/claude-code/background-helper.json): the
+    # helper's tool call is in flight when the main Stop comes, and ends after it
+    inp = {"command": "sleep 1; echo late > late.txt"}
+    a.send("PreToolUse", tool_name="Bash", tool_input=inp, tool_use_id="toolu_h1", agent_id="ag-1",
+           agent_type="general-purpose")
+    a.stop("The helper is working on it.", background_tasks=running)
     assert log_turns(ws)[0]["state"] == "running"  # its helper still runs
     assert any("settled when its helpers are done" in line for line in hook_log(ws))
+    (ws / "late.txt").write_text("late\n")
+    a.send("PostToolUse", tool_name="Bash", tool_input=inp, tool_use_id="toolu_h1", agent_id="ag-1",
+           agent_type="general-purpose", tool_response={"stdout": ""})
     a.write("helper.txt", "by the helper\n", agent_id="ag-1")  # after the main Stop
     a.send("SubagentStop", agent_id="ag-1", agent_type="general-purpose", stop_hook_active=False,
            agent_transcript_path=str(ws.parent / "missing.jsonl"), last_assistant_message="renamed",
-           background_tasks=[])
+           background_tasks=running)  # a SubagentStop still lists its own task as running
     turn = log_turns(ws)[0]
     assert turn["state"] == "settled"
     helper_steps = [s["summary"] for s in turn["stepList"] if s["summary"].startswith("[helper")]
-    assert helper_steps == ["[helper general-purpose ag-1] Write helper.txt"]
+    assert helper_steps == ["[helper general-purpose ag-1] Bash: sleep 1; echo late > late.txt "
+                            "[scope unknown: 'sleep' -> none (default); 'echo' writes its output to "
+                            "a file]", "[helper general-purpose ag-1] Write helper.txt"]
+    assert "late.txt" in {f["path"] for f in turn["files"]}
     assert "helper.txt" in {f["path"] for f in turn["files"]}
     tb(ws, "rewind", "--before-prompt", "1", "--yes")
-    assert not (ws / "helper.txt").exists()
+    assert not (ws / "helper.txt").exists() and not (ws / "late.txt").exists()
 
 
 def test_a_prompt_whose_event_never_came_still_gets_its_turn(ws):

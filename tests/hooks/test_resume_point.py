@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentkit import Hooked, Transcript, record
+from agentkit import Hooked, Transcript, record, workspace
 from hookkit import tb, tb_json
 
 from turnback.store import agenttranscript as at
@@ -16,10 +16,7 @@ from turnback.store import agenttranscript as at
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    return root
+    return workspace(tmp_path)
 
 
 def recs(path):
@@ -39,6 +36,22 @@ def test_the_end_is_the_last_record_of_the_turn_carrying_its_answer(tmp_path):
     prompt = at.find_prompt(rs, prompt_id="p2")
     assert prompt["uuid"] == p2
     assert at.turn_end(rs, prompt, "Done.")["uuid"] == answer
+
+
+def test_an_earlier_turn_ends_where_it_ended_not_in_a_later_turn(tmp_path):
+    t = Transcript(tmp_path / "t.jsonl", "s")
+    p1 = t.prompt("first", "p1")
+    t.calls("toolu_1", "Write", "p1")
+    end1 = t.says("First done.")
+    t._write({"type": "system", "subtype": "stop_hook_summary"})  # what Claude Code writes next
+    t.prompt("second", "p2")
+    t.calls("toolu_2", "Bash", "p2")
+    t.says("Second done.")
+    rs = recs(t.path)
+    prompt = at.find_prompt(rs, prompt_id="p1")
+    assert prompt["uuid"] == p1
+    assert at.turn_end(rs, prompt, "First done.")["uuid"] == end1  # resolved late, turn 2 written
+    assert [r["uuid"] for r in at.turn_records(rs, prompt)][-2:] == [end1, t.last_of("system")]
 
 
 def test_never_a_record_before_the_prompt_nor_an_unfinished_tool_call(tmp_path):
@@ -104,8 +117,13 @@ def test_the_record_reaching_the_transcript_while_the_hook_waits(ws, monkeypatch
     assert entry["uuid"] == a.transcript.last and entry["pending"] is False
 
 
-def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws):
-    a = Hooked(ws, how="direct")  # real hook processes
+@pytest.mark.parametrize("how", ["direct", "owner"])
+def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws, how):
+    if how == "owner":
+        from turnback.remote import client
+
+        client.ensure_owner(str(ws), str(ws / ".turnback"), timeout=60)
+    a = Hooked(ws, how=how)  # real hook processes
     a.prompt("first")
     a.write("f.txt", "1\n")
     a.stop("First done.")
@@ -122,10 +140,12 @@ def test_the_record_reaching_the_transcript_after_the_hook_gave_up(ws):
     assert result["agentResume"]["command"] == f"claude --resume s-1 --resume-session-at {end2}"
     again = record(ws)["sessions"]["claude-code:s-1"]["ends"]
     assert next(e for e in again.values() if e["n"] == 2)["uuid"] == end2  # and kept
+    if how == "owner":
+        tb(ws, "daemon", "stop", check=False)
 
 
 def test_the_next_prompt_resolves_a_pending_end(ws, monkeypatch):
-    monkeypatch.setattr(at, "RESUME_WAIT", 0.0)
+    (ws / "turnback.toml").write_text("[hooks]\nresume_wait = 0\n")
     a = Hooked(ws)
     a.prompt("first")
     a.write("f.txt", "1\n")
@@ -143,3 +163,18 @@ def test_a_failed_turn_waits_for_nothing(ws, monkeypatch):
     a.prompt("go")
     a.send("StopFailure", error="server_error", last_assistant_message="")
     assert looks == []
+
+
+def test_the_next_session_start_resolves_the_last_runs_end(ws):
+    """`claude -p` runs one turn per process: the last record is written as it exits, after its
+    Stop; the next run's SessionStart finds it."""
+    (ws / "turnback.toml").write_text("[hooks]\nresume_wait = 0\n")
+    a = Hooked(ws)
+    a.send("SessionStart", source="startup")
+    a.prompt("one run")
+    a.stop("Ran.", write_record=False)
+    a.send("SessionEnd", reason="other")
+    end = a.transcript.says("Ran.")  # written at the process's exit
+    a.send("SessionStart", source="resume")
+    entry = next(iter(record(ws)["sessions"]["claude-code:s-1"]["ends"].values()))
+    assert entry["uuid"] == end and entry["pending"] is False

@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from agentkit import Hooked, backdate, record
+from agentkit import Hooked, backdate, record, workspace
 from hookkit import hook_log, tb, tb_json, workspace_files
 
 from turnback.store.agentrecord import QUIET_SECONDS
@@ -18,11 +18,7 @@ from turnback.store.agentrecord import QUIET_SECONDS
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "a.txt").write_text("one\n")
-    return root
+    return workspace(tmp_path, {"a.txt": "one\n"})
 
 
 def turns(root) -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ the same tables (docs/agents/README.md):
     [hooks]
     block = false                 # true: a turnback failure blocks the agent's action (exit 2)
     start_owner = true            # a hook that finds no live sidecar starts a background one
+    resume_wait = 0.25            # seconds a Stop waits for the turn's last transcript record
     after-rewind = "./scripts/reset-todo.sh"   # run after a committed rewind, restore, Redo, fork
     after-rewind-timeout = 10     # seconds before that command is stopped
 
@@ -54,6 +55,10 @@ DEFAULT_CROSSING = (
     "terraform apply", "aws", "gcloud", "az",
 )
 SCOPE_ORDER = {"none": 0, "host": 1, "unknown": 2, "crossing": 3}  # worst wins in a pipeline
+# Claude Code writes its transcript in batches flushed every second (its writer's flushIntervalMs),
+# so at a Stop the turn's last record is often a second away. A Stop waits only a glance for it (a
+# second on every turn's end would be felt); the rest is found later, exactly (docs/agents/README.md).
+RESUME_WAIT = 0.25
 GUARD_ACTIONS = ("allow", "warn", "ask", "deny")
 # What the pre-tool guard does per scope unless turnback.toml says otherwise (docs/agents/README.md,
 # "The guard"): warn before what leaves the machine, never stop the agent unless told to, and say
@@ -82,6 +87,7 @@ class HookConfig:
         self.rules = list(rules or [])
         self.block = False
         self.start_owner = True
+        self.resume_wait = RESUME_WAIT
         self.files: list[str] = []  # the files that were read
         self.problems: list[str] = []  # what could not be read, for the log
         self.errors: list[str] = []  # what was read but names something unknown (`bad-config`)
@@ -186,6 +192,11 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
             config.block = hooks["block"]
         if isinstance(hooks.get("start_owner"), bool):
             config.start_owner = hooks["start_owner"]
+        wait = hooks.get("resume_wait")
+        if isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait <= 10:
+            config.resume_wait = float(wait)
+        elif wait is not None:
+            config.problems.append(f"{path}: [hooks] resume_wait must be a number of seconds, 0 to 10")
         _after_rewind(config, hooks, path)
         _guard(config, data.get("guard"), path)
     return config

@@ -18,7 +18,7 @@ from .agents import CONTEXT, DELIVERS
 from .transcript import last_prompt
 
 ANSWER_KEEP = 4000
-ENDS_KEEP = 500  # turn ends kept per agent session (every branch's)
+ENDS_KEEP = 200  # turn ends kept per agent session (every branch's; the record is read per event)
 RESOLVE_LATE = 3  # pending resume points looked for again at each prompt
 
 
@@ -33,7 +33,7 @@ class ConversationMixin:
             complete = self.ev.kind == "stop"  # a failed or interrupted turn writes no last record
             started = time.monotonic()
             prompt, end, waited = agenttranscript.wait_for_end(
-                path, wait=agenttranscript.RESUME_WAIT if complete else 0,
+                path, wait=self.config.resume_wait if complete else 0,
                 prompt_id=entry.get("promptId"), prompt_uuid=entry.get("promptUuid"),
                 prompt_digest=entry.get("promptDigest"), answer=text)
             if prompt is not None:

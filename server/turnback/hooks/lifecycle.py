@@ -72,7 +72,7 @@ class LifecycleMixin:
                 self.log(f"{self.key}: {ev.name} of a new prompt ({ev.prompt_id}) whose prompt event "
                          f"never came: turn {n} ends here")
                 self.close_turn(s, why="a new prompt began without its prompt event")
-                return self.begin(s, missed, missed=True)
+                return self.begin(s, missed)
             if s.get("stopped") and not ev.agent_id and ev.kind != "stop":
                 self.log(f"{self.key}: turn {n} goes on after its Stop (a Stop hook said go on)")
                 s["stopped"] = None
@@ -86,13 +86,13 @@ class LifecycleMixin:
         if missed is not None:
             self.log(f"{self.key}: {ev.name} of a prompt ({ev.prompt_id}) whose prompt event never "
                      "came (its record is in the transcript): beginning its turn")
-            return self.begin(s, missed, missed=True)
+            return self.begin(s, missed)
         if not s["ends"] and not last and not ev.agent_id and ev.kind != "stop":
             # no turn of this agent session was ever seen (its hooks were installed mid-turn, or
             # its prompt event was lost): what it does now is a turn, which its Stop will end
             self.log(f"{self.key}: {ev.name} with no turn running, and none seen before in this "
                      "session: beginning one with no prompt")
-            return self.begin(s, "", missed=True)
+            return self.begin(s, "")
         return None
 
     def _continues(self, last: dict) -> bool:
@@ -120,7 +120,7 @@ class LifecycleMixin:
         return agenttranscript.text_of(prompt) if prompt else None
 
     # -- beginning --------------------------------------------------------------------------------
-    def begin(self, s: dict, prompt: str, *, missed: bool = False) -> int | None:
+    def begin(self, s: dict, prompt: str) -> int | None:
         """A turn for this agent session's prompt, or its place in a directive attempt an editor
         began for it (issue 26: one turn, the attempt's)."""
         try:
@@ -130,7 +130,13 @@ class LifecycleMixin:
                 raise
             joined = self._join_directive()
             if joined is None:
-                raise
+                other = self._turn_holder()
+                if other is None:
+                    raise
+                self.log(f"{self.key}: its prompt came while turn {exc.data.get('turn')} of {other} "
+                         "runs (that agent is still working): no turn of its own; its tool calls "
+                         "are steps of that turn")
+                return None
             result = joined
             s["joined"] = result["directiveId"]
         self.changed()
@@ -153,8 +159,14 @@ class LifecycleMixin:
         s["ends"][key] = {"n": n, "prompt": prompt[:PROMPT_CLIP],
                           "promptDigest": agenttranscript.digest(prompt),
                           **({"promptId": self.ev.prompt_id} if self.ev.prompt_id else {})}
-        s["line"] = [k for k in s["line"] if not k.startswith(f"{n}@")
-                     and int(k.split("@", 1)[0]) < n] + [key]
+        s["line"] = [k for k in s["line"] if int(k.split("@", 1)[0]) < n] + [key]  # the live turns
+
+    def _turn_holder(self) -> str | None:
+        """The other agent session whose turn is running in the live session."""
+        running = (self.info(fresh=True).get("agent") or {}).get("running") or {}
+        return next((k for k, o in self.data["sessions"].items()
+                     if k != self.key and o.get("turn") == running.get("turn")
+                     and o.get("turnback") == self.info().get("sessionId")), None)
 
     def _join_directive(self) -> dict | None:
         """A directive attempt an editor began (`turn/begin` kind `directive`) that no agent session
@@ -229,6 +241,8 @@ class LifecycleMixin:
             self.close_turn(s, why=f"the agent session started again ({source})")
         if source == "resume":
             self.ensure_live(s)
+        if self.ev.agent == "claude-code":
+            self.resolve_pending_ends(s)  # the last run's last record is written by now
         self.tell(s)
         self.log(f"{self.key}: session start ({source}) -> turnback session {s['turnback']}")
 
@@ -246,8 +260,8 @@ class LifecycleMixin:
         self.ensure_live(s)
         self.tell(s)
         if self.ev.agent == "claude-code":
+            self.resolve_pending_ends(s)  # first: /rewind is seen against the turns' ends
             self.agent_rewind(s, self.ev.prompt)
-            self.resolve_pending_ends(s)
         self.close_idle_others()
         self.begin(s, self.ev.prompt or "")
 
@@ -260,7 +274,9 @@ class LifecycleMixin:
             self.log(f"{self.key}: {self.ev.name} with no turn running: nothing to settle"
                      + (f"; the answer was: {text[:500]!r}" if text else ""))
             return
-        self.flush(s, final=True)
+        waiting = self._helpers_running(s)
+        # the main thread's calls still open never finished; a helper's may, after this Stop
+        self.flush(s, final=not waiting)
         text = self.answer(s, n)
         if s.get("joined"):
             try:
@@ -269,7 +285,6 @@ class LifecycleMixin:
             except PortError as exc:
                 self.log(f"{self.key}: the answer to directive {s['joined']} was not recorded: "
                          f"[{exc.code}] {exc}")
-        waiting = self._helpers_running(s)
         if waiting:
             s["stopped"] = {"n": n, "at": self.now, "background": self.ev.background or []}
             self.log(f"{self.key}: turn {n} stopped; it is settled when its helpers are done: "
@@ -278,9 +293,12 @@ class LifecycleMixin:
         self._settle_stopped(s, n, how="stop")
 
     def _helpers_running(self, s: dict) -> list[str]:
+        """The helper agents of this session still running: those started and not stopped, and the
+        subagents the event's `background_tasks` names (a SubagentStop still lists its own)."""
         names = [f"{h.get('type') or 'helper'} {agent_id}" for agent_id, h in s["helpers"].items()]
         for task in self.ev.background or []:
             if task.get("type") in ("subagent", "agent", "workflow", "teammate") \
+                    and str(task.get("id")) != str(self.ev.agent_id) \
                     and not any(str(task.get("id")) in n for n in names):
                 names.append(f"{task.get('type')} {task.get('id')} ({task.get('description') or ''})")
         return names
@@ -347,3 +365,5 @@ class LifecycleMixin:
                 self.log(f"{self.key}: the last helper of turn {s['turn']} is done: settling it")
                 self.flush(s, final=True)
                 self._settle_stopped(s, s["turn"], how="stop")
+            else:
+                self.flush(s)

@@ -89,6 +89,11 @@ CODEX = {
     "wait_agent": HELPER, "close_agent": HELPER, "resume_agent": HELPER, "list_agents": HELPER,
     "update_plan": PLAN, "request_user_input": PLAN,
 }
+# Codex 0.169 reports its multi-agent tools under their namespace (`collaborationspawn_agent`, as
+# recorded from the real binary in fixtures/agents/real/codex/).
+CODEX.update({"collaboration" + name: HELPER for name in
+              ("spawn_agent", "send_input", "send_message", "followup_task", "wait_agent",
+               "close_agent", "resume_agent", "list_agents")})
 GEMINI = {
     "write_file": _file("file_path", "path"), "replace": _file("file_path", "path"),
     "run_shell_command": _shell(),

@@ -89,12 +89,13 @@ class AgentRecord:
     def try_locked(self):
         """`locked`, or None at once when a hook holds the record right now (an agent is at work this
         instant). For the workbench, which must never wait on a hook: the hook may itself be waiting
-        for the workbench's mutation lock."""
-        with self._locked(budget=None) as data:
+        for the workbench's mutation lock. What the block changed is kept even when it fails, so a
+        change half made (steps recorded, the settle not) is not made twice."""
+        with self._locked(budget=None, keep_on_error=True) as data:
             yield data
 
     @contextlib.contextmanager
-    def _locked(self, *, budget: float | None, stop=None):
+    def _locked(self, *, budget: float | None, stop=None, keep_on_error: bool = False):
         """`budget` None: do not wait at all (yields None when the record is held, or when it is
         not the user's own: the workbench's best-effort changes then leave it alone)."""
         self._ensure_folder()
@@ -120,14 +121,22 @@ class AgentRecord:
                                                        f"by another process), up to {budget:g} s"))
             data = self.read()
             before = json.dumps(data, sort_keys=True)
-            yield data
-            after = json.dumps(data, sort_keys=True)
-            if after != before:
-                # No fsync: losing the last note in a crash costs a Post without its Pre, which
-                # the mapper records as a step of its own; the session itself is in the journal.
-                fsio.write_atomic(self.state_path, after.encode(), sync=False)
+            try:
+                yield data
+            except BaseException:
+                if keep_on_error:
+                    self._write_if_changed(data, before)
+                raise
+            self._write_if_changed(data, before)
         finally:
             os.close(fd)  # closing releases the flock
+
+    def _write_if_changed(self, data: dict, before: str) -> None:
+        after = json.dumps(data, sort_keys=True)
+        if after != before:
+            # No fsync: losing the last note in a crash costs a Post without its Pre, which the
+            # mapper records as a step of its own; the session itself is in the journal.
+            fsio.write_atomic(self.state_path, after.encode(), sync=False)
 
     def log(self, line: str) -> None:
         """One line in the hook log; never raises (the log is where failures go to be read)."""

@@ -22,8 +22,8 @@ import os
 import time
 
 TAIL_BYTES = 1 << 20  # what a hook reads of a long transcript
-WHOLE_LIMIT = 64 << 20  # what a lazy resolution reads at most (a rewind, rarely)
-RESUME_WAIT = 0.5  # seconds a Stop waits at most for the turn's last record to reach the file
+WHOLE_LIMIT = 64 << 20  # what a hook reads at most to resolve an older turn's end (off the loop)
+RESUME_WAIT = 0.25  # seconds a Stop waits at most for the turn's last record (hooks/config.py)
 RESUME_POLL = 0.025
 
 
@@ -124,29 +124,30 @@ def find_prompt(recs: list[dict], *, prompt_id: str | None = None, uuid: str | N
 
 
 def turn_records(recs: list[dict], prompt: dict) -> list[dict]:
-    """The main-thread records whose nearest prompt ancestor is `prompt`, in file order."""
+    """The main-thread records whose nearest prompt ancestor is `prompt`, in file order (a later
+    prompt, and what follows it, is another turn's)."""
     by_uuid = {r.get("uuid"): r for r in recs if r.get("uuid")}
     start = prompt.get("uuid")
-    owner: dict = {start: start}
+    owner: dict = {}  # record -> the prompt that began its turn (memo for the walks up)
     out = []
     for rec in recs:
         u = rec.get("uuid")
-        if not u or rec.get("isSidechain") or u == start:
+        if not u or rec.get("isSidechain"):
             continue
-        chain, cur, found = [], rec, None
-        while cur is not None:
+        if u == start or is_prompt(rec):
+            owner[u] = u
+            continue
+        chain, cur, found = [u], by_uuid.get(_parent(rec) or ""), None
+        while cur is not None and len(chain) < 100000:
             cu = cur.get("uuid")
             if cu in owner:
                 found = owner[cu]
                 break
-            if cu != u and is_prompt(cur):
-                found = cu
+            if is_prompt(cur):
+                found = owner[cu] = cu
                 break
             chain.append(cu)
-            p = _parent(cur)
-            cur = by_uuid.get(p) if p else None
-            if len(chain) > 100000:
-                break
+            cur = by_uuid.get(_parent(cur) or "")
         for cu in chain:
             owner[cu] = found
         if found == start:
@@ -193,13 +194,14 @@ def answer_of(recs: list[dict], prompt: dict | None) -> str | None:
 
 
 def resolve(path: str | None, *, prompt_id=None, prompt_uuid=None, prompt_text=None,
-            prompt_digest=None, answer=None, tail: int = TAIL_BYTES) -> tuple[dict | None, dict | None]:
-    """(prompt record, end record) of a turn from the transcript file, either possibly None."""
+            prompt_digest=None, answer=None, whole: bool = True) -> tuple[dict | None, dict | None]:
+    """(prompt record, end record) of a turn from the transcript file, either possibly None. The
+    tail is read first; with `whole`, up to WHOLE_LIMIT when the prompt is further back."""
     which = {"prompt_id": prompt_id, "uuid": prompt_uuid, "text": prompt_text,
              "text_digest": prompt_digest}
-    recs = read(path, tail)
+    recs = read(path, TAIL_BYTES)
     prompt = find_prompt(recs, **which)
-    if prompt is None and tail < WHOLE_LIMIT and (size_of(path) or 0) > tail:
+    if prompt is None and whole and (size_of(path) or 0) > TAIL_BYTES:
         recs = read(path, WHOLE_LIMIT)  # the prompt is further back than the tail
         prompt = find_prompt(recs, **which)
     if prompt is None:

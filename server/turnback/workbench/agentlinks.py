@@ -51,14 +51,16 @@ transcript when the Stop could not find the record (a rewind's result; not `sess
 
 
 def _resolve_late(record: AgentRecord, s: dict, n: int, turn, entry: dict) -> str | None:
-    """The Stop did not find the turn's last record in the transcript (not written yet): look now,
-    reading as far back as it takes, and keep what was found (best effort: a hook at work right
-    now keeps the record; the next rewind looks again)."""
+    """The Stop did not find the turn's last record in the transcript (not written yet): look now in
+    its last MiB (this runs on the server's loop, so the read is bounded: about 10 ms; the hooks
+    look further back, off the loop, at the agent's next prompt or session start), and keep what
+    was found (best effort: a hook at work right now keeps the record; the next rewind looks
+    again)."""
     if turn is None or not (entry.get("promptId") or entry.get("promptUuid")):
         return None
     _prompt, end = agenttranscript.resolve(
         s.get("transcript"), prompt_id=entry.get("promptId"), prompt_uuid=entry.get("promptUuid"),
-        answer=entry.get("answer"), tail=agenttranscript.WHOLE_LIMIT)
+        answer=entry.get("answer"), whole=False)
     if end is None or not end.get("uuid"):
         return None
     try:
@@ -174,3 +176,28 @@ def follow_fork(wb, parent_id: str, branch_id: str, fork_turn: int) -> None:
                     s["forked"] = {"from": parent_id, "turn": fork_turn, "at": time.time()}
     except OSError:
         pass
+
+
+def follow_settled(wb) -> None:
+    """Agent sessions the record says are in a turn of this session that no longer runs (the settle
+    went through, the record's write did not): the record follows. Best effort, never waits."""
+    record = AgentRecord(wb.store.path)
+    sid, running = wb.state.session_id, wb.state.running
+    live = running.n if running is not None else None
+
+    def stale(s) -> bool:
+        return isinstance(s, dict) and s.get("turnback") == sid and s.get("turn") not in (None, live)
+
+    if not any(stale(s) for s in record.read().get("sessions", {}).values()):
+        return
+    try:
+        with record.try_locked() as data:
+            for s in (data or {}).get("sessions", {}).values():
+                if stale(s):
+                    s.update(turn=None, stopped=None, pending={}, interrupted=False,
+                             last={"n": s["turn"], "key": s.get("turnKey"),
+                                   "promptId": s.get("promptId"), "how": "elsewhere",
+                                   "at": time.time()})
+    except OSError:
+        pass
+

@@ -87,10 +87,14 @@ class TurnsFeature:
         of unknown scope. Returns what was settled (for the confirmation), or None when no such turn
         runs. Raises `turn-running` naming what the agent still waits for."""
         running = self.state.running
-        if running is None or not self.wb.is_owner:
+        if not self.wb.is_owner:
             return None
         from ..store.agentrecord import AgentRecord, holder, steps_in_order, unfinished_step
-        from .agentlinks import busy, idle_holder, settled_words
+        from .agentlinks import busy, follow_settled, idle_holder, settled_words
+
+        if running is None:
+            follow_settled(self.wb)  # a record left saying a settled turn runs (its write failed)
+            return None
 
         record = AgentRecord(self.wb.store.path)
         n = running.n
@@ -103,21 +107,29 @@ class TurnsFeature:
             if found is None:
                 return None
             key, s = found
-            for _key, p, params in steps_in_order(s.get("pending") or {}, final=True):
-                self.step({"turn": n, **(params or unfinished_step(p))})
+            for tool, p, params in steps_in_order(s.get("pending") or {}, final=True):
+                before = len(running.steps)
+                try:
+                    self.step({"turn": n, **(params or unfinished_step(p))})
+                finally:  # recorded (the state has it, even when its sync failed): not twice
+                    if len(running.steps) > before:
+                        s["pending"].pop(tool, None)
             status = "settled" if s.get("stopped") else "cancelled"
-            yield from self.settle_job({"turn": n, "status": status})
-            now = time.time()
             why = ("its Stop came and its helpers went quiet" if s.get("stopped") else
                    "the person interrupted it" if s.get("interrupted") else "no Stop ever came")
-            report = {"turn": n, "status": status, "agent": s.get("agent"),
-                      "agentSessionId": s.get("sessionId"),
-                      "silentSeconds": round(now - (s.get("active") or now)), "why": why,
-                      "by": operation}
+            try:
+                yield from self.settle_job({"turn": n, "status": status})
+            finally:
+                if running.state != "running":  # settled (even if its publication then failed)
+                    now = time.time()
+                    report = {"turn": n, "status": status, "agent": s.get("agent"),
+                              "agentSessionId": s.get("sessionId"),
+                              "silentSeconds": round(now - (s.get("active") or now)), "why": why,
+                              "by": operation}
+                    s.update(turn=None, stopped=None, pending={}, interrupted=False, turnCount=n,
+                             last={"n": n, "key": s.get("turnKey"), "promptId": s.get("promptId"),
+                                   "how": "idle", "by": operation, "at": now})
             report["text"] = settled_words(report)
-            s.update(turn=None, stopped=None, pending={}, interrupted=False, turnCount=n,
-                     last={"n": n, "key": s.get("turnKey"), "promptId": s.get("promptId"),
-                           "how": "idle", "by": operation, "at": now})
         record.log(f"{key}: turn {n} {status} before {operation}: {why} "
                    f"(silent {report['silentSeconds']} s)")
         return report
