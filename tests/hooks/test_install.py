@@ -4,6 +4,9 @@ exactly what was added."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 
 import pytest
 from hookkit import tb, tb_json
@@ -110,3 +113,74 @@ def test_cli_install_status_uninstall(tmp_path, home):
     assert not (root / ".claude" / "settings.json").exists()
     rows = tb_json(root, "hooks", "status", env=env)["agents"]
     assert not any(r["installed"] for r in rows)
+
+
+@pytest.mark.parametrize("agent, variable, rel", [
+    ("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"),
+    ("codex", "CODEX_HOME", "hooks.json"),
+    ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json"),
+    ("copilot", "COPILOT_HOME", "hooks/turnback.json"),
+])
+def test_user_install_honours_the_agents_config_folder_variable(tmp_path, home, monkeypatch, agent,
+                                                                 variable, rel):
+    moved = tmp_path / "elsewhere"
+    monkeypatch.setenv(variable, str(moved))
+    result = install.install(agent, "user", tmp_path, command="turnback")
+    assert result["path"] == str(moved / rel)
+    assert (moved / rel).is_file()
+    assert not any(p.is_file() for p in home.rglob("*") if ".state" not in p.parts), \
+        "nothing may land in the home folder the agent no longer reads"
+    row = {(r["agent"], r["scope"]): r for r in install.status(tmp_path)}[(agent, "user")]
+    assert row["path"] == str(moved / rel) and row["complete"]
+    install.uninstall(agent, "user", tmp_path)
+    assert not (moved / rel).exists()
+
+
+def test_user_install_without_the_variable_uses_the_home_folder(tmp_path, home, monkeypatch):
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    paths = {a: install.install(a, "user", tmp_path, command="turnback")["path"]
+             for a in install.FILES}
+    assert paths == {"claude-code": str(home / ".claude/settings.json"),
+                     "codex": str(home / ".codex/hooks.json"),
+                     "gemini": str(home / ".gemini/settings.json"),
+                     "copilot": str(home / ".copilot/hooks/turnback.json")}
+
+
+def test_install_writes_the_absolute_command_of_this_turnback(tmp_path, home):
+    """The agent's PATH (an editor's, a login shell's) may not have turnback: the hook names the
+    turnback that installed it, by absolute path; `--command turnback` keeps the bare name."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state")}
+    tb(root, "hooks", "install", "claude-code", env=env)
+    command = json.loads((root / ".claude/settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    program = shlex.split(command["command"])[0]
+    assert os.path.isabs(program) and os.access(program, os.X_OK), command
+    assert command["command"].endswith(" hook claude-code")
+    # it really is a turnback: it answers as one
+    assert subprocess.run([program, "--help"], capture_output=True, text=True).stdout.startswith(
+        "usage: turnback")
+    tb(root, "hooks", "uninstall", "claude-code", env=env)
+    tb(root, "hooks", "install", "codex", "--command", "turnback", env=env)
+    command = json.loads((root / ".codex/hooks.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    assert command["command"] == "turnback hook codex"
+
+
+def test_status_says_when_the_installed_command_no_longer_exists(tmp_path, home):
+    root = tmp_path / "ws"
+    root.mkdir()
+    gone = tmp_path / "old-venv" / "bin" / "turnback"
+    install.install("claude-code", "project", root, command=shlex.quote(str(gone)))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    assert row["complete"] and row["commandMissing"] == f"{gone} no longer exists"
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state")}
+    out = tb(root, "hooks", "status", env=env).stdout
+    assert f"installed but its command cannot run: {gone} no longer exists" in out
+    assert "turnback hooks install claude-code` again" in out
+    # once it exists again, status has nothing to say about it
+    gone.parent.mkdir(parents=True)
+    gone.write_text("#!/bin/sh\n")
+    gone.chmod(0o755)
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    assert "commandMissing" not in row and row["command"] == f"{gone} hook claude-code"
