@@ -1,19 +1,17 @@
 """What the scripted model does: for each prompt, the replies it gives one after another.
 
 A scripted turn is keyed by its prompt. Each reply is either tool calls (the agent runs them and
-asks again with their results) or the final answer. Which reply a request gets is read from the
+asks again with their results) or an answer. Which reply a request gets is read from the
 conversation the agent sends, not from a counter kept here: the latest user message that is a
-scripted prompt names the turn, and the tool calls after it (their ids carry the turn and the reply
-number) say how far that turn got. So a resumed, rewound or forked conversation gets the reply its
-own history calls for, and two agents (or a helper and its parent) can share one server.
+scripted prompt names the turn, and the replies after it say how far that turn got (tool call ids
+carry the turn and reply number too, for whoever reads the logs). So a resumed, rewound or forked
+conversation gets the reply its own history calls for, and two agents (or a helper and its parent)
+can share one server.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-
-CALL_ID = re.compile(r"tb(\d+)_(\d+)_(\d+)")
 
 
 @dataclass
@@ -79,15 +77,25 @@ class Script:
         at, turn = _last_prompt(convo, keys)
         if turn is None:
             return Choice(None, -1, 0, say("(no scripted turn matches this conversation)"))
-        step = 0
-        for item in convo[at + 1:]:
-            m = CALL_ID.search(item.call_id) if item.kind == "call" else None
-            if m and int(m.group(1)) == turn:
-                step = max(step, int(m.group(2)) + 1)
+        step = _replies_since(convo[at + 1:])
         replies = self.turns[keys[turn]]
         if step >= len(replies):
             return Choice(keys[turn], turn, step, say(f"(turn {turn + 1} has no reply {step + 1})"))
         return Choice(keys[turn], turn, step, replies[step])
+
+
+def _replies_since(items: list[Item]) -> int:
+    """How many replies the model gave after the prompt: runs of assistant items (one reply is one
+    assistant message, or one run of output items; a tool result, a hook's feedback or a
+    notification in between starts the next)."""
+    runs, inside = 0, False
+    for item in items:
+        if item.role == "assistant":
+            runs += not inside
+            inside = True
+        elif item.role == "user":
+            inside = False
+    return runs
 
 
 def _last_prompt(convo: list[Item], keys: list[str]) -> tuple[int, int | None]:
