@@ -40,13 +40,18 @@ TOOL_MATCH = {"claude-code": "*", "codex": "*", "gemini": ".*"}
 EVENTS = {
     "claude-code": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
                     "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd"],
-    "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"],
+    # measured with Codex 0.169: SubagentStop and SessionEnd (once per `codex exec`) come as well
+    "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+              "SubagentStop", "SessionEnd"],
     "gemini": ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"],
     "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
                 "subagentStop", "sessionEnd"],
 }
 TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
 TIMEOUT_S = 30
+# Codex clamps the timeout of the hooks that run as it exits to 3 s and says so as an error item
+# in every run's output ("clamping SessionEnd hook timeout to 3s"): ask for what it allows.
+SHORT_TIMEOUTS = {("codex", "SessionEnd"): 3}
 
 
 def user_dir(agent: str) -> Path:
@@ -107,7 +112,8 @@ def _entry(agent: str, event: str, command: str) -> dict:
     """The block for one event, in the agent's own shape."""
     if agent == "copilot":
         return {"type": "command", "bash": f"{command} --event {event}", "timeoutSec": TIMEOUT_S}
-    hook = {"type": "command", "command": command, "timeout": TIMEOUT_S}
+    hook = {"type": "command", "command": command,
+            "timeout": SHORT_TIMEOUTS.get((agent, event), TIMEOUT_S)}
     if agent == "gemini":
         hook = {"name": "turnback", "type": "command", "command": command,
                 "timeout": TIMEOUT_S * 1000}
