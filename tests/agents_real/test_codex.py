@@ -11,8 +11,10 @@ an interrupted run can be rewound at once."""
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from agentkit import files, hook_log, prompts_seen, seed, tb, tb_json
@@ -56,39 +58,60 @@ def codex_row(codex, scope="project") -> dict:
     return next(r for r in rows if r["agent"] == "codex" and r["scope"] == scope)
 
 
+def documented_steps() -> list[list[str]]:
+    """The commands docs/agents/codex.md gives, as written (its `sh` block of steps)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "agents" / "codex.md").read_text()
+    block = text.split("The steps, in the project folder", 1)[1].split("```sh\n", 1)[1]
+    block = block.split("```", 1)[0]
+    return [shlex.split(line.split("#", 1)[0]) for line in block.splitlines() if line.strip()]
+
+
 def test_codex_runs_the_hooks_only_after_the_documented_steps(codex, model):
     """docs/agents/codex.md, followed literally: `hooks install codex` alone leaves Codex silent and
-    `hooks status` says why; `hooks install codex --trust` makes it record."""
+    `hooks status` says why (an untrusted project, then unreviewed hooks); `hooks install codex
+    --trust` makes it record; a hook changed afterwards is reported again."""
     root = codex.root
     git_repo(root)
     seed(root, START)
-    model.script.add("T1 before trust", [say("answered without hooks")])
-    model.script.add("T2 after trust", [say("answered with hooks")])
-    out = tb(codex, "hooks", "install", "codex").stdout
+    for prompt in ("T1 before trust", "T2 project trusted", "T3 after trust"):
+        model.script.add(prompt, [say(f"answer to {prompt}")])
+    steps = documented_steps()
+    assert steps == [["turnback", "hooks", "install", "codex"],
+                     ["turnback", "hooks", "install", "codex", "--trust"],
+                     ["turnback", "hooks", "status"]], steps
+
+    out = tb(codex, *steps[0][1:]).stdout
     assert "installed but Codex will not run it" in out and "--trust" in out, out
     row = codex_row(codex)
-    assert row["complete"] and row["codex"]["blocked"], row
-    assert "trusted project" in row["codex"]["blocked"], row["codex"]
-    status = tb(codex, "hooks", "status").stdout
-    assert "installed but Codex will not run it" in status
-
+    assert row["complete"] and "trusted project" in (row["codex"]["blocked"] or ""), row
+    assert "installed but Codex will not run it" in tb(codex, "hooks", "status").stdout
     run = codex.exec("T1 before trust")
     assert run.returncode == 0, run.stderr
-    assert tb_json(codex, "log")["turns"] == [], "Codex ran turnback's hooks without its trust"
+    assert tb_json(codex, "log")["turns"] == [], "Codex ran turnback's hooks in an untrusted project"
 
-    out = tb(codex, "hooks", "install", "codex", "--trust").stdout
+    # the project trusted by Codex's own switch, the hooks not yet reviewed: still silent, and said
+    run = codex.exec("T2 project trusted", extra=("--trust",))
+    assert run.returncode == 0, run.stderr
+    assert tb_json(codex, "log")["turns"] == [], "Codex ran hooks nobody reviewed"
+    row = codex_row(codex)
+    assert "untrusted" in (row["codex"]["blocked"] or ""), row["codex"]
+    assert "/hooks" in row["codex"]["step"]
+
+    out = tb(codex, *steps[1][1:]).stdout
     assert "recorded through codex itself" in out, out
+    status = tb(codex, *steps[2][1:]).stdout
+    assert "will not run it" not in status, status
     row = codex_row(codex)
     assert row["codex"]["blocked"] is None, row["codex"]
     assert {h["trustStatus"] for h in row["codex"]["hooks"]} == {"trusted"}
-    assert "will not run it" not in tb(codex, "hooks", "status").stdout
+    assert len(row["codex"]["hooks"]) == len(row["events"])
 
-    run = codex.exec("T2 after trust")
+    run = codex.exec("T3 after trust")
     assert run.returncode == 0, run.stderr
     assert not hook_errors(run), hook_errors(run)
     log = tb_json(codex, "log")
-    assert [t["prompt"] for t in log["turns"]] == ["T2 after trust"], hook_log(root)
-    assert log["turns"][0]["response"] == "answered with hooks"
+    assert [t["prompt"] for t in log["turns"]] == ["T3 after trust"], hook_log(root)
+    assert log["turns"][0]["response"] == "answer to T3 after trust"
 
     # a hook changed after it was trusted is one Codex skips again: status says so
     hooks_file = root / ".codex" / "hooks.json"
