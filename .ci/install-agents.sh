@@ -15,10 +15,15 @@ cache="${TURNBACK_CI_CACHE:-$HOME/.cache/turnback-ci}"
 dest="$cache/agents-claude-$claude_version-codex-$codex_version"
 bin="$dest/node_modules/.bin"
 
+# The version checks run in a scratch world: `codex --version` alone makes ~/.codex.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
 installed() {
   [ -x "$1/claude" ] && [ -x "$1/codex" ] \
-    && "$1/claude" --version 2>/dev/null | grep -qF "$claude_version" \
-    && "$1/codex" --version 2>/dev/null | grep -qF "$codex_version"
+    && HOME="$scratch" CLAUDE_CONFIG_DIR="$scratch/claude" "$1/claude" --version 2>/dev/null \
+      | grep -qF "$claude_version" \
+    && HOME="$scratch" CODEX_HOME="$scratch/codex" "$1/codex" --version 2>/dev/null \
+      | grep -qF "$codex_version"
 }
 
 if [ -f "$dest/.complete" ] && installed "$bin"; then
@@ -35,7 +40,7 @@ mkdir -p "$cache"
 work="$dest.partial.$$"   # one per run: two runs at once never share a half-made tree
 rm -rf "$work"
 mkdir -p "$work"
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$scratch"' EXIT
 cd "$work"
 echo '{"name": "turnback-ci-agents", "private": true}' > package.json
 npm install --no-audit --no-fund --foreground-scripts \

@@ -58,6 +58,13 @@ def prompts_seen(model: ModelServer, prompt: str) -> list:
     return [r for r in model.loop_requests() if r.choice and r.choice.prompt == prompt]
 
 
+def told(request, text: str = "turnback rewound this conversation") -> list[str]:
+    """The texts of a request that carry turnback's notice, wherever the agent put them (a user
+    message, a system or developer message of the conversation)."""
+    return [i.text for i in request.convo if i.kind == "text" and i.role != "assistant"
+            and text in i.text]
+
+
 def conversation_prompts(request, prompts: list[str]) -> list[str]:
     """Which of `prompts` the conversation of a request holds, in order: what the model was told."""
     texts = request.user_texts()

@@ -14,7 +14,7 @@ import shlex
 import shutil
 
 import pytest
-from agentkit import conversation_prompts, files, hook_log, prompts_seen, seed, tb, tb_json
+from agentkit import conversation_prompts, files, hook_log, prompts_seen, seed, tb, tb_json, told
 
 from turnback.bench.mockmodel import Reply, call, say, tools
 from turnback.bench.realagents import hook_problems
@@ -139,9 +139,7 @@ def test_the_printed_resume_command_runs_for_real(claude, model):
     assert not any("Tool result missing" in i.text for i in first.convo), \
         "turn 2 is whole: no tool call cut from its result"
     # and the model is told what turnback did, in the request that carries the new prompt
-    assert any(t.startswith("turnback rewound this conversation") or
-               "turnback rewound this conversation" in t for t in first.user_texts()), \
-        first.user_texts()[-4:]
+    assert told(first), [(i.role, i.text[:80]) for i in first.convo][-5:]
     log = tb_json(claude, "log")
     assert [t["prompt"] for t in log["turns"]] == [T1, T2, T5]
 
@@ -203,3 +201,36 @@ def test_an_api_error_ends_the_turn(claude, model):
     assert files(root) == after_t1
     session.close()  # Claude Code exits 1 after a turn that ended in an API error
     assert not hook_problems(session.lines), hook_problems(session.lines)
+
+
+def test_the_notice_reaches_the_model_in_the_running_session_and_on_a_plain_resume(claude, model):
+    """After a turnback rewind the model is told, in the next request that carries a prompt: in the
+    session that is still open, and after `claude --resume S` (no resume point) when the session
+    was closed."""
+    seed(claude.root, START)
+    script(model, claude.root)
+    install(claude)
+    session = claude.session()
+    assert session.prompt(T1)["subtype"] == "success"
+    assert session.prompt(T2)["subtype"] == "success"
+    tb(claude, "rewind", "--after-response", "1", "--yes")
+    T3n = "T3 in the same session after the rewind"
+    model.script.add(T3n, [say("T3 done")])
+    assert session.prompt(T3n)["subtype"] == "success"
+    first = prompts_seen(model, T3n)[0]
+    notice = told(first)
+    assert notice and "end of turn 1" in notice[-1], [(i.role, i.text[:80]) for i in first.convo][-5:]
+    assert session.close() == 0
+    assert not hook_problems(session.lines), hook_problems(session.lines)
+
+    tb(claude, "rewind", "--after-response", "1", "--yes")
+    T4n = "T4 after a plain resume"
+    model.script.add(T4n, [say("T4 done")])
+    run = claude.run(T4n, "--resume", session.session_id)
+    assert run.returncode == 0, run.stderr
+    assert not hook_problems(run.lines), hook_problems(run.lines)
+    first = prompts_seen(model, T4n)[0]
+    notice = told(first)
+    assert notice and "end of turn 1" in notice[-1], [(i.role, i.text[:80]) for i in first.convo][-5:]
+    log = tb_json(claude, "log")
+    assert [t["prompt"] for t in log["turns"]] == [T1, T4n]

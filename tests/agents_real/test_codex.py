@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agentkit import files, hook_log, prompts_seen, seed, tb, tb_json
+from agentkit import files, hook_log, prompts_seen, seed, tb, tb_json, told
 
 from turnback.bench.mockmodel import Reply, call, say, tools
 
@@ -167,8 +167,7 @@ def test_codex_session_logged_rewound_redone_and_told(codex, model):
     run = codex.exec(T5, resume=thread)
     assert run.returncode == 0, run.stderr
     first = prompts_seen(model, T5)[0]
-    assert any("turnback rewound this conversation" in t for t in first.user_texts()
-               + [i.text for i in first.convo if i.role == "developer"]), first.user_texts()[-3:]
+    assert told(first), [(i.role, i.text[:80]) for i in first.convo][-5:]
     assert [t["prompt"] for t in tb_json(codex, "log")["turns"]] == [T1, T2, T5]
 
 

@@ -151,6 +151,9 @@ class Agent:
                     "XDG_STATE_HOME": str(self.home / ".local" / "state"),
                     "XDG_CONFIG_HOME": str(self.home / ".config")}
         self.env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
+        tmp = self.world / "tmp"  # the agents' scratch files (Claude Code's task output) too
+        tmp.mkdir(exist_ok=True)
+        self.env["TMPDIR"] = str(tmp)
 
     def program(self, name: str) -> str:
         return str(self.bins / name)
