@@ -82,6 +82,7 @@ def run(ctx) -> None:
                 note="not installed: run .ci/install-agents.sh (the npm registry) to measure it")
         return
     rounds = ctx.pick(1, 2, 4)
+    _session(ctx, "real-warm-up", hooks=False)  # the first start of a 370 MB binary is not its cost
     with_hooks, without = [], []
     for i in range(rounds):  # alternate, so a change in the machine's load falls on both
         without.append(_session(ctx, f"real-bare-{i}", hooks=False))
