@@ -69,3 +69,20 @@ def conversation_prompts(request, prompts: list[str]) -> list[str]:
     """Which of `prompts` the conversation of a request holds, in order: what the model was told."""
     texts = request.user_texts()
     return [p for p in prompts if any(t.strip() == p for t in texts)]
+
+
+def rewind_all_redo_rewind_to_2(agent, states: list[dict[str, str]]) -> None:
+    """Rewind before prompt 1 (every file back, shell edits included), Redo the newest head (every
+    turn back), then rewind after response 2 (what the later turns changed goes)."""
+    commit = tb_json(agent, "rewind", "--before-prompt", "1", "--yes")["commit"]
+    assert commit["status"] == "committed", commit
+    assert files(agent.root) == states[0]
+    groups = tb_json(agent, "redo")["groups"]
+    newest = max(groups, key=lambda g: g["turnCount"])
+    assert newest["turnCount"] == len(states) - 1
+    redo = tb_json(agent, "redo", "--head", str(newest["headSeq"]), "--yes")["commit"]
+    assert redo["status"] == "committed", redo
+    assert files(agent.root) == states[-1]
+    commit = tb_json(agent, "rewind", "--after-response", "2", "--yes")["commit"]
+    assert commit["status"] == "committed", commit
+    assert files(agent.root) == states[2]

@@ -97,12 +97,15 @@ def _write(agent_name: str, scenario: str, about: str, doc: dict) -> None:
 
 
 # ------------------------------------------------------------------------------------ Claude Code
-def _claude(work: Path, model: ModelServer) -> ClaudeCode:
+def _claude(work: Path, model: ModelServer) -> tuple[ClaudeCode, Path, Path]:
+    """A Claude Code world with its workspace seeded and the recording hooks installed."""
     root = work / "ws"
     root.mkdir()
     (root / "app.py").write_text("def greet():\n    return 'hi'\n")
     (root / "old.txt").write_text("old\n")
-    return ClaudeCode(agents_bin(), root, work / "world", model.url)
+    agent = ClaudeCode(agents_bin(), root, work / "world", model.url)
+    _install(agent, "claude-code", CLAUDE_EXTRA, work / "events.jsonl")
+    return agent, root, work / "events.jsonl"
 
 
 def _claude_doc(agent: ClaudeCode, log: Path, session_id: str, lines, script: list[str]) -> dict:
@@ -120,8 +123,7 @@ def _claude_doc(agent: ClaudeCode, log: Path, session_id: str, lines, script: li
 
 def claude_session(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _claude(work, model)
-        root = agent.root
+        agent, root, log = _claude(work, model)
         prompts = ["T1 add notes and say hello", "T2 shell edits", "T3 a failing tool",
                    "T4 ask a helper"]
         model.script.add(prompts[0], [tools(call("Write", file_path=str(root / "notes.txt"),
@@ -143,8 +145,6 @@ def claude_session(work: Path) -> None:
         model.script.add("H1 the helper writes its file", [
             tools(call("Write", file_path=str(root / "helper.txt"), content="from the helper\n")),
             say("helper wrote helper.txt")])
-        log = work / "events.jsonl"
-        _install(agent, "claude-code", CLAUDE_EXTRA, log)
         session = agent.session()
         for p in prompts:
             session.prompt(p)
@@ -157,8 +157,7 @@ def claude_session(work: Path) -> None:
 
 def claude_background_helper(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _claude(work, model)
-        root = agent.root
+        agent, root, log = _claude(work, model)
         prompt, helper = "T1 start a background helper", "H1 the background helper writes late"
         model.script.add(prompt, [tools(call("Agent", description="background helper",
                                              prompt=helper, subagent_type="general-purpose")),
@@ -167,8 +166,6 @@ def claude_background_helper(work: Path) -> None:
         model.script.add(helper, [tools(call("Bash", command="sleep 1; echo late > late.txt",
                                              description="late write")),
                                   say("helper done late")])
-        log = work / "events.jsonl"
-        _install(agent, "claude-code", CLAUDE_EXTRA, log)
         session = agent.session()
         session.prompt(prompt)
         # the helper's notification comes back as a turn of its own: wait for its result too
@@ -183,15 +180,12 @@ def claude_background_helper(work: Path) -> None:
 
 def claude_blocked_stop(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _claude(work, model)
-        root = agent.root
+        agent, root, log = _claude(work, model)
         prompt = "T1 work until the stop hook is happy"
         model.script.add(prompt, [tools(call("Write", file_path=str(root / "a.txt"), content="a\n")),
                                   say("first answer"),
                                   tools(call("Write", file_path=str(root / "b.txt"), content="b\n")),
                                   say("second answer, after the block")])
-        log = work / "events.jsonl"
-        _install(agent, "claude-code", CLAUDE_EXTRA, log)
         gate = work / "block-once.py"
         gate.write_text("import json, sys\nd = json.load(sys.stdin)\n"
                         "if not d.get('stop_hook_active'):\n"
@@ -212,16 +206,13 @@ def claude_blocked_stop(work: Path) -> None:
 
 def claude_api_error(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _claude(work, model)
-        root = agent.root
+        agent, root, log = _claude(work, model)
         p1, p2 = "T1 write notes", "T2 edit then the API fails"
         model.script.add(p1, [tools(call("Write", file_path=str(root / "notes.txt"),
                                          content="one\n")), say("T1 done")])
         model.script.add(p2, [tools(call("Write", file_path=str(root / "notes.txt"),
                                          content="two\n")),
                               Reply(error=(400, "invalid_request_error", "scripted failure"))])
-        log = work / "events.jsonl"
-        _install(agent, "claude-code", CLAUDE_EXTRA, log)
         session = agent.session()
         session.prompt(p1)
         session.prompt(p2)
@@ -233,15 +224,12 @@ def claude_api_error(work: Path) -> None:
 
 def claude_interrupt(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _claude(work, model)
-        root = agent.root
+        agent, root, log = _claude(work, model)
         p1, p2 = "T1 write notes", "T2 write then think forever"
         model.script.add(p1, [tools(call("Write", file_path=str(root / "notes.txt"),
                                          content="one\n")), say("T1 done")])
         model.script.add(p2, [tools(call("Write", file_path=str(root / "notes.txt"),
                                          content="two\n")), Reply(hang=True)])
-        log = work / "events.jsonl"
-        _install(agent, "claude-code", CLAUDE_EXTRA, log)
         session = agent.session()
         session.prompt(p1)
         session.send(p2)
@@ -257,8 +245,7 @@ def claude_interrupt(work: Path) -> None:
 
 def claude_resume_at(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _claude(work, model)
-        root = agent.root
+        agent, root, log = _claude(work, model)
         prompts = ["T1 write notes", "T2 shell edit", "T3 more"]
         model.script.add(prompts[0], [tools(call("Write", file_path=str(root / "notes.txt"),
                                                  content="one\n")), say("T1 done")])
@@ -266,8 +253,6 @@ def claude_resume_at(work: Path) -> None:
                                                  description="edit")), say("T2 done")])
         model.script.add(prompts[2], [say("T3 done")])
         model.script.add("T4 after resuming at turn 1", [say("T4 done")])
-        log = work / "events.jsonl"
-        _install(agent, "claude-code", CLAUDE_EXTRA, log)
         session = agent.session()
         for p in prompts:
             session.prompt(p)
@@ -286,12 +271,15 @@ def claude_resume_at(work: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------ Codex
-def _codex(work: Path, model: ModelServer) -> Codex:
+def _codex(work: Path, model: ModelServer) -> tuple[Codex, Path, Path]:
+    """A Codex world: a git checkout, the recording hooks installed and trusted through Codex."""
     root = work / "ws"
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "app.py").write_text("def greet():\n    return 'hi'\n")
-    return Codex(agents_bin(), root, work / "world", model.url)
+    agent = Codex(agents_bin(), root, work / "world", model.url)
+    _install(agent, "codex", CODEX_EXTRA, work / "events.jsonl", trust=True)
+    return agent, root, work / "events.jsonl"
 
 
 def _codex_doc(agent: Codex, log: Path, thread: str, runs, prompts) -> dict:
@@ -317,7 +305,7 @@ def _slim_codex(record: dict) -> dict:
 
 def codex_session(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _codex(work, model)
+        agent, root, log = _codex(work, model)
         patch = ("*** Begin Patch\n*** Add File: notes.txt\n+one\n*** Update File: app.py\n"
                  "@@\n def greet():\n-    return 'hi'\n+    return 'hello'\n*** End Patch\n")
         prompts = ["T1 patch two files", "T2 shell edits", "T3 a failing command",
@@ -338,8 +326,6 @@ def codex_session(work: Path) -> None:
                                                          cmd="echo helper > helper.txt")),
                                               say("helper done")])
         model.script.add(prompts[4], [say("T5 done")])
-        log = work / "events.jsonl"
-        _install(agent, "codex", CODEX_EXTRA, log, trust=True)
         runs, thread = [], None
         for p in prompts:
             run = agent.exec(p, resume=thread)
@@ -353,14 +339,12 @@ def codex_session(work: Path) -> None:
 
 def codex_interrupt(work: Path) -> None:
     with ModelServer(Script()) as model:
-        agent = _codex(work, model)
+        agent, root, log = _codex(work, model)
         p1, p2 = "T1 write notes", "T2 write then think forever"
         model.script.add(p1, [tools(call("exec_command", cmd="echo one > notes.txt")),
                               say("T1 done")])
         model.script.add(p2, [tools(call("exec_command", cmd="echo two > notes.txt")),
                               Reply(hang=True)])
-        log = work / "events.jsonl"
-        _install(agent, "codex", CODEX_EXTRA, log, trust=True)
         first = agent.exec(p1)
         thread = agent.thread_id(first)
         proc = agent.start(p2, resume=thread)

@@ -14,7 +14,8 @@ import shlex
 import shutil
 
 import pytest
-from agentkit import conversation_prompts, files, hook_log, prompts_seen, seed, tb, tb_json, told
+from agentkit import (conversation_prompts, files, hook_log, prompts_seen,
+                      rewind_all_redo_rewind_to_2, seed, tb, tb_json, told)
 
 from turnback.bench.mockmodel import Reply, call, say, tools
 from turnback.bench.realagents import hook_problems
@@ -93,22 +94,9 @@ def test_four_turns_logged_rewound_and_redone(claude, model):
     assert {f["path"] for f in turns[1]["files"]} == {"notes.txt", "made.txt", "old.txt"}
     assert "helper.txt" in {f["path"] for f in turns[3]["files"]}
 
-    # every file back as it was before the first prompt: the shell's edits and the helper's too
-    commit = tb_json(claude, "rewind", "--before-prompt", "1", "--yes")["commit"]
-    assert commit["status"] == "committed", commit
-    assert files(root) == states[0]
-    # Redo brings the four turns back
-    groups = tb_json(claude, "redo")["groups"]
-    newest = max(groups, key=lambda g: g["turnCount"])
-    assert newest["turnCount"] == 4
-    redo = tb_json(claude, "redo", "--head", str(newest["headSeq"]), "--yes")["commit"]
-    assert redo["status"] == "committed"
-    assert files(root) == states[4]
-    # and a rewind to the end of turn 2 puts back exactly what turns 3 and 4 changed
-    commit = tb_json(claude, "rewind", "--after-response", "2", "--yes")["commit"]
-    assert commit["status"] == "committed"
-    assert files(root) == states[2]
-
+    # every file back as it was before the first prompt (the shell's edits and the helper's too),
+    # Redo brings the four turns back, and a rewind to turn 2 takes exactly turns 3 and 4 away
+    rewind_all_redo_rewind_to_2(claude, states)
 
 def test_the_printed_resume_command_runs_for_real(claude, model):
     """`turnback rewind` prints `claude --resume S --resume-session-at U`; run as printed, Claude

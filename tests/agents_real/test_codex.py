@@ -17,7 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agentkit import files, hook_log, prompts_seen, seed, tb, tb_json, told
+from agentkit import (files, hook_log, prompts_seen, rewind_all_redo_rewind_to_2, seed, tb,
+                      tb_json, told)
 
 from turnback.bench.mockmodel import Reply, call, say, tools
 
@@ -149,17 +150,7 @@ def test_codex_session_logged_rewound_redone_and_told(codex, model):
     assert "helper.txt" in {f["path"] for f in turns[3]["files"]}
     assert "Traceback" not in hook_log(root)
 
-    commit = tb_json(codex, "rewind", "--before-prompt", "1", "--yes")["commit"]
-    assert commit["status"] == "committed", commit
-    assert files(root) == states[0]
-    groups = tb_json(codex, "redo")["groups"]
-    newest = max(groups, key=lambda g: g["turnCount"])
-    redo = tb_json(codex, "redo", "--head", str(newest["headSeq"]), "--yes")["commit"]
-    assert redo["status"] == "committed"
-    assert files(root) == states[4]
-    commit = tb_json(codex, "rewind", "--after-response", "2", "--yes")["commit"]
-    assert commit["status"] == "committed"
-    assert files(root) == states[2]
+    rewind_all_redo_rewind_to_2(codex, states)
 
     # the next prompt of the same thread: the model is told what turnback did
     T5 = "T5 carry on after the rewind"

@@ -140,6 +140,18 @@ class _Reader:
                 self._cond.wait(left)
 
 
+def finish(proc: subprocess.Popen, timeout: float = 180) -> Run:
+    """Wait for an agent process started with a `reader` to end; its run."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+    proc.reader.finished(10)
+    return Run(proc.reader.lines, proc.returncode, proc.stderr.read())
+
+
 class Agent:
     """What both agents share: a private world on disk and its environment."""
 
@@ -181,15 +193,8 @@ class ClaudeCode(Agent):
     def run_argv(self, argv: list[str], timeout: float = 180) -> Run:
         proc = subprocess.Popen(argv, cwd=self.root, env=self.env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        reader = _Reader(proc.stdout)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-        reader.finished(10)
-        return Run(reader.lines, proc.returncode, proc.stderr.read())
+        proc.reader = _Reader(proc.stdout)
+        return finish(proc, timeout)
 
     def resume_command(self, printed: str, prompt: str) -> list[str]:
         """The resume command turnback printed (`claude --resume S --resume-session-at U`), as
@@ -270,15 +275,7 @@ class Codex(Agent):
 
     def exec(self, prompt: str, resume: str | None = None, extra: tuple = (),
              timeout: float = 180) -> Run:
-        proc = self.start(prompt, resume, extra)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-        proc.reader.finished(10)
-        return Run(proc.reader.lines, proc.returncode, proc.stderr.read())
+        return finish(self.start(prompt, resume, extra), timeout)
 
     def start(self, prompt: str, resume: str | None = None, extra: tuple = ()) -> subprocess.Popen:
         proc = subprocess.Popen(self.argv(prompt, resume, extra), cwd=self.root, env=self.env,
