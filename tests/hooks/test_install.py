@@ -184,3 +184,71 @@ def test_status_says_when_the_installed_command_no_longer_exists(tmp_path, home)
     gone.chmod(0o755)
     row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
     assert "commandMissing" not in row and row["command"] == f"{gone} hook claude-code"
+
+
+def _no_codex(monkeypatch, tmp_path):
+    """No `codex` to ask: status falls back to reading $CODEX_HOME/config.toml."""
+    monkeypatch.delenv("TURNBACK_CODEX", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    return codex_home
+
+
+def test_codex_status_without_codex_reads_config_toml(tmp_path, home, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    codex_home = _no_codex(monkeypatch, tmp_path)
+    install.install("codex", "project", root, command="turnback")
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert row["codex"]["checkedWith"] is None
+    assert "not a trusted project" in row["codex"]["blocked"], row["codex"]
+    assert "turnback hooks install codex --trust" in row["codex"]["step"]
+
+    hooks_file = root / ".codex" / "hooks.json"
+    trusted = [f'[projects."{tmp_path}"]\ntrust_level = "trusted"\n']  # a parent folder counts
+    codex_home.joinpath("config.toml").write_text("".join(trusted))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert "untrusted" in row["codex"]["blocked"], row["codex"]
+
+    for event in install.EVENTS["codex"]:
+        key = f"{hooks_file}:{install_snake(event)}:0:0"
+        trusted.append(f'[hooks.state."{key}"]\ntrusted_hash = "sha256:abc"\n')
+    codex_home.joinpath("config.toml").write_text("\n".join(trusted))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert row["codex"]["blocked"] is None, row["codex"]
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state"),
+           "CODEX_HOME": str(codex_home), "PATH": str(tmp_path / "empty-bin")}
+    out = tb(root, "hooks", "status", env=env).stdout
+    assert "will not run it" not in out
+
+
+def install_snake(event: str) -> str:
+    from turnback.hooks.codextrust import snake
+
+    return snake(event)
+
+
+def test_codex_status_with_a_broken_config_toml_says_so(tmp_path, home, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    codex_home = _no_codex(monkeypatch, tmp_path)
+    codex_home.joinpath("config.toml").write_text("[projects\nbroken =")
+    install.install("codex", "project", root, command="turnback")
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert "config.toml is unreadable" in row["codex"]["blocked"], row["codex"]
+
+
+def test_codex_trust_needs_codex(tmp_path, home, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    codex_home = _no_codex(monkeypatch, tmp_path)
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state"),
+           "CODEX_HOME": str(codex_home), "PATH": str(tmp_path / "empty-bin")}
+    proc = tb(root, "hooks", "install", "codex", "--trust", env=env, check=False)
+    assert proc.returncode == 1 and "--trust needs Codex" in proc.stderr, proc.stderr
+    assert not codex_home.joinpath("config.toml").exists(), "nothing written in Codex's config"
+    assert not (root / ".codex").exists(), "nothing installed that Codex would not run"
+    proc = tb(root, "hooks", "install", "claude-code", "--trust", env=env, check=False)
+    assert proc.returncode != 0 and "--trust is for codex only" in proc.stderr

@@ -50,14 +50,17 @@ def run(args) -> int:
 
 
 def _install(ctx) -> int:
+    from ..errors import InvalidParams
+    from ..hooks.codextrust import codex_program
     from ..hooks.install import install
 
     a = ctx.args
     scope = a.scope or "project"
     if a.trust and a.agent != "codex":
-        from ..errors import InvalidParams
-
         raise InvalidParams(f"--trust is for codex only; {a.agent} runs the hooks it finds")
+    if a.trust and not codex_program():
+        raise InvalidParams("--trust needs Codex: no `codex` on PATH (or set TURNBACK_CODEX to "
+                            "it); nothing was installed")
     result = install(a.agent, scope, ctx.root, command=a.hook_command)
     if scope == "project":
         _ensure_store(ctx)
