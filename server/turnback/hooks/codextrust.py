@@ -117,7 +117,9 @@ def snake(event: str) -> str:
 
 
 def _ours(hook: dict, hooks_file: Path, is_ours) -> bool:
-    return Path(hook.get("sourcePath") or "") == hooks_file and is_ours(hook.get("command") or "")
+    source = hook.get("sourcePath")
+    return bool(source) and os.path.realpath(source) == os.path.realpath(hooks_file) \
+        and is_ours(hook.get("command") or "")
 
 
 def _ask(server: AppServer, root: Path, hooks_file: Path, scope: str, is_ours) -> dict:
