@@ -183,3 +183,29 @@ def test_an_interrupted_codex_run_can_be_rewound_at_once(codex, model, how):
     commit = tb_json(codex, "rewind", "--after-response", "1", "--yes")["commit"]
     assert commit["status"] == "committed", commit
     assert files(root) == after_t1
+
+
+def test_codex_reports_every_hook_completed(codex, model):
+    """Through Codex's app-server (the engine its terminal UI embeds) each hook run is reported
+    back with its status, output entries and duration: all of turnback's complete cleanly."""
+    from turnback.bench.realagents import CodexThread, codex_hook_problems
+
+    root = codex.root
+    git_repo(root)
+    seed(root, START)
+    script(model, root)
+    tb(codex, "hooks", "install", "codex", "--trust")
+    thread = CodexThread(codex)
+    try:
+        for prompt in (T1, T2, T3):
+            notes = thread.turn(prompt)
+            assert notes[-1]["params"]["turn"]["status"] == "completed", notes[-1]
+        runs = thread.hook_runs()
+    finally:
+        thread.close()
+    assert not codex_hook_problems(runs), codex_hook_problems(runs)
+    events = [r["eventName"] for r in runs]
+    assert events.count("userPromptSubmit") == 3 and events.count("stop") == 3, events
+    assert {"preToolUse", "postToolUse", "sessionStart"} <= set(events)
+    assert all(isinstance(r.get("durationMs"), int) for r in runs)
+    assert [t["prompt"] for t in tb_json(codex, "log")["turns"]] == [T1, T2, T3], hook_log(root)

@@ -293,3 +293,39 @@ class Codex(Agent):
         if not found:
             return []
         return [json.loads(l) for l in found[0].read_text().splitlines() if l.strip()]
+
+
+class CodexThread:
+    """One Codex thread driven through its app-server (`codex app-server`, the engine its terminal
+    UI embeds), where every hook run is reported back: `hook/completed` carries each run's status,
+    its output entries (warnings, errors) and its `durationMs`, Codex's own account of it."""
+
+    def __init__(self, agent: Codex):
+        from ..hooks.codextrust import AppServer
+
+        self.server = AppServer(agent.program("codex"), agent.root, env=agent.env)
+        started = self.server.call("thread/start", {"cwd": str(agent.root),
+                                                    "approvalPolicy": "never",
+                                                    "sandbox": "danger-full-access"})
+        self.thread_id = started["thread"]["id"]
+
+    def turn(self, prompt: str, timeout: float = 180) -> list[dict]:
+        """Send a prompt and wait for the turn to complete; its notifications."""
+        start = len(self.server.notifications)
+        self.server.call("turn/start", {"threadId": self.thread_id,
+                                        "input": [{"type": "text", "text": prompt}]})
+        end = self.server.wait_for(lambda m: m.get("method") == "turn/completed", start, timeout)
+        return self.server.notifications[start:end + 1]
+
+    def hook_runs(self) -> list[dict]:
+        return [m["params"]["run"] for m in self.server.notifications
+                if m.get("method") == "hook/completed"]
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def codex_hook_problems(runs: list[dict]) -> list[dict]:
+    """Every hook run Codex reported as anything but completed, or with an error or warning."""
+    return [r for r in runs if r.get("status") != "completed"
+            or any(e.get("kind") in ("error", "warning") for e in r.get("entries") or [])]

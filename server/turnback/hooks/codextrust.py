@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from ..errors import InvalidParams
@@ -48,11 +49,12 @@ def codex_home() -> Path:
 
 
 class AppServer:
-    """One `codex app-server` child, spoken to line by line."""
+    """One `codex app-server` child, spoken to line by line. Notifications that arrive while a
+    call waits are kept (`notifications`), for a caller that drives turns (the real-agent tests)."""
 
-    def __init__(self, program: str, cwd: Path):
+    def __init__(self, program: str, cwd: Path, env: dict | None = None):
         try:
-            self._proc = subprocess.Popen([program, "app-server"], cwd=cwd, text=True,
+            self._proc = subprocess.Popen([program, "app-server"], cwd=cwd, text=True, env=env,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL)
         except OSError as exc:
@@ -60,6 +62,7 @@ class AppServer:
         self._lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self._next = 0
+        self.notifications: list[dict] = []
         self.version = self.call("initialize", {"clientInfo": {"name": "turnback",
                                                                "version": "1"}}).get("userAgent")
         self._send({"jsonrpc": "2.0", "method": "initialized"})
@@ -76,26 +79,48 @@ class AppServer:
         except OSError as exc:
             raise CodexUnavailable(f"codex app-server went away: {exc}") from exc
 
-    def call(self, method: str, params: dict) -> dict:
+    def _next_message(self, deadline: float, what: str) -> dict | None:
+        try:
+            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise CodexUnavailable(f"codex app-server did not answer {what} in time")
+        if line is None:
+            raise CodexUnavailable(f"codex app-server exited before answering {what}")
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        return message if isinstance(message, dict) else None
+
+    def call(self, method: str, params: dict, timeout: float = TIMEOUT_S) -> dict:
         self._next += 1
         ident = self._next
         self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
         while True:
-            try:
-                line = self._lines.get(timeout=TIMEOUT_S)
-            except queue.Empty:
-                raise CodexUnavailable(f"codex app-server did not answer {method} in {TIMEOUT_S}s")
-            if line is None:
-                raise CodexUnavailable(f"codex app-server exited before answering {method}")
-            try:
-                message = json.loads(line)
-            except ValueError:
+            message = self._next_message(deadline, method)
+            if message is None:
                 continue
             if message.get("id") != ident:
-                continue  # a notification, or an answer to nothing of ours
+                if "method" in message and "id" not in message:
+                    self.notifications.append(message)
+                continue
             if "error" in message:
                 raise CodexUnavailable(f"codex app-server refused {method}: {message['error']}")
             return message.get("result") or {}
+
+    def wait_for(self, predicate, start: int = 0, timeout: float = 180) -> int:
+        """The index in `notifications` of the first one from `start` on that satisfies
+        `predicate`, reading on until it comes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i in range(start, len(self.notifications)):
+                if predicate(self.notifications[i]):
+                    return i
+            start = len(self.notifications)
+            message = self._next_message(deadline, "the awaited notification")
+            if message is not None and "method" in message and "id" not in message:
+                self.notifications.append(message)
 
     def close(self) -> None:
         try:
