@@ -221,7 +221,7 @@ def test_codex_status_without_codex_reads_config_toml(tmp_path, home, monkeypatc
     env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state"),
            "CODEX_HOME": str(codex_home), "PATH": str(tmp_path / "empty-bin")}
     out = tb(root, "hooks", "status", env=env).stdout
-    assert "will not run it" not in out
+    assert "will not run it" not in out and "not verified (no codex on PATH" in out
 
 
 def install_snake(event: str) -> str:

@@ -157,4 +157,7 @@ def _status(ctx) -> int:
             ctx.print(f"{'':<22}installed but Codex will not run it: {codex['blocked']}")
             if codex.get("step"):
                 ctx.print(f"{'':<22}to fix: {codex['step']}")
+        elif codex and not codex.get("checkedWith"):
+            ctx.print(f"{'':<22}Codex's trust is recorded in config.toml; not verified (no codex "
+                      "on PATH to ask)")
     return 0
