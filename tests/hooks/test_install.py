@@ -252,3 +252,28 @@ def test_codex_trust_needs_codex(tmp_path, home, monkeypatch):
     assert not (root / ".codex").exists(), "nothing installed that Codex would not run"
     proc = tb(root, "hooks", "install", "claude-code", "--trust", env=env, check=False)
     assert proc.returncode != 0 and "--trust is for codex only" in proc.stderr
+
+
+def test_installing_again_mends_an_old_command_instead_of_adding_a_second(tmp_path, home):
+    """An install made with another turnback (a bare `turnback`, a removed virtual environment)
+    is pointed at this one: one entry per event, never two the agent would both run."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    old = tmp_path / "gone" / "turnback"
+    install.install("claude-code", "project", root, command=str(old))
+    install.install("copilot", "project", root, command="turnback")
+    again = install.install("claude-code", "project", root, command="/opt/tb/bin/turnback")
+    assert set(again["updated"]) == set(install.EVENTS["claude-code"]) and not again["added"]
+    hooks = json.loads((root / ".claude/settings.json").read_text())["hooks"]
+    for event in install.EVENTS["claude-code"]:
+        commands = [h["command"] for g in hooks[event] for h in g["hooks"]]
+        assert commands == ["/opt/tb/bin/turnback hook claude-code"], (event, commands)
+    install.install("copilot", "project", root, command="/opt/tb/bin/turnback")
+    data = json.loads((root / ".github/hooks/turnback.json").read_text())
+    assert data["hooks"]["preToolUse"] == [{"type": "command", "timeoutSec": 30,
+                                           "bash": "/opt/tb/bin/turnback hook copilot --event preToolUse"}]
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    assert row["commandMissing"] == "/opt/tb/bin/turnback no longer exists"
+    # and uninstall still removes exactly turnback's entries
+    install.uninstall("claude-code", "project", root)
+    assert not (root / ".claude/settings.json").exists()

@@ -72,7 +72,10 @@ def _install(ctx) -> int:
     if result["alreadyInstalled"]:
         ctx.print(f"{a.agent}: already installed in {result['path']}; nothing changed")
     else:
-        ctx.print(f"{a.agent}: installed in {result['path']} ({', '.join(result['added'])})",
+        done = [f"added {', '.join(result['added'])}"] if result["added"] else []
+        done += [f"now running this turnback: {', '.join(result['updated'])}"] \
+            if result["updated"] else []
+        ctx.print(f"{a.agent}: installed in {result['path']} ({'; '.join(done)})",
                   f"  the agent runs: {result['command']}")
     _print_codex(ctx, result.get("codex"))
     return 0

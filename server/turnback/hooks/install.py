@@ -204,7 +204,7 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
         hooks = data["hooks"] = {}
     if not isinstance(hooks, dict):
         raise InvalidParams(f"{path}: 'hooks' is not an object; turnback will not change it")
-    added, created_events = [], []
+    added, updated, created_events = [], [], []
     for event in EVENTS[agent]:
         groups = hooks.get(event)
         if groups is None:
@@ -214,22 +214,40 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
             raise InvalidParams(f"{path}: hooks.{event} is not a list; turnback will not change it")
         if any(_ours(agent, h, command) for h in _hooks_of(agent, groups)):
             continue
+        if _repoint(agent, event, groups, command):
+            updated.append(event)
+            continue
         groups.append(_entry(agent, event, command))
         added.append(event)
     manifest = _load_manifest()
     key = str(path)
-    if added:
+    if added or updated:
         _write(path, data, scope, root)
         old = manifest.get(key, {})
         manifest[key] = {
             "agent": agent, "scope": scope, "command": command,
-            "events": sorted(set(old.get("events", [])) | set(added)),
+            "events": sorted(set(old.get("events", [])) | set(added) | set(updated)),
             "createdFile": old.get("createdFile", created_file),
             "createdEvents": sorted(set(old.get("createdEvents", [])) | set(created_events)),
         }
         _save_manifest(manifest)
     return {"agent": agent, "scope": scope, "path": key, "command": command, "added": added,
-            "alreadyInstalled": not added}
+            "updated": updated, "alreadyInstalled": not added and not updated}
+
+
+def _repoint(agent: str, event: str, groups: list, command: str) -> bool:
+    """An earlier install's entries (another turnback: a bare `turnback`, a virtual environment
+    since removed) now run this command: installing again mends them instead of adding a second
+    entry, which the agent would run too."""
+    changed = False
+    for hook in _hooks_of(agent, groups):
+        if _ours(agent, hook, None):
+            if agent == "copilot":
+                hook["bash"] = f"{command} --event {event}"
+            else:
+                hook["command"] = command
+            changed = True
+    return changed
 
 
 def uninstall(agent: str, scope: str, root: Path) -> dict:
