@@ -144,7 +144,8 @@ def test_user_install_without_the_variable_uses_the_home_folder(tmp_path, home, 
     assert paths == {"claude-code": str(home / ".claude/settings.json"),
                      "codex": str(home / ".codex/hooks.json"),
                      "gemini": str(home / ".gemini/settings.json"),
-                     "copilot": str(home / ".copilot/hooks/turnback.json")}
+                     "copilot": str(home / ".copilot/hooks/turnback.json"),
+                     "cursor": str(home / ".cursor/hooks.json")}
 
 
 def test_install_writes_the_absolute_command_of_this_turnback(tmp_path, home):

@@ -285,10 +285,14 @@ def cmd_rewind(ctx) -> int:
         ctx.emit({"candidate": candidate, "commit": result})
     else:
         ctx.print(*r.commit(result, "rewind"))
-        resume = result.get("agentResume") or {}
-        if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
-            ctx.print(f"Resume Claude Code at this point: {resume.get('command') or resume['note']}")
+        _print_resume(ctx, result)
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
+
+
+def _print_resume(ctx, result: dict) -> None:
+    resume = result.get("agentResume") or {}
+    if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
+        ctx.print(f"Resume Claude Code at this point: {resume.get('command') or resume['note']}")
 
 
 def cmd_redo(ctx) -> int:
@@ -324,6 +328,7 @@ def cmd_redo(ctx) -> int:
         ctx.emit({"plan": plan, "commit": result})
     else:
         ctx.print(*r.commit(result, "redo"))
+        _print_resume(ctx, result)
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
 
 

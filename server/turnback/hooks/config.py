@@ -13,6 +13,7 @@ the same tables (docs/agents/README.md):
     [hooks]
     block = false                 # true: a turnback failure blocks the agent's action (exit 2)
     start_owner = true            # a hook that finds no live sidecar starts a background one
+    resume_wait = 0.25            # seconds a Stop waits for the turn's last transcript record
 
 A rule is a command prefix, compared word by word (`git push` matches `git push origin main`, not
 `git pushy`). The longest matching rule wins; a file's rule beats a shipped one of the same length.
@@ -46,6 +47,10 @@ DEFAULT_CROSSING = (
     "terraform apply", "aws", "gcloud", "az",
 )
 SCOPE_ORDER = {"none": 0, "host": 1, "unknown": 2, "crossing": 3}  # worst wins in a pipeline
+# Claude Code writes its transcript in batches flushed every second (its writer's flushIntervalMs),
+# so at a Stop the turn's last record is often a second away. A Stop waits only a glance for it (a
+# second on every turn's end would be felt); the rest is found later, exactly (docs/agents/README.md).
+RESUME_WAIT = 0.25
 _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _REDIRECT = re.compile(r"(?<![0-9&])>{1,2}(?!&)|\btee\b")
 _DEV_NULL = re.compile(r"[0-9&]?>{1,2}\s*/dev/null")
@@ -68,6 +73,7 @@ class HookConfig:
         self.rules = list(rules or [])
         self.block = False
         self.start_owner = True
+        self.resume_wait = RESUME_WAIT
         self.files: list[str] = []  # the files that were read
         self.problems: list[str] = []  # what could not be read, for the log
 
@@ -164,6 +170,11 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
             config.block = hooks["block"]
         if isinstance(hooks.get("start_owner"), bool):
             config.start_owner = hooks["start_owner"]
+        wait = hooks.get("resume_wait")
+        if isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait <= 10:
+            config.resume_wait = float(wait)
+        elif wait is not None:
+            config.problems.append(f"{path}: [hooks] resume_wait must be a number of seconds, 0 to 10")
     return config
 
 

@@ -27,6 +27,7 @@ FILES = {
     "codex": {"project": ".codex/hooks.json", "user": "hooks.json"},
     "gemini": {"project": ".gemini/settings.json", "user": ".gemini/settings.json"},
     "copilot": {"project": ".github/hooks/turnback.json", "user": "hooks/turnback.json"},
+    "cursor": {"project": ".cursor/hooks.json", "user": "hooks.json"},
 }
 # Where each agent keeps its own settings for every project (`--user`), and the variable that moves
 # it: the agent reads the variable, so turnback must write where the agent will look.
@@ -35,18 +36,25 @@ USER_DIRS = {
     "codex": ("CODEX_HOME", "~/.codex"),
     "gemini": ("GEMINI_CLI_HOME", "~"),  # the folder that holds .gemini/, in place of the home
     "copilot": ("COPILOT_HOME", "~/.copilot"),
+    "cursor": (None, "~/.cursor"),  # Cursor documents no variable that moves it
 }
 TOOL_MATCH = {"claude-code": "*", "codex": "*", "gemini": ".*"}
 EVENTS = {
     "claude-code": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                    "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd"],
+                    "PostToolUseFailure", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
+                    "SessionEnd"],
     # measured with Codex 0.169: SubagentStop and SessionEnd (once per `codex exec`) come as well
     "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SubagentStop", "SessionEnd"],
     "gemini": ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"],
-    "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
-                "subagentStop", "sessionEnd"],
+    "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse",
+                "postToolUseFailure", "agentStop", "subagentStop", "sessionEnd"],
+    "cursor": ["beforeSubmitPrompt", "preToolUse", "postToolUse", "postToolUseFailure",
+               "beforeShellExecution", "afterShellExecution", "beforeMCPExecution",
+               "afterMCPExecution", "afterFileEdit", "afterAgentResponse", "stop", "sessionEnd"],
 }
+FLAT = ("copilot", "cursor")  # a list of hook entries per event, no matcher groups
+VERSIONED = ("copilot", "cursor")  # files with a top-level "version": 1
 TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
 TIMEOUT_S = 30
 # Codex clamps the timeout of the hooks that run as it exits to 3 s and says so as an error item
@@ -56,7 +64,7 @@ SHORT_TIMEOUTS = {("codex", "SessionEnd"): 3}
 
 def user_dir(agent: str) -> Path:
     var, default = USER_DIRS[agent]
-    value = os.environ.get(var)
+    value = os.environ.get(var) if var else None
     return Path(os.path.expanduser(value if value else default))
 
 
@@ -112,6 +120,8 @@ def _entry(agent: str, event: str, command: str) -> dict:
     """The block for one event, in the agent's own shape."""
     if agent == "copilot":
         return {"type": "command", "bash": f"{command} --event {event}", "timeoutSec": TIMEOUT_S}
+    if agent == "cursor":  # Cursor names the event in the payload (hook_event_name)
+        return {"command": command}
     hook = {"type": "command", "command": command,
             "timeout": SHORT_TIMEOUTS.get((agent, event), TIMEOUT_S)}
     if agent == "gemini":
@@ -197,7 +207,7 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
     data = _read(path)
     created_file = data is None
     data = {} if data is None else data
-    if agent == "copilot":
+    if agent in VERSIONED:
         data.setdefault("version", 1)
     hooks = data.get("hooks")
     if hooks is None:
@@ -270,7 +280,7 @@ def uninstall(agent: str, scope: str, root: Path) -> dict:
             continue
         kept = []
         for group in groups:
-            if agent == "copilot":
+            if agent in FLAT:
                 if isinstance(group, dict) and _ours(agent, group, command):
                     removed.append(event)
                     continue
@@ -292,7 +302,7 @@ def uninstall(agent: str, scope: str, root: Path) -> dict:
             del hooks[event]
     if entry and not hooks and "hooks" in data:
         del data["hooks"]
-    leftover = {k: v for k, v in data.items() if not (agent == "copilot" and k == "version")}
+    leftover = {k: v for k, v in data.items() if not (agent in VERSIONED and k == "version")}
     if removed:
         gone = entry is not None and entry.get("createdFile") and not leftover
         _write(path, None if gone else data, scope, root)
@@ -367,7 +377,7 @@ def _command_state(commands: list[str]) -> dict:
 
 
 def _hooks_of(agent: str, groups: list) -> list[dict]:
-    if agent == "copilot":
+    if agent in FLAT:
         return [g for g in groups if isinstance(g, dict)]
     return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for h in g["hooks"] if isinstance(h, dict)]

@@ -124,14 +124,13 @@ def _env_direct() -> bool:
 
 
 def _print_reply(ev, reply, stdout) -> None:
-    """What the agent reads back, in its own shape; nothing at all when there is nothing to say."""
+    """What the agent reads back, in its own shape (agents.py `output`); nothing at all when there
+    is nothing to say."""
     if reply is None or not (reply.context or reply.message):
         return
-    out: dict = {}
-    if reply.context and ev.kind in ("session-start", "prompt") and ev.agent != "copilot":
-        out["hookSpecificOutput"] = {"hookEventName": ev.name, "additionalContext": reply.context}
-    if reply.message and ev.agent != "copilot":
-        out["systemMessage"] = reply.message
+    from .agents import output
+
+    out = output(ev, reply.context, reply.message)
     if out:
         stdout.write(json.dumps(out) + "\n")
         stdout.flush()

@@ -21,6 +21,7 @@ from ..store import lineage
 from ..travel import fork as plan_fork
 from ..travel import transaction
 from . import params as P
+from .agentlinks import agent_resume, annotate, follow_fork
 from .sessions import PRIVATE_CONFIG, parked_record
 
 
@@ -45,8 +46,9 @@ class ForkFeature:
         p = P.obj(params)
         turn = P.field(p, "turn", int)
         self.wb.sessions.guard(p)  # a frozen session is never a fork's source
+        settled = yield from self.wb.turns.settle_idle_job("fork")  # an idle agent turn
         plan = yield from self._plan_job(turn)
-        return plan.report
+        return annotate(dict(plan.report), settled)
 
     # -- confirm ----------------------------------------------------------------------------------
     def confirm(self, params) -> dict:
@@ -71,8 +73,9 @@ class ForkFeature:
             from ..travel.worktree import check_target
 
             target = check_target(wb.ws, worktree)  # a bad folder is refused before any work
+        settled = yield from wb.turns.settle_idle_job("fork")
         plan = yield from self._plan_job(turn)
-        report = plan.report
+        report = plan.report = annotate(dict(plan.report), settled)
         if report.get("refusal"):
             return {"status": "refused", "refusal": report["refusal"], "report": report}
         if report["hash"] != expected:
@@ -148,6 +151,10 @@ class ForkFeature:
                   "branch": {"sessionId": branch.session_id, "parentId": parent.session_id,
                              "worktree": None, "turnCount": wb.state.turn_count},
                   "droppedSends": report["droppedSends"], "report": report}
+        follow_fork(wb, parent.session_id, branch.session_id, report["turn"])  # the agent goes on here
+        resume = agent_resume(wb, wb.state.turn_count)
+        if resume is not None:
+            result["agentResume"] = resume  # the agent's conversation, resumed at the fork point
         if kept:
             result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
         return result
