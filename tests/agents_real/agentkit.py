@@ -58,11 +58,12 @@ def prompts_seen(model: ModelServer, prompt: str) -> list:
     return [r for r in model.loop_requests() if r.choice and r.choice.prompt == prompt]
 
 
-def told(request, text: str = "turnback rewound this conversation") -> list[str]:
-    """The texts of a request that carry turnback's notice, wherever the agent put them (a user
-    message, a system or developer message of the conversation)."""
+def told(request, turn: int) -> list[str]:
+    """The texts of a request that carry turnback's notice of a rewind to the end of `turn`,
+    wherever the agent put them (a user message, a system or developer message): what the model
+    hears, whatever the notice's wording."""
     return [i.text for i in request.convo if i.kind == "text" and i.role != "assistant"
-            and text in i.text]
+            and "turnback" in i.text and f"end of turn {turn}" in i.text]
 
 
 def conversation_prompts(request, prompts: list[str]) -> list[str]:

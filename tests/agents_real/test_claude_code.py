@@ -127,7 +127,7 @@ def test_the_printed_resume_command_runs_for_real(claude, model):
     assert not any("Tool result missing" in i.text for i in first.convo), \
         "turn 2 is whole: no tool call cut from its result"
     # and the model is told what turnback did, in the request that carries the new prompt
-    assert told(first), [(i.role, i.text[:80]) for i in first.convo][-5:]
+    assert told(first, 2), [(i.role, i.text[:80]) for i in first.convo][-5:]
     log = tb_json(claude, "log")
     assert [t["prompt"] for t in log["turns"]] == [T1, T2, T5]
 
@@ -206,8 +206,7 @@ def test_the_notice_reaches_the_model_in_the_running_session_and_on_a_plain_resu
     model.script.add(T3n, [say("T3 done")])
     assert session.prompt(T3n)["subtype"] == "success"
     first = prompts_seen(model, T3n)[0]
-    notice = told(first)
-    assert notice and "end of turn 1" in notice[-1], [(i.role, i.text[:80]) for i in first.convo][-5:]
+    assert told(first, 1), [(i.role, i.text[:80]) for i in first.convo][-5:]
     assert session.close() == 0
     assert not hook_problems(session.lines), hook_problems(session.lines)
 
@@ -218,7 +217,6 @@ def test_the_notice_reaches_the_model_in_the_running_session_and_on_a_plain_resu
     assert run.returncode == 0, run.stderr
     assert not hook_problems(run.lines), hook_problems(run.lines)
     first = prompts_seen(model, T4n)[0]
-    notice = told(first)
-    assert notice and "end of turn 1" in notice[-1], [(i.role, i.text[:80]) for i in first.convo][-5:]
+    assert told(first, 1), [(i.role, i.text[:80]) for i in first.convo][-5:]
     log = tb_json(claude, "log")
     assert [t["prompt"] for t in log["turns"]] == [T1, T4n]

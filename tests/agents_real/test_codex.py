@@ -158,7 +158,7 @@ def test_codex_session_logged_rewound_redone_and_told(codex, model):
     run = codex.exec(T5, resume=thread)
     assert run.returncode == 0, run.stderr
     first = prompts_seen(model, T5)[0]
-    assert told(first), [(i.role, i.text[:80]) for i in first.convo][-5:]
+    assert told(first, 2), [(i.role, i.text[:80]) for i in first.convo][-5:]
     assert [t["prompt"] for t in tb_json(codex, "log")["turns"]] == [T1, T2, T5]
 
 
