@@ -43,9 +43,10 @@ EVENTS = {
     "claude-code": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
                     "PostToolUseFailure", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
                     "SessionEnd"],
-    # measured with Codex 0.169: SubagentStop and SessionEnd (once per `codex exec`) come as well
+    # measured with Codex 0.169: helpers' SubagentStart/SubagentStop, an Interrupt on Ctrl-C, and
+    # a SessionEnd at the end of every `codex exec`
     "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-              "SubagentStop", "SessionEnd"],
+              "SubagentStart", "SubagentStop", "Interrupt", "SessionEnd"],
     "gemini": ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"],
     "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse",
                 "postToolUseFailure", "agentStop", "subagentStop", "sessionEnd"],
@@ -57,9 +58,10 @@ FLAT = ("copilot", "cursor")  # a list of hook entries per event, no matcher gro
 VERSIONED = ("copilot", "cursor")  # files with a top-level "version": 1
 TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
 TIMEOUT_S = 30
-# Codex clamps the timeout of the hooks that run as it exits to 3 s and says so as an error item
-# in every run's output ("clamping SessionEnd hook timeout to 3s"): ask for what it allows.
-SHORT_TIMEOUTS = {("codex", "SessionEnd"): 3}
+# Codex clamps the timeout of the hooks that run as it stops (an interrupt, its exit) to 3 s and
+# says so as an error item in every run's output ("clamping SessionEnd hook timeout to 3s"): ask
+# for what it allows.
+SHORT_TIMEOUTS = {("codex", "SessionEnd"): 3, ("codex", "Interrupt"): 3}
 
 
 def user_dir(agent: str) -> Path:
