@@ -14,7 +14,7 @@ import shlex
 import shutil
 
 import pytest
-from agentkit import (conversation_prompts, files, hook_log, prompts_seen,
+from realkit import (conversation_prompts, files, hook_log, prompts_seen,
                       rewind_all_redo_rewind_to_2, seed, tb, tb_json, told)
 
 from turnback.bench.mockmodel import Reply, call, say, tools

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agentkit import (files, hook_log, prompts_seen, rewind_all_redo_rewind_to_2, seed, tb,
+from realkit import (files, hook_log, prompts_seen, rewind_all_redo_rewind_to_2, seed, tb,
                       tb_json, told)
 
 from turnback.bench.mockmodel import Reply, call, say, tools

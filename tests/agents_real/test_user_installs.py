@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from agentkit import files, hook_log, tb, tb_json
+from realkit import files, hook_log, tb, tb_json
 
 from turnback.bench.mockmodel import call, say, tools
 from turnback.bench.realagents import hook_problems
