@@ -163,9 +163,10 @@ def run(ctx) -> None:
                 note="not installed: run .ci/install-agents.sh (the npm registry) to measure them")
         return
     rounds = ctx.pick(1, 2, 4)
-    # the first start of each agent (a binary of some 300 MB, cold from disk) is not its cost
-    _session(ctx, "claude-warm-up", hooks=False)
-    _codex_session(ctx, "codex-warm-up", hooks=False)
+    if ctx.scale != "tiny":  # tiny is the suite's smoke run: the figures there are not read
+        # the first start of each agent (a binary of some 300 MB, cold from disk) is not its cost
+        _session(ctx, "claude-warm-up", hooks=False)
+        _codex_session(ctx, "codex-warm-up", hooks=False)
     claude = {True: [], False: []}
     codex = {True: [], False: []}
     for i in range(rounds):  # alternate, so a change in the machine's load falls on both
