@@ -163,3 +163,18 @@ def test_a_failed_turn_waits_for_nothing(ws, monkeypatch):
     a.prompt("go")
     a.send("StopFailure", error="server_error", last_assistant_message="")
     assert looks == []
+
+
+def test_the_next_session_start_resolves_the_last_runs_end(ws):
+    """`claude -p` runs one turn per process: the last record is written as it exits, after its
+    Stop; the next run's SessionStart finds it."""
+    (ws / "turnback.toml").write_text("[hooks]\nresume_wait = 0\n")
+    a = Hooked(ws)
+    a.send("SessionStart", source="startup")
+    a.prompt("one run")
+    a.stop("Ran.", write_record=False)
+    a.send("SessionEnd", reason="other")
+    end = a.transcript.says("Ran.")  # written at the process's exit
+    a.send("SessionStart", source="resume")
+    entry = next(iter(record(ws)["sessions"]["claude-code:s-1"]["ends"].values()))
+    assert entry["uuid"] == end and entry["pending"] is False

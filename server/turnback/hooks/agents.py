@@ -93,6 +93,7 @@ def claude_code(raw) -> Event:
     if ev.kind == "tool-failed" and raw.get("is_interrupt") is True:
         ev.status = "interrupted"
     ev.changed = _changed_files(ev.tool_response)
+    ev.permission_mode = pick(raw, "permission_mode", "permissionMode")  # hooks/guard.py
     return _finish(ev, raw)
 
 

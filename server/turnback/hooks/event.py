@@ -41,6 +41,7 @@ class Event:
         "changed": None,  # the files a shell command changed, when the agent says (bashEditDiff)
         "identity": None,  # what makes this one event (for two copies through two hook files)
         "status": None,  # how the turn ended when the agent says: completed, aborted, error
+        "permission_mode": None,  # Claude Code: default, plan, acceptEdits, auto, dontAsk, bypassPermissions
     }
 
     def __init__(self, agent: str, kind: str, name: str, session: str, cwd: str, **fields):

@@ -241,6 +241,8 @@ class LifecycleMixin:
             self.close_turn(s, why=f"the agent session started again ({source})")
         if source == "resume":
             self.ensure_live(s)
+        if self.ev.agent == "claude-code":
+            self.resolve_pending_ends(s)  # the last run's last record is written by now
         self.tell(s)
         self.log(f"{self.key}: session start ({source}) -> turnback session {s['turnback']}")
 

@@ -23,6 +23,7 @@ import json
 import time
 from pathlib import Path
 
+from . import guard
 from .attach import AttachMixin
 from .conversation import ConversationMixin
 from .event import Event
@@ -134,6 +135,8 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
         if self.ev.name == "preToolUse":
             s["toolEvents"] = True  # Cursor: its tool events cover afterFileEdit's edits
         use = self._use()
+        if guard.check(self, s, use) == "deny":
+            return  # refused before it ran (hooks/guard.py): there is nothing to record
         key = self.ev.tool_key()
         n = self.turn_for(s)
         if n is None:

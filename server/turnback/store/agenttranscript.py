@@ -22,7 +22,7 @@ import os
 import time
 
 TAIL_BYTES = 1 << 20  # what a hook reads of a long transcript
-WHOLE_LIMIT = 64 << 20  # what a lazy resolution reads at most (a rewind, rarely)
+WHOLE_LIMIT = 64 << 20  # what a hook reads at most to resolve an older turn's end (off the loop)
 RESUME_WAIT = 0.25  # seconds a Stop waits at most for the turn's last record (hooks/config.py)
 RESUME_POLL = 0.025
 
@@ -194,13 +194,14 @@ def answer_of(recs: list[dict], prompt: dict | None) -> str | None:
 
 
 def resolve(path: str | None, *, prompt_id=None, prompt_uuid=None, prompt_text=None,
-            prompt_digest=None, answer=None, tail: int = TAIL_BYTES) -> tuple[dict | None, dict | None]:
-    """(prompt record, end record) of a turn from the transcript file, either possibly None."""
+            prompt_digest=None, answer=None, whole: bool = True) -> tuple[dict | None, dict | None]:
+    """(prompt record, end record) of a turn from the transcript file, either possibly None. The
+    tail is read first; with `whole`, up to WHOLE_LIMIT when the prompt is further back."""
     which = {"prompt_id": prompt_id, "uuid": prompt_uuid, "text": prompt_text,
              "text_digest": prompt_digest}
-    recs = read(path, tail)
+    recs = read(path, TAIL_BYTES)
     prompt = find_prompt(recs, **which)
-    if prompt is None and tail < WHOLE_LIMIT and (size_of(path) or 0) > tail:
+    if prompt is None and whole and (size_of(path) or 0) > TAIL_BYTES:
         recs = read(path, WHOLE_LIMIT)  # the prompt is further back than the tail
         prompt = find_prompt(recs, **which)
     if prompt is None:

@@ -51,14 +51,16 @@ transcript when the Stop could not find the record (a rewind's result; not `sess
 
 
 def _resolve_late(record: AgentRecord, s: dict, n: int, turn, entry: dict) -> str | None:
-    """The Stop did not find the turn's last record in the transcript (not written yet): look now,
-    reading as far back as it takes, and keep what was found (best effort: a hook at work right
-    now keeps the record; the next rewind looks again)."""
+    """The Stop did not find the turn's last record in the transcript (not written yet): look now in
+    its last MiB (this runs on the server's loop, so the read is bounded: about 10 ms; the hooks
+    look further back, off the loop, at the agent's next prompt or session start), and keep what
+    was found (best effort: a hook at work right now keeps the record; the next rewind looks
+    again)."""
     if turn is None or not (entry.get("promptId") or entry.get("promptUuid")):
         return None
     _prompt, end = agenttranscript.resolve(
         s.get("transcript"), prompt_id=entry.get("promptId"), prompt_uuid=entry.get("promptUuid"),
-        answer=entry.get("answer"), tail=agenttranscript.WHOLE_LIMIT)
+        answer=entry.get("answer"), whole=False)
     if end is None or not end.get("uuid"):
         return None
     try:

@@ -144,6 +144,9 @@ class ForkFeature:
         wb.events.emit("epoch", {"source": "fork", "sessionId": branch.session_id,
                                  "parentId": parent.session_id, "turnCount": wb.state.turn_count,
                                  "epoch": wb.state.epoch})
+        wb.announce_rewound({"operation": "fork", "mode": "all", "parentId": parent.session_id,
+                             "boundary": {"kind": "afterResponse", "turn": report["turn"]},
+                             "files": [rel for rel, _ in derived.changes]})
         wb.collection.schedule("fork")
         wb.directives.notify(touched | {d.rel for d in wb.state.directives.values()})
         wb.emit_status()
