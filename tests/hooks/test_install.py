@@ -4,6 +4,9 @@ exactly what was added."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 
 import pytest
 from hookkit import tb, tb_json
@@ -110,3 +113,168 @@ def test_cli_install_status_uninstall(tmp_path, home):
     assert not (root / ".claude" / "settings.json").exists()
     rows = tb_json(root, "hooks", "status", env=env)["agents"]
     assert not any(r["installed"] for r in rows)
+
+
+@pytest.mark.parametrize("agent, variable, rel", [
+    ("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"),
+    ("codex", "CODEX_HOME", "hooks.json"),
+    ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json"),
+    ("copilot", "COPILOT_HOME", "hooks/turnback.json"),
+])
+def test_user_install_honours_the_agents_config_folder_variable(tmp_path, home, monkeypatch, agent,
+                                                                 variable, rel):
+    moved = tmp_path / "elsewhere"
+    monkeypatch.setenv(variable, str(moved))
+    result = install.install(agent, "user", tmp_path, command="turnback")
+    assert result["path"] == str(moved / rel)
+    assert (moved / rel).is_file()
+    assert not any(p.is_file() for p in home.rglob("*") if ".state" not in p.parts), \
+        "nothing may land in the home folder the agent no longer reads"
+    row = {(r["agent"], r["scope"]): r for r in install.status(tmp_path)}[(agent, "user")]
+    assert row["path"] == str(moved / rel) and row["complete"]
+    install.uninstall(agent, "user", tmp_path)
+    assert not (moved / rel).exists()
+
+
+def test_user_install_without_the_variable_uses_the_home_folder(tmp_path, home, monkeypatch):
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    paths = {a: install.install(a, "user", tmp_path, command="turnback")["path"]
+             for a in install.FILES}
+    assert paths == {"claude-code": str(home / ".claude/settings.json"),
+                     "codex": str(home / ".codex/hooks.json"),
+                     "gemini": str(home / ".gemini/settings.json"),
+                     "copilot": str(home / ".copilot/hooks/turnback.json"),
+                     "cursor": str(home / ".cursor/hooks.json")}
+
+
+def test_install_writes_the_absolute_command_of_this_turnback(tmp_path, home):
+    """The agent's PATH (an editor's, a login shell's) may not have turnback: the hook names the
+    turnback that installed it, by absolute path; `--command turnback` keeps the bare name."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state")}
+    tb(root, "hooks", "install", "claude-code", env=env)
+    command = json.loads((root / ".claude/settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    program = shlex.split(command["command"])[0]
+    assert os.path.isabs(program) and os.access(program, os.X_OK), command
+    assert command["command"].endswith(" hook claude-code")
+    # it really is a turnback: it answers as one
+    assert subprocess.run([program, "--help"], capture_output=True, text=True).stdout.startswith(
+        "usage: turnback")
+    tb(root, "hooks", "uninstall", "claude-code", env=env)
+    tb(root, "hooks", "install", "codex", "--command", "turnback", env=env)
+    command = json.loads((root / ".codex/hooks.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    assert command["command"] == "turnback hook codex"
+
+
+def test_status_says_when_the_installed_command_no_longer_exists(tmp_path, home):
+    root = tmp_path / "ws"
+    root.mkdir()
+    gone = tmp_path / "old-venv" / "bin" / "turnback"
+    install.install("claude-code", "project", root, command=shlex.quote(str(gone)))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    assert row["complete"] and row["commandMissing"] == f"{gone} no longer exists"
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state")}
+    out = tb(root, "hooks", "status", env=env).stdout
+    assert f"installed but its command cannot run: {gone} no longer exists" in out
+    assert "turnback hooks install claude-code` again" in out
+    # once it exists again, status has nothing to say about it
+    gone.parent.mkdir(parents=True)
+    gone.write_text("#!/bin/sh\n")
+    gone.chmod(0o755)
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    assert "commandMissing" not in row and row["command"] == f"{gone} hook claude-code"
+
+
+def _no_codex(monkeypatch, tmp_path):
+    """No `codex` to ask: status falls back to reading $CODEX_HOME/config.toml."""
+    monkeypatch.delenv("TURNBACK_CODEX", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    return codex_home
+
+
+def test_codex_status_without_codex_reads_config_toml(tmp_path, home, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    codex_home = _no_codex(monkeypatch, tmp_path)
+    install.install("codex", "project", root, command="turnback")
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert row["codex"]["checkedWith"] is None
+    assert "not a trusted project" in row["codex"]["blocked"], row["codex"]
+    assert "turnback hooks install codex --trust" in row["codex"]["step"]
+
+    hooks_file = root / ".codex" / "hooks.json"
+    trusted = [f'[projects."{tmp_path}"]\ntrust_level = "trusted"\n']  # a parent folder counts
+    codex_home.joinpath("config.toml").write_text("".join(trusted))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert "untrusted" in row["codex"]["blocked"], row["codex"]
+
+    for event in install.EVENTS["codex"]:
+        key = f"{hooks_file}:{install_snake(event)}:0:0"
+        trusted.append(f'[hooks.state."{key}"]\ntrusted_hash = "sha256:abc"\n')
+    codex_home.joinpath("config.toml").write_text("\n".join(trusted))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert row["codex"]["blocked"] is None, row["codex"]
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state"),
+           "CODEX_HOME": str(codex_home), "PATH": str(tmp_path / "empty-bin")}
+    out = tb(root, "hooks", "status", env=env).stdout
+    assert "will not run it" not in out and "not verified (no codex on PATH" in out
+
+
+def install_snake(event: str) -> str:
+    from turnback.hooks.codextrust import snake
+
+    return snake(event)
+
+
+def test_codex_status_with_a_broken_config_toml_says_so(tmp_path, home, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    codex_home = _no_codex(monkeypatch, tmp_path)
+    codex_home.joinpath("config.toml").write_text("[projects\nbroken =")
+    install.install("codex", "project", root, command="turnback")
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert "config.toml is unreadable" in row["codex"]["blocked"], row["codex"]
+
+
+def test_codex_trust_needs_codex(tmp_path, home, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    codex_home = _no_codex(monkeypatch, tmp_path)
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state"),
+           "CODEX_HOME": str(codex_home), "PATH": str(tmp_path / "empty-bin")}
+    proc = tb(root, "hooks", "install", "codex", "--trust", env=env, check=False)
+    assert proc.returncode == 1 and "--trust needs Codex" in proc.stderr, proc.stderr
+    assert not codex_home.joinpath("config.toml").exists(), "nothing written in Codex's config"
+    assert not (root / ".codex").exists(), "nothing installed that Codex would not run"
+    proc = tb(root, "hooks", "install", "claude-code", "--trust", env=env, check=False)
+    assert proc.returncode != 0 and "--trust is for codex only" in proc.stderr
+
+
+def test_installing_again_mends_an_old_command_instead_of_adding_a_second(tmp_path, home):
+    """An install made with another turnback (a bare `turnback`, a removed virtual environment)
+    is pointed at this one: one entry per event, never two the agent would both run."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    old = tmp_path / "gone" / "turnback"
+    install.install("claude-code", "project", root, command=str(old))
+    install.install("copilot", "project", root, command="turnback")
+    again = install.install("claude-code", "project", root, command="/opt/tb/bin/turnback")
+    assert set(again["updated"]) == set(install.EVENTS["claude-code"]) and not again["added"]
+    hooks = json.loads((root / ".claude/settings.json").read_text())["hooks"]
+    for event in install.EVENTS["claude-code"]:
+        commands = [h["command"] for g in hooks[event] for h in g["hooks"]]
+        assert commands == ["/opt/tb/bin/turnback hook claude-code"], (event, commands)
+    install.install("copilot", "project", root, command="/opt/tb/bin/turnback")
+    data = json.loads((root / ".github/hooks/turnback.json").read_text())
+    assert data["hooks"]["preToolUse"] == [{"type": "command", "timeoutSec": 30,
+                                           "bash": "/opt/tb/bin/turnback hook copilot --event preToolUse"}]
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    assert row["commandMissing"] == "/opt/tb/bin/turnback no longer exists"
+    # and uninstall still removes exactly turnback's entries
+    install.uninstall("claude-code", "project", root)
+    assert not (root / ".claude/settings.json").exists()

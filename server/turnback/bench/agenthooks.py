@@ -6,7 +6,9 @@ everything: the goal's figure), the same with a warmed cache, and the `turnback`
 `hooks install` writes when it is on PATH (pip's script imports `re` first, which costs a few ms).
 
 The events are those of fixtures/agents/claude-code/session.json, replayed in order with the agent's
-own file changes between them, so the figures include real captures, steps and settles.
+own file changes between them, so the figures include real captures, steps and settles. Then the
+real Claude Code runs a scripted session with and without turnback's hooks, and reports what each
+hook cost it (bench/realhooks.py).
 """
 
 from __future__ import annotations
@@ -117,3 +119,6 @@ def run(ctx) -> None:
             note="python -m turnback, no bytecode cache")
     ctx.fig("load-average", round(os.getloadavg()[0], 2), None,
             note=f"{os.cpu_count()} cores; start-up figures are only as quiet as the machine")
+    from . import realhooks
+
+    realhooks.run(ctx)

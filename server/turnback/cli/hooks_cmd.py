@@ -29,7 +29,12 @@ def add_parsers(sub, add) -> None:
                            help="your own settings file, for every project")
         if name == "install":
             p.add_argument("--command", dest="hook_command", metavar="CMD",
-                           help="the command the agent runs (default: this turnback, `hook AGENT`)")
+                           help="the turnback the agent runs, `hook AGENT` appended (default: the "
+                                "absolute path of this turnback; `--command turnback` trusts the "
+                                "agent's PATH)")
+            p.add_argument("--trust", action="store_true",
+                           help="codex: also record, through Codex itself, the trust it needs to "
+                                "run them (the project as trusted, turnback's hooks as reviewed)")
     add("status", "which agents have turnback hooks installed, in which file", parent=hsub)
 
 
@@ -45,21 +50,65 @@ def run(args) -> int:
 
 
 def _install(ctx) -> int:
+    from ..errors import InvalidParams
+    from ..hooks.codextrust import codex_program
     from ..hooks.install import install
 
     a = ctx.args
     scope = a.scope or "project"
+    if a.trust and a.agent != "codex":
+        raise InvalidParams(f"--trust is for codex only; {a.agent} runs the hooks it finds")
+    if a.trust and not codex_program():
+        raise InvalidParams("--trust needs Codex: no `codex` on PATH (or set TURNBACK_CODEX to "
+                            "it); nothing was installed")
     result = install(a.agent, scope, ctx.root, command=a.hook_command)
     if scope == "project":
         _ensure_store(ctx)
+    if a.agent == "codex":
+        result["codex"] = _codex_after_install(ctx, scope, a.trust)
     if ctx.json:
         ctx.emit(result)
-    elif result["alreadyInstalled"]:
+        return 0
+    if result["alreadyInstalled"]:
         ctx.print(f"{a.agent}: already installed in {result['path']}; nothing changed")
     else:
-        ctx.print(f"{a.agent}: installed in {result['path']} ({', '.join(result['added'])})",
+        done = [f"added {', '.join(result['added'])}"] if result["added"] else []
+        done += [f"now running this turnback: {', '.join(result['updated'])}"] \
+            if result["updated"] else []
+        ctx.print(f"{a.agent}: installed in {result['path']} ({'; '.join(done)})",
                   f"  the agent runs: {result['command']}")
+    _print_codex(ctx, result.get("codex"))
     return 0
+
+
+def _codex_after_install(ctx, scope: str, trust: bool) -> dict:
+    from ..hooks import install as inst
+
+    if trust:
+        return inst.codex_trust(ctx.root, scope)
+    return inst.codex_state(ctx.root, inst.settings_path("codex", scope, ctx.root), scope,
+                            inst.EVENTS["codex"])
+
+
+def codextrust_config() -> str:
+    from ..hooks.codextrust import codex_home
+
+    return str(codex_home() / "config.toml")
+
+
+def _print_codex(ctx, state: dict | None) -> None:
+    if not state:
+        return
+    if state.get("trusted") or state.get("projectTrustWritten"):
+        ctx.print(f"  codex: recorded through codex itself: {state.get('trusted', 0)} of turnback's "
+                  "hooks reviewed" + (", the project trusted" if state.get("projectTrustWritten")
+                                      else "") + f" ({codextrust_config()})")
+    if state.get("blocked"):
+        ctx.print(f"  installed but Codex will not run it: {state['blocked']}")
+        if state.get("step"):
+            ctx.print(f"  to fix: {state['step']}")
+    elif not state.get("checkedWith"):
+        ctx.print("  codex: trust recorded in config.toml, not verified (no codex to ask)")
 
 
 def _ensure_store(ctx) -> None:
@@ -102,4 +151,16 @@ def _status(ctx) -> int:
         else:
             state = "not installed" + ("" if r["exists"] else " (no file)")
         ctx.print(f"{r['agent']:<12} {r['scope']:<8} {state:<24} {r['path']}")
+        if r.get("commandMissing"):
+            ctx.print(f"{'':<22}installed but its command cannot run: {r['commandMissing']}; "
+                      f"run `turnback hooks install {r['agent']}"
+                      f"{' --user' if r['scope'] == 'user' else ''}` again")
+        codex = r.get("codex") or {}
+        if codex.get("blocked"):
+            ctx.print(f"{'':<22}installed but Codex will not run it: {codex['blocked']}")
+            if codex.get("step"):
+                ctx.print(f"{'':<22}to fix: {codex['step']}")
+        elif codex and not codex.get("checkedWith"):
+            ctx.print(f"{'':<22}Codex's trust is recorded in config.toml; not verified (no codex "
+                      "on PATH to ask)")
     return 0

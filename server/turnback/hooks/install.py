@@ -23,18 +23,30 @@ from ..errors import InvalidParams
 from ..store import fsio
 
 FILES = {
-    "claude-code": {"project": ".claude/settings.json", "user": "~/.claude/settings.json"},
-    "codex": {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
-    "gemini": {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
-    "copilot": {"project": ".github/hooks/turnback.json", "user": "~/.copilot/hooks/turnback.json"},
-    "cursor": {"project": ".cursor/hooks.json", "user": "~/.cursor/hooks.json"},
+    "claude-code": {"project": ".claude/settings.json", "user": "settings.json"},
+    "codex": {"project": ".codex/hooks.json", "user": "hooks.json"},
+    "gemini": {"project": ".gemini/settings.json", "user": ".gemini/settings.json"},
+    "copilot": {"project": ".github/hooks/turnback.json", "user": "hooks/turnback.json"},
+    "cursor": {"project": ".cursor/hooks.json", "user": "hooks.json"},
+}
+# Where each agent keeps its own settings for every project (`--user`), and the variable that moves
+# it: the agent reads the variable, so turnback must write where the agent will look.
+USER_DIRS = {
+    "claude-code": ("CLAUDE_CONFIG_DIR", "~/.claude"),
+    "codex": ("CODEX_HOME", "~/.codex"),
+    "gemini": ("GEMINI_CLI_HOME", "~"),  # the folder that holds .gemini/, in place of the home
+    "copilot": ("COPILOT_HOME", "~/.copilot"),
+    "cursor": (None, "~/.cursor"),  # Cursor documents no variable that moves it
 }
 TOOL_MATCH = {"claude-code": "*", "codex": "*", "gemini": ".*"}
 EVENTS = {
     "claude-code": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
                     "PostToolUseFailure", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
                     "SessionEnd"],
-    "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"],
+    # measured with Codex 0.169: helpers' SubagentStart/SubagentStop, an Interrupt on Ctrl-C, and
+    # a SessionEnd at the end of every `codex exec`
+    "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+              "SubagentStart", "SubagentStop", "Interrupt", "SessionEnd"],
     "gemini": ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"],
     "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse",
                 "postToolUseFailure", "agentStop", "subagentStop", "sessionEnd"],
@@ -46,27 +58,64 @@ FLAT = ("copilot", "cursor")  # a list of hook entries per event, no matcher gro
 VERSIONED = ("copilot", "cursor")  # files with a top-level "version": 1
 TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
 TIMEOUT_S = 30
+# Codex clamps the timeout of the hooks that run as it stops (an interrupt, its exit) to 3 s and
+# says so as an error item in every run's output ("clamping SessionEnd hook timeout to 3s"): ask
+# for what it allows.
+SHORT_TIMEOUTS = {("codex", "SessionEnd"): 3, ("codex", "Interrupt"): 3}
+
+
+def user_dir(agent: str) -> Path:
+    var, default = USER_DIRS[agent]
+    value = os.environ.get(var) if var else None
+    return Path(os.path.expanduser(value if value else default))
 
 
 def settings_path(agent: str, scope: str, root: Path) -> Path:
     rel = FILES[agent][scope]
-    return Path(os.path.expanduser(rel)) if scope == "user" else root / rel
+    return user_dir(agent) / rel if scope == "user" else root / rel
 
 
 def hook_command(agent: str, exe: str | None = None) -> str:
-    """The command an agent runs: this turnback, by absolute path when it is not the one on PATH."""
-    if exe is None:
-        found = shutil.which("turnback")
-        script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
-        if found and script and Path(found).resolve() == script:
-            exe = "turnback"
-        elif script and script.name == "turnback" and script.is_file():
-            exe = shlex.quote(str(script))
-        elif found:
-            exe = "turnback"
-        else:
-            exe = f"{shlex.quote(sys.executable)} -m turnback"
-    return f"{exe} hook {agent}"
+    """The command an agent runs. By default the absolute path of the turnback running now: the
+    agent's own PATH (an editor's, a login shell's) may not have it. `exe` may be a bare name
+    (`--command turnback` trusts the agent's PATH) or a whole command already ending in `hook AGENT`."""
+    if exe is not None:
+        exe = exe.strip()
+        return exe if exe.endswith(f"hook {agent}") else f"{exe} hook {agent}"
+    return f"{this_turnback()} hook {agent}"
+
+
+def this_turnback() -> str:
+    """This turnback as a command line: the `turnback` script that was run, by absolute path (not
+    resolved: a symlink someone put on PATH keeps working across reinstalls); `python -m turnback`
+    is written as that interpreter's own `turnback` script when it has one, else as itself."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if Path(argv0).name == "turnback":
+        found = argv0 if os.sep in argv0 else shutil.which(argv0)
+        if found and os.path.isfile(found):
+            return shlex.quote(os.path.abspath(found))
+    script = Path(sys.executable).with_name("turnback")
+    if script.is_file() and os.access(script, os.X_OK):
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m turnback"
+
+
+def missing_command(command: str) -> str | None:
+    """Why an installed hook command cannot run any more (its program is gone), or None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return f"cannot read the command {command!r}"
+    if not words:
+        return "the command is empty"
+    program = words[0]
+    if os.sep in program:
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            return f"{program} no longer exists"
+        return None
+    if shutil.which(program) is None:
+        return f"{program} is not on this PATH (the agent's own PATH may differ)"
+    return None
 
 
 def _entry(agent: str, event: str, command: str) -> dict:
@@ -75,7 +124,8 @@ def _entry(agent: str, event: str, command: str) -> dict:
         return {"type": "command", "bash": f"{command} --event {event}", "timeoutSec": TIMEOUT_S}
     if agent == "cursor":  # Cursor names the event in the payload (hook_event_name)
         return {"command": command}
-    hook = {"type": "command", "command": command, "timeout": TIMEOUT_S}
+    hook = {"type": "command", "command": command,
+            "timeout": SHORT_TIMEOUTS.get((agent, event), TIMEOUT_S)}
     if agent == "gemini":
         hook = {"name": "turnback", "type": "command", "command": command,
                 "timeout": TIMEOUT_S * 1000}
@@ -155,7 +205,7 @@ def _write(path: Path, data: dict | None, scope: str, root: Path) -> None:
 def install(agent: str, scope: str, root: Path, *, command: str | None = None) -> dict:
     _check(agent, scope)
     path = settings_path(agent, scope, root)
-    command = command or hook_command(agent)
+    command = hook_command(agent, command)
     data = _read(path)
     created_file = data is None
     data = {} if data is None else data
@@ -166,7 +216,7 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
         hooks = data["hooks"] = {}
     if not isinstance(hooks, dict):
         raise InvalidParams(f"{path}: 'hooks' is not an object; turnback will not change it")
-    added, created_events = [], []
+    added, updated, created_events = [], [], []
     for event in EVENTS[agent]:
         groups = hooks.get(event)
         if groups is None:
@@ -176,22 +226,40 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
             raise InvalidParams(f"{path}: hooks.{event} is not a list; turnback will not change it")
         if any(_ours(agent, h, command) for h in _hooks_of(agent, groups)):
             continue
+        if _repoint(agent, event, groups, command):
+            updated.append(event)
+            continue
         groups.append(_entry(agent, event, command))
         added.append(event)
     manifest = _load_manifest()
     key = str(path)
-    if added:
+    if added or updated:
         _write(path, data, scope, root)
         old = manifest.get(key, {})
         manifest[key] = {
             "agent": agent, "scope": scope, "command": command,
-            "events": sorted(set(old.get("events", [])) | set(added)),
+            "events": sorted(set(old.get("events", [])) | set(added) | set(updated)),
             "createdFile": old.get("createdFile", created_file),
             "createdEvents": sorted(set(old.get("createdEvents", [])) | set(created_events)),
         }
         _save_manifest(manifest)
     return {"agent": agent, "scope": scope, "path": key, "command": command, "added": added,
-            "alreadyInstalled": not added}
+            "updated": updated, "alreadyInstalled": not added and not updated}
+
+
+def _repoint(agent: str, event: str, groups: list, command: str) -> bool:
+    """An earlier install's entries (another turnback: a bare `turnback`, a virtual environment
+    since removed) now run this command: installing again mends them instead of adding a second
+    entry, which the agent would run too."""
+    changed = False
+    for hook in _hooks_of(agent, groups):
+        if _ours(agent, hook, None):
+            if agent == "copilot":
+                hook["bash"] = f"{command} --event {event}"
+            else:
+                hook["command"] = command
+            changed = True
+    return changed
 
 
 def uninstall(agent: str, scope: str, root: Path) -> dict:
@@ -256,18 +324,58 @@ def status(root: Path) -> list[dict]:
                 problem = None
             except InvalidParams as exc:
                 data, problem = None, exc.message
-            events = []
+            events, commands = [], []
             if data and isinstance(data.get("hooks"), dict):
                 for event, groups in data["hooks"].items():
-                    if isinstance(groups, list) and any(
-                            _ours(agent, h, None) for h in _hooks_of(agent, groups)):
+                    ours = [h for h in _hooks_of(agent, groups) if _ours(agent, h, None)] \
+                        if isinstance(groups, list) else []
+                    if ours:
                         events.append(event)
+                    commands += [_command_of(agent, h) for h in ours]
             missing = [e for e in EVENTS[agent] if e not in events]
-            out.append({"agent": agent, "scope": scope, "path": str(path),
-                        "exists": data is not None, "installed": bool(events),
-                        "complete": bool(events) and not missing, "events": events,
-                        "missing": missing if events else [], **({"problem": problem} if problem else {})})
+            row = {"agent": agent, "scope": scope, "path": str(path),
+                   "exists": data is not None, "installed": bool(events),
+                   "complete": bool(events) and not missing, "events": events,
+                   "missing": missing if events else [], **({"problem": problem} if problem else {})}
+            row.update(_command_state(commands))
+            if agent == "codex" and events:
+                row["codex"] = codex_state(root, path, scope, events)
+            out.append(row)
     return out
+
+
+def _is_codex_hook(command: str) -> bool:
+    return _ours("codex", {"command": command}, None)
+
+
+def codex_state(root: Path, path: Path, scope: str, events: list[str]) -> dict:
+    """Whether Codex will run the hooks in `path` (hooks/codextrust.py)."""
+    from . import codextrust
+
+    return codextrust.check(root, path, scope, events, _is_codex_hook)
+
+
+def codex_trust(root: Path, scope: str) -> dict:
+    """`hooks install codex --trust`: record through Codex what it needs to run turnback's hooks."""
+    from . import codextrust
+
+    return codextrust.trust(root, settings_path("codex", scope, root), scope, EVENTS["codex"],
+                            _is_codex_hook)
+
+
+def _command_of(agent: str, hook: dict) -> str:
+    text = hook.get("bash") if agent == "copilot" else hook.get("command")
+    return re.sub(r" --event \S+$", "", text) if isinstance(text, str) else ""
+
+
+def _command_state(commands: list[str]) -> dict:
+    """The command the installed hooks run, and why it cannot run any more (`commandMissing`)."""
+    if not commands:
+        return {}
+    distinct = sorted(set(commands))
+    gone = next((why for why in map(missing_command, distinct) if why), None)
+    return {"command": distinct[0] if len(distinct) == 1 else distinct,
+            **({"commandMissing": gone} if gone else {})}
 
 
 def _hooks_of(agent: str, groups: list) -> list[dict]:
