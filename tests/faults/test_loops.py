@@ -279,21 +279,20 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypat
 def with_a_recovery_record(pristine, monkeypatch):
     """A rewind whose rollback of a.txt failed: one recovery record; returns (id, files a retry
     must leave)."""
-    from turnback.travel import settle, transaction
+    from turnback.travel import disk
 
     a = Agent(pristine)
     three_files(a)
-    real = transaction.put_image
+    real = disk.place
     seen = []
 
-    def flaky(ws, objects, rel, image, **kw):  # a written, b fails, a's rollback fails
+    def flaky(rel, tmp, final):  # a written, b fails, a's rollback fails
         seen.append(rel)
         if rel == "b.txt" or seen.count("a.txt") > 1:
             raise OSError(5, "disk gone", rel)
-        return real(ws, objects, rel, image, **kw)
+        return real(rel, tmp, final)
 
-    monkeypatch.setattr(transaction, "put_image", flaky)
-    monkeypatch.setattr(settle, "put_image", flaky)
+    monkeypatch.setattr(disk, "place", flaky)
     c = a.wb.rewind.prepare({"boundary": BOUNDARY})
     rid = a.wb.rewind.commit({"boundary": BOUNDARY, "planHash": c["planHash"]})["recovery"][0]["id"]
     monkeypatch.undo()

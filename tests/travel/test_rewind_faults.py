@@ -13,7 +13,7 @@ from sessionkit import Agent, crash_every_operation, normalised_log
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
-from turnback.travel import settle, transaction
+from turnback.travel import disk
 
 
 
@@ -106,17 +106,16 @@ def test_a_failed_rollback_becomes_a_visible_recovery_record(agent, monkeypatch)
     a.turn("two", {"a.txt": "a2", "b.txt": "b2"})
     statuses = []
     a.wb.events.subscribe(lambda name, p: statuses.append(p) if name == "status" else None)
-    real = transaction.put_image
+    real = disk.place
     calls = {"n": 0}
 
-    def flaky(ws, objects, rel, image, **kw):
+    def flaky(rel, tmp, final):  # one file put in place (forward, and in the rollback)
         calls["n"] += 1
         if calls["n"] >= 2:  # the second forward write fails, and so does every rollback write
             raise OSError(5, "disk gone", rel)
-        return real(ws, objects, rel, image, **kw)
+        return real(rel, tmp, final)
 
-    monkeypatch.setattr(transaction, "put_image", flaky)
-    monkeypatch.setattr(settle, "put_image", flaky)  # the rollback's writes
+    monkeypatch.setattr(disk, "place", flaky)
     boundary = {"kind": "beforePrompt", "turn": 2}
     c = a.wb.rewind.prepare({"boundary": boundary})
     out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})

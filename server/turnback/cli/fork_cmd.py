@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InvalidParams
 from .main import EXIT_ERROR, EXIT_OK
 from .render import Renderer, clip, step_index
 
@@ -59,6 +60,10 @@ def remote_fork(remote) -> int:
 
 def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
     a = io.args
+    if a.git and not a.worktree:  # a flag that means nothing alone is refused, not ignored
+        raise InvalidParams("--git makes the branch's folder a git worktree: it goes with "
+                            "--worktree PATH (without it the fork is made in place)",
+                            data={"field": "git"})
     report = prepare({"turn": a.turn})
     keep = bool(getattr(a, "keep_user_edits", False))
     if not io.json:
@@ -96,7 +101,7 @@ def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
         out.append("The workspace is left as it is; the folder gets every captured file as it was "
                    f"at the end of turn {report['turn']}.")
     else:
-        out.extend(r.candidate(dict(report, summary=None), steps, keep_user_edits=keep))
+        out.extend(r.fork_plan(dict(report, summary=None), steps, keep_user_edits=keep))
     if report["droppedSends"]:
         out.append("Held outbound sends of this session that the branch drops: "
                    + ", ".join(report["droppedSends"]))

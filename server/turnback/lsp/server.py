@@ -43,7 +43,7 @@ COLLECT_IDLE_SECONDS = 1.0
 RECLAIM_QUIET_SECONDS = 60  # this long with no mutation: time for one full gc pass (slices.py)
 PROGRESS_EVERY_SECONDS = 0.2
 NOTIFICATIONS = {"status": "turnback/status", "epoch": "turnback/epoch",
-                 "directives": "turnback/directives"}
+                 "directives": "turnback/directives", "recovered": "turnback/recovered"}
 
 
 class TurnbackServer(LanguageServer):
@@ -516,6 +516,8 @@ def create_server() -> TurnbackServer:
         server.start_tasks()
         if not wb.is_owner:
             await server.attach_to_owner()
+        else:
+            wb.announce_recovery()  # what opening the store rolled back or finished, if anything
         wb.emit_status(force=True)
         server.kick_collection()
         if server.client_supports("workspace.did_change_watched_files.dynamic_registration"):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import stat as statmod
+from dataclasses import dataclass
 
 from ..errors import CorruptStore, SymlinkRefused
-from ..model.images import ABSENT, Image
+from ..model.images import ABSENT, Image, is_digest
 from ..store import fsio
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -127,6 +128,122 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
     # The mode is set on the temp file's descriptor before the rename, never by path afterwards: a
     # path can be swapped for a link the moment after the rename, and chmod follows links.
     fsio.write_atomic(path, objects.iter_chunks(image), mode=mode)
+
+
+# A batch of restores: its temp files are made durable in one pass before any is renamed.
+BATCH_FILES = 256
+BATCH_BYTES = 64 << 20
+
+
+@dataclass
+class Put:
+    rel: str
+    image: Image
+    mode: int | None = None  # the bits to write (None: the file's own, else the umask's)
+    bits_only: bool = False  # the bytes are right: only chmod
+
+
+def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
+    """Make the disk hold every `Put`, with durability batched: each batch's temp files (and chmods)
+    are made durable in one pass (`fsio.syncfs_or_fsync`: one syncfs, or an fsync each), then
+    renamed into place; every folder touched is synced once, at the end. A crash at any point
+    leaves each path with its old image or its new one (a temp file at most, which recovery removes).
+
+    A job: it yields after every file and every durability step. Returns {rel: error sentence} for
+    the puts that failed (with `stop_on_error` the first failure is raised instead, after the temp
+    files of the batch are removed)."""
+    errors: dict[str, str] = {}
+    folders: set = set()
+    for start, batch in _batches(puts, objects):
+        temps: list[tuple[str, object, object]] = []  # (rel, temp path, final path)
+        synced: list = []  # files whose contents or bits must be durable before any rename
+        try:
+            for p in batch:
+                try:
+                    path = _put_one(ws, objects, p, temps, synced, folders)
+                except Exception as exc:  # noqa: BLE001 - reported per path, or raised
+                    if stop_on_error:
+                        raise
+                    errors[p.rel] = f"{type(exc).__name__}: {exc}"
+                    continue
+                if path is not None:
+                    synced.append(path)
+                yield ("write", start + len(temps), len(puts))
+            fsio.syncfs_or_fsync(synced)
+            yield ("sync", start + len(batch), len(puts))
+        except BaseException:
+            for _rel, tmp, _final in temps:
+                fsio.discard(tmp)
+            raise
+        left = list(temps)
+        try:
+            while left:
+                rel, tmp, final = left.pop(0)
+                try:
+                    place(rel, tmp, final)
+                    folders.add(os.path.dirname(final))
+                except Exception as exc:  # noqa: BLE001
+                    fsio.discard(tmp)
+                    if stop_on_error:
+                        raise
+                    errors[rel] = f"{type(exc).__name__}: {exc}"
+                yield ("rename", start, len(puts))
+        except BaseException:
+            for _rel, tmp, _final in left:  # not in place yet: they go, so no temp file is left
+                fsio.discard(tmp)
+            raise
+    for folder in sorted(folders):  # the renames and removals are durable before the caller goes on
+        fsio.fsync_dir(folder)
+        yield ("folder", len(puts), len(puts))
+    return errors
+
+
+def place(rel: str, tmp, final) -> None:
+    """Rename one durable temp file over its path (one path of a batch; tests fail it per path)."""
+    fsio.rename(tmp, final)
+
+
+def _batches(puts: list[Put], objects):
+    start, batch, size = 0, [], 0
+    for p in puts:
+        batch.append(p)
+        size += (objects.stat(p.image) or 0) if is_digest(p.image) and not p.bits_only else 0
+        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
+            yield start, batch
+            start, batch, size = start + len(batch), [], 0
+    if batch:
+        yield start, batch
+
+
+def _put_one(ws, objects, p: Put, temps: list, synced: list, folders: set):
+    """One path of a batch: a temp file written (not yet durable, not renamed), a removal, or a
+    chmod. Returns the path whose inode must be synced before the renames, or None."""
+    if ws.git_internal(p.rel):
+        raise SymlinkRefused(f"{p.rel!r} is inside .git; turnback never restores Git's own data",
+                             data={"path": p.rel, "reason": "git-internal"})
+    ws.check_components(p.rel)
+    path = ws.abs_path(p.rel)
+    if p.bits_only:
+        fsio.chmod(path, p.mode, sync=False)
+        return path
+    if p.image == ABSENT:
+        if os.path.lexists(path):
+            if os.path.isdir(path) and not os.path.islink(path):
+                raise CorruptStore(f"{p.rel} is a folder now; refusing to delete it",
+                                   data={"path": p.rel})
+            fsio.unlink(path)
+            folders.add(os.path.dirname(path))
+        return None
+    if not objects.has(p.image):
+        raise CorruptStore(f"the image {p.image} of {p.rel} is missing from the store",
+                           data={"path": p.rel, "digest": p.image})
+    ws.ensure_parent_dirs(p.rel)
+    mode = p.mode if p.mode is not None else current_mode(ws, p.rel)
+    if mode is None:
+        mode = ws.dir_mode & 0o666
+    tmp = fsio.write_temp(path, objects.iter_chunks(p.image), mode=mode)  # verified as it streams
+    temps.append((p.rel, tmp, path))
+    return tmp
 
 
 def put_mode(ws, rel: str, mode: int) -> None:

@@ -267,8 +267,11 @@ def changed_behind(state: SessionState, ws, rel: str, now) -> bool:
 
 
 def _file(ws, rel, action, now, to, external, *, userEdit=False, **more) -> dict:
+    """One FilePlan entry; `fromMode` is the permission bits on disk now (a mode change alone shows
+    as bits, not as a digest that stays the same)."""
     out = {"uri": ws.to_uri(rel), "path": rel, "action": action,
-           "from": now, "to": to, "externalChange": bool(external), "userEdit": bool(userEdit)}
+           "from": now, "to": to, "externalChange": bool(external), "userEdit": bool(userEdit),
+           "fromMode": current_mode(ws, rel) if is_digest(now) else None}
     out.update(more)
     return out
 
