@@ -34,7 +34,7 @@ from .hookhost import METHOD as HOOK_METHOD
 from .hookhost import handle_event
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
-from .slices import SliceStats, cycles_deferred, reclaim_frozen, run_job
+from .slices import Gate, SliceStats, cycles_deferred, reclaim_frozen, run_job
 
 log = logging.getLogger("turnback.lsp")
 
@@ -163,7 +163,8 @@ class TurnbackServer(LanguageServer):
                     job = spec.call(wb, params)
                     self.progress_begin(token, spec.title)
                     try:
-                        result = await run_job(job, on_step=self._reporter(token))
+                        result = await run_job(job, on_step=self._reporter(token),
+                                               gate=Gate.for_method(spec.name))
                     finally:
                         self.progress_end(token, "done")
                 self.kick_collection()

@@ -217,19 +217,27 @@ class ForkFeature:
         except BaseException:
             self._forget(record)  # refused before anything was written: the fork never began
             raise
+        made: dict = {}
         try:
             gaps = wt.init_submodules(wb.root, target, git_plan.submodules) if use_git else []
-            made = yield from self._fill_child(plan, target, child_id, parent, gaps, use_git)
-        except BaseException:
+            yield from self._fill_child(plan, target, child_id, parent, gaps, use_git, made)
+        except BaseException as exc:
+            if isinstance(exc, GeneratorExit) and made:
+                self._worktree_done(record, parent, target, made)  # closed after its files: told
+                raise
             # The folder is outside the workspace: it is reported, never deleted.
             try:
                 lineage.write_fork(wb.store, dict(record, phase="abandoned", completed=time.time()))
             except OSError:
                 pass  # the next open marks it abandoned
             raise
+        return self._worktree_done(record, parent, target, made)
+
+    def _worktree_done(self, record: dict, parent, target, made: dict) -> dict:
+        wb, child_id = self.wb, record["branchId"]
         lineage.write_session(wb.store, {
             "sessionId": child_id, "body": None, "frozen": False, "parentId": parent.session_id,
-            "forkTurn": report["turn"], "worktree": str(target), "store": made["store"],
+            "forkTurn": record["turn"], "worktree": str(target), "store": made["store"],
             "meta": {}, "created": record["created"], "parked": time.time(),
             "turnCount": made["turnCount"], "lastPrompt": "", "mode": made["mode"]})
         lineage.write_fork(wb.store, dict(record, phase="complete", completed=time.time(),
@@ -239,9 +247,10 @@ class ForkFeature:
                 "branch": {"sessionId": child_id, "parentId": parent.session_id,
                            "worktree": str(target), "turnCount": made["turnCount"],
                            "mode": made["mode"]},
-                "files": made["files"], "gaps": made["gaps"], "report": report}
+                "files": made["files"], "gaps": made["gaps"], "report": made["report"]}
 
-    def _fill_child(self, plan, target, child_id: str, parent, gaps: list[dict], use_git: bool):
+    def _fill_child(self, plan, target, child_id: str, parent, gaps: list[dict], use_git: bool,
+                    made: dict):
         """The worktree's own store and session (lineage pointing at the parent), then the turn-k
         images written as a transaction of that store: a git checkout's files it replaces stay in
         the child's first head (Redo there brings them back), and a crash is recovered there."""
@@ -275,16 +284,24 @@ class ForkFeature:
                 new.known.set_mode(rel, modes.get((rel, image)))
             new.epoch += 1
             new.fork_point = uuid.uuid4().hex
-            if changes:
-                outcome = yield from transaction.run_job(
-                    child.book, child.ws, operation="fork", changes=changes, new_state=new,
-                    max_bytes=options.max_file_bytes, modes=modes)
-                if outcome.status != "committed":
-                    raise TurnbackError(f"the worktree fork could not write its files into {target} "
-                                        f"({outcome.reason}); the folder is left as it is",
-                                        code="io-error", data={"path": str(target)})
-            return {"mode": mode, "files": files, "gaps": gaps, "store": str(child.store.path),
-                    "turnCount": child.state.turn_count}
+            result = {"mode": mode, "files": files, "gaps": gaps, "store": str(child.store.path),
+                      "turnCount": child.state.turn_count, "report": report}
+            done: dict = {}
+            try:
+                if changes:
+                    yield from transaction.run_job(
+                        child.book, child.ws, operation="fork", changes=changes, new_state=new,
+                        max_bytes=options.max_file_bytes, modes=modes, done=done)
+            except GeneratorExit:
+                if getattr(done.get("outcome"), "status", None) == "committed":
+                    made.update(result)  # closed after its first file: it ran on and committed
+                raise
+            outcome = done.get("outcome")
+            if outcome is not None and outcome.status != "committed":
+                raise TurnbackError(f"the worktree fork could not write its files into {target} "
+                                    f"({outcome.reason}); the folder is left as it is",
+                                    code="io-error", data={"path": str(target)})
+            made.update(result)
         finally:
             child.close()
 
