@@ -96,17 +96,26 @@ class Gate:
             fsio.unlink(path)  # the test's own folder: never the workspace or the store
         except (OSError, ValueError):
             return None
+        fsio.unlink(os.path.join(folder, "go"), missing_ok=True)  # a go left by an earlier cancel
         return cls(step, folder)
+
+    def ended(self, steps: int) -> None:
+        """The job ended before the gate's step: FOLDER/ended says after how many yields."""
+        import os
+
+        fsio.write_atomic(os.path.join(self.folder, "ended"), str(steps).encode(), sync=False)
 
     async def hold(self) -> None:
         import os
 
         paused, go = os.path.join(self.folder, "paused"), os.path.join(self.folder, "go")
         fsio.write_atomic(paused, b"", sync=False)
-        while not os.path.exists(go):
-            await asyncio.sleep(0.005)
-        fsio.unlink(go)
-        fsio.unlink(paused)
+        try:
+            while not os.path.exists(go):
+                await asyncio.sleep(0.005)  # a cancel arrives here, as at any yield of the job
+            fsio.unlink(go)
+        finally:
+            fsio.unlink(paused, missing_ok=True)
 
 
 async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGET,
@@ -160,6 +169,8 @@ async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGE
                 if task is not None and hasattr(task, "uncancel"):
                     task.uncancel()
     except StopIteration as done:
+        if gate is not None and stats.steps < gate.step:
+            gate.ended(stats.steps)
         return done.value
     finally:
         # Cancellation ($/cancelRequest, a client gone, shutdown) reaches the job here, as

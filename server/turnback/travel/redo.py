@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
-from ..model.images import ABSENT, UNKNOWN
+from ..model.images import ABSENT, UNKNOWN, is_folder_key
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
 from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
+from .folders import keep_full_folders
 from .transaction import BEFORE_MARK
 from .user_edits import kept_paths, user_edit_fields
 
@@ -169,7 +170,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     loose = _last_loose(state)
     want_mode = target_state.known.mode
     for rel in later:
-        if rel not in created:
+        if rel not in created and not is_folder_key(rel):  # (a store that never knew folders)
             gaps.append(Gap(rel, "unknown-before-image", None,
                             "the state Redo brings back never saw this file, and turnback cannot "
                             "tell whether it existed then; it is left as it is"))
@@ -205,6 +206,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                                **user_edit_fields(action, external, loose.get(rel, False))))
             if to != ABSENT and want_mode(rel) is not None:
                 modes[(rel, to)] = want_mode(rel)
+    unreachable = keep_full_folders(ws, changes, files, gaps)  # a folder goes only if empty
     for f in files:
         f.setdefault("mode", want_mode(f["path"]) if f["to"] != ABSENT else None)
     gaps.extend(g for t in target_state.turns for g in t.gaps)
@@ -221,7 +223,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                             "keeping your edits leaves them as they are. " if edits else "")
                          + "Directive records stay as they are now; no step is run again.")
     new_state = copy.deepcopy(target_state)
-    unreachable = {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
+    unreachable |= {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
     deleted = {rel for rel, to in changes if rel in created}
     for rel, image in state.known.items():
         if rel in deleted:

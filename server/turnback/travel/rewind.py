@@ -25,6 +25,7 @@ from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_text
+from .folders import keep_full_folders
 from .user_edits import USER_EDIT_WORDS, keep_user_edits, user_edit_fields
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
@@ -121,6 +122,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
+    unreachable |= keep_full_folders(ws, changes, files, gaps)  # a folder is removed only if empty
     for turn in discarded:
         gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
     gaps.extend(g for g in state.live_gaps.values() if g.turn is None or g.turn <= keep)

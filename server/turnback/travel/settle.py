@@ -97,7 +97,7 @@ def judge(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int 
 
 def missing_folders(ws, rel: str) -> list[str]:
     """The parent folders of rel that do not exist yet (shallowest first): a restore would create them."""
-    parts = rel.split("/")[:-1]
+    parts = rel.rstrip("/").split("/")[:-1]  # a folder key's own folder is its change, not a parent
     out = []
     for i in range(len(parts)):
         sub = "/".join(parts[: i + 1])

@@ -33,12 +33,13 @@ from pathlib import Path
 
 from ..capture.reader import read_image
 from ..errors import TurnbackError
-from ..model.images import ABSENT, Image
+from ..model.images import ABSENT, Image, is_folder_key
 from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
 from . import outcome as oc
-from .disk import Put, drain, put_many_job
+from .disk import Put, drain, folder_image, put_many_job
+from .folders import apply_order
 from .settle import missing_folders, remove_created_folders, settle_all
 
 INTENT_KIND = "intent"
@@ -104,6 +105,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
         raise TurnbackError(f"could not save the backups before the {operation} ({exc}); "
                             "nothing was changed", code="io-error") from exc
     modes = modes or {}
+    changes = apply_order(changes)  # every step possible in turn; a rollback runs it backwards
     files = [{"rel": rel, "to": to, "backup": backups[rel],
               "toMode": None if to == ABSENT else modes.get((rel, to)),
               "backupMode": backup_modes.get(rel),
@@ -159,6 +161,15 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
     backup_modes: dict[str, int | None] = {}
     with objects.batch():
         for rel, _to in changes:
+            if is_folder_key(rel):  # a folder's backup is whether it is there
+                image, problem = folder_image(ws, rel)
+                if problem is not None:
+                    raise BackupFailed(f"cannot back up the folder {rel} before changing it "
+                                       f"({problem}); nothing was changed",
+                                       data={"path": rel, "reason": problem})
+                backups[rel] = image
+                yield ("backup", len(backups), len(changes))
+                continue
             read = read_image(ws, rel, objects, max_bytes=max_bytes)
             if read.status == "absent":
                 backups[rel] = ABSENT

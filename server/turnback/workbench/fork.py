@@ -26,11 +26,13 @@ import time
 import uuid
 
 from ..errors import InvalidParams, TurnbackError
-from ..model.images import ABSENT, is_digest
+from ..model.gaps import Gap
+from ..model.images import ABSENT, FOLDER, is_digest, is_folder_key
 from ..store import lineage
 from ..travel import fork as plan_fork
 from ..travel import transaction
 from ..travel import worktree as wt
+from ..travel.folders import keep_full_folders
 from . import params as P
 from .sessions import PRIVATE_CONFIG, fresh_state, parked_record
 
@@ -278,6 +280,9 @@ class ForkFeature:
                 changes, modes, files = yield from _overlay_job(
                     plan.derived.new_state.known, child.state, skip, gaps,
                     lambda image: mine.put(theirs.get(image)))
+            keep_full_folders(child.ws, changes, files, gaps)  # what git checked out stays
+            gaps[:] = [{"path": g.rel, "reason": g.reason, "detail": g.detail} if isinstance(g, Gap)
+                       else g for g in gaps]
             new = copy.deepcopy(child.state)
             for rel, image in changes:
                 new.known[rel] = image
@@ -340,6 +345,12 @@ def _overlay_job(images, disk_state, skip, gaps: list[dict], carry):
         if rel == ".git" or rel.startswith(".git/") or "/.git/" in rel or rel.endswith("/.git"):
             continue
         if wt.inside(rel, skip):
+            continue
+        if is_folder_key(rel):  # a folder of turn k's tree: made, or removed (when empty)
+            there = disk_state.known.get(rel) == FOLDER
+            if image == FOLDER and not there or image == ABSENT and there:
+                changes.append((rel, image))
+                files.append({"path": rel, "action": "restore" if image == FOLDER else "delete"})
             continue
         if image == ABSENT:
             if disk_state.known.get(rel) not in (None, ABSENT):  # git checked it out: it goes
