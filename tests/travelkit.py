@@ -124,3 +124,9 @@ def assert_faulted_enough(tried: int, faulted: int, what: str) -> None:
 def last_op(log: list[str], predicate) -> int:
     """The 1-based number of the last operation `predicate(op)` holds for."""
     return max(i for i, op in enumerate(log, 1) if predicate(op))
+
+
+def fork(a, turn: int, **extra) -> dict:
+    """Prepare and confirm a fork at `turn` through the workbench of a sessionkit Agent."""
+    report = a.wb.fork.prepare({"turn": turn})
+    return a.wb.fork.confirm({"turn": turn, "hash": report["hash"], **extra})
