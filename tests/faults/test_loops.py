@@ -14,6 +14,7 @@ import pytest
 from txnkit import BOUNDARY, REWIND_CHILD, crashed_mid_apply, intents, recovery_files, three_files
 
 from sessionkit import REDO_CHILD, Agent, normalised_log, run_child
+from travelkit import assert_faulted_enough, tree
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
@@ -35,7 +36,7 @@ def build(root, kind="heads", *, rewound=False):
 def snapshot(root, kind="heads"):
     a = Agent(root, store_kind=kind)
     try:
-        return a.files(), normalised_log(a.log())
+        return tree(a.root), normalised_log(a.log())
     finally:
         a.close()
 
@@ -97,7 +98,7 @@ def test_closing_a_job_at_every_yield_leaves_old_or_new(tmp_path, make_job, rewo
     build(pristine, kind, rewound=rewound)
     done = fresh(tmp_path, pristine, "done")
     a = Agent(done, store_kind=kind)
-    before = (a.files(), normalised_log(a.log()))
+    before = (tree(a.root), normalised_log(a.log()))
     a.wb.run(make_job(a))
     a.close()
     after = snapshot(done, kind)
@@ -115,7 +116,7 @@ def test_closing_a_job_at_every_yield_leaves_old_or_new(tmp_path, make_job, rewo
             break
         job.close()
         tried += 1
-        live = (a.files(), normalised_log(a.log()))
+        live = (tree(a.root), normalised_log(a.log()))
         a.close()
         got = snapshot(work, kind)
         assert got == live, f"closed at yield {n}: the live process and a reopen disagree"
@@ -170,7 +171,7 @@ def test_a_full_disk_at_every_operation_of_a_commit(tmp_path, make_job, rewound)
         sound(work)
         shutil.rmtree(work)
     print(f"full disk, {make_job.__name__}: {len(points)} of {counter.count} points, {faulted} faulted")
-    assert faulted, f"none of the {len(points)} points hit an operation a full disk refuses"
+    assert_faulted_enough(len(points), faulted, f"full disk, {make_job.__name__}")
 
 
 # -- a power cut (lost unsynced writes) at sampled operations of a rewind commit -------------------
@@ -203,7 +204,8 @@ def test_a_power_cut_during_a_commit_leaves_old_or_new(tmp_path, monkeypatch, ki
         sound(work)
         shutil.rmtree(work)
     print(f"power cut ({kind}, {'redo' if child is REDO_CHILD else 'rewind'}): {len(points)} of {total} points, {crashed} crashed, {outcomes}")
-    assert crashed and outcomes["old"] and outcomes["new"], (crashed, outcomes)
+    assert_faulted_enough(len(points), crashed, "power cut during a commit")
+    assert outcomes["old"] and outcomes["new"], outcomes
 
 
 def _counting(child: str) -> str:
@@ -223,17 +225,26 @@ OPEN_CHILD = ("import sys\nfrom turnback.workbench import Workbench, Options\n"
               "Workbench.open(sys.argv[1], Options()).close()\n")
 
 
+# An open (which recovers) with operation argv[2] failed; prints whether the fault was made.
+FAILING_OPEN = ("import sys\nfrom turnback.workbench import Workbench, Options\n"
+                "from turnback.store import fsio\n"
+                "plan = fsio.FaultPlan(fail_at=int(sys.argv[2]))\nfsio.install(plan)\n"
+                "try:\n    Workbench.open(sys.argv[1], Options()).close()\n"
+                "finally:\n    print(f'faulted {plan.faulted}')\n")
+
+
 # -- faults inside recovery itself ----------------------------------------------------------------
 def test_fail_at_every_operation_of_recovery_then_reopen(tmp_path):
     pristine, before = crashed_mid_apply(tmp_path)
     count_at = fresh(tmp_path, pristine, "count")
     with fsio.faults() as counter:
         Agent(count_at).close()
-    faulted = 0
+    faulted = failed = 0
     for n in range(1, counter.count + 1):  # in a child: a failed open must not leave our own lease
         work = fresh(tmp_path, pristine, f"rfail{n}")
-        proc = run_child(OPEN_CHILD, work, fail_at=n)
-        faulted += proc.returncode != 0
+        proc = run_child(FAILING_OPEN, work, n)
+        faulted += proc.stdout.strip().endswith("faulted 1")  # the plan hit operation n
+        failed += proc.returncode != 0
         if proc.returncode != 0:
             # Reopen, as a user would: a failed cleanup may have left one of our temp files, which
             # the next open removes; the state it then shows must be the old one, never a mix.
@@ -245,8 +256,8 @@ def test_fail_at_every_operation_of_recovery_then_reopen(tmp_path):
         assert not intents(work)
         sound(work)
         shutil.rmtree(work)
-    print(f"recovery: failed at each of {counter.count} operations, {faulted} runs failed")
-    assert faulted, "no operation of recovery was faulted"
+    print(f"recovery: failed at each of {counter.count} operations, {failed} opens failed")
+    assert_faulted_enough(counter.count, faulted, "failures during recovery")
 
 
 @pytest.mark.parametrize("model", ["process-death", "lose-unsynced"])
@@ -273,7 +284,7 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypat
         sound(work)
         shutil.rmtree(work)
     print(f"recovery ({model}): {len(points)} of {counter.count} points, {crashed} crashed")
-    assert crashed, "no sampled point crashed"
+    assert_faulted_enough(len(points), crashed, f"crashes during recovery ({model})")
 
 
 def with_a_recovery_record(pristine, monkeypatch):

@@ -3,12 +3,14 @@ and the session both old or both new, never a mix; a rollback that fails is a vi
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
 from sessionkit import REDO_CHILD as REDO
 from sessionkit import REWIND_CHILD as REWIND
 from sessionkit import Agent, crash_every_operation, normalised_log
+from travelkit import tree
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
@@ -21,8 +23,15 @@ def build(root, kind, *, rewound=False):
     a = Agent(root, store_kind=kind)
     (a.root / "a.txt").write_text("a0")
     (a.root / "keep.txt").write_text("untouched")
+    (a.root / "empty").mkdir()  # an empty folder turn two removes: the loops check folders too
     a.turn("one", {"a.txt": "a1"})
-    a.turn("two", {"a.txt": "a2", "new/b.txt": "b2"})
+    a.begin("two")
+    a.write("a.txt", "a2")
+    a.write("new/b.txt", "b2")
+    os.chmod(a.root / "a.txt", 0o755)  # and permission bits
+    os.rmdir(a.root / "empty")
+    (a.root / "made" / "out").mkdir(parents=True)
+    a.settle()
     a.turn("three", {"keep2.txt": "k3", "a.txt": None})
     if rewound:
         c = a.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 2}})
@@ -33,7 +42,7 @@ def build(root, kind, *, rewound=False):
 def snapshot(root, kind):
     a = Agent(root, store_kind=kind)
     try:
-        return a.files(), normalised_log(a.log())
+        return tree(a.root), normalised_log(a.log())
     finally:
         a.close()
 
@@ -81,7 +90,7 @@ def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
         reached = plan.count < n
         statuses.add(status)
         # Whatever happened, the live process and a reopen agree, and both are old or new.
-        live = (a.files(), normalised_log(a.log()))
+        live = (tree(a.root), normalised_log(a.log()))
         a.close()
         got = snapshot(work, kind)
         assert got == live

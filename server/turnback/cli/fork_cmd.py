@@ -101,7 +101,7 @@ def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
         out.append("The workspace is left as it is; the folder gets every captured file as it was "
                    f"at the end of turn {report['turn']}.")
     else:
-        out.extend(r.fork_plan(dict(report, summary=None), steps, keep_user_edits=keep))
+        out.extend(r.fork_plan(report, steps, keep_user_edits=keep))
     if report["droppedSends"]:
         out.append("Held outbound sends of this session that the branch drops: "
                    + ", ".join(report["droppedSends"]))
@@ -207,8 +207,11 @@ def cmd_compare(ctx) -> int:
 
 def compare_lines(c: dict) -> list[str]:
     a, b = c["a"], c["b"]
+    if c.get("sameSession"):
+        return [f"A and B are one session ({c['sessionId'][:12]}, {a['turnCount']} turn(s)): "
+                "nothing differs between them. Name two sessions (`turnback branch` lists them)."]
     out = [f"A {a['sessionId'][:12]} ({a['turnCount']} turn(s)) and B {b['sessionId'][:12]} "
-           f"({b['turnCount']} turn(s)) share {c['sharedTurns']} turn(s)."]
+           f"({b['turnCount']} turn(s)) share {c['sharedTurns']} turn(s), compared by content."]
     for name, side in (("A", a), ("B", b)):
         out.append(f"{name} after the shared turns:")
         if not side["turns"]:
@@ -228,7 +231,8 @@ def compare_lines(c: dict) -> list[str]:
     live = c.get("liveReport")
     if live:
         verdict = "matches" if live["agrees"] else "DOES NOT match"
-        out.append(f"The live fork's recorded partition {verdict} the one computed here.")
+        turn = f" at turn {live['forkTurn']}" if live.get("forkTurn") is not None else ""
+        out.append(f"The live fork{turn}'s recorded partition {verdict} the one computed here.")
     return out
 
 
