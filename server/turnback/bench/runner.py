@@ -97,6 +97,7 @@ _REGISTRY = {
     "live-resources": "live:run_live_resources",
     "agent-hooks": "agenthooks:run",
     "fence-cost": "fence:run",
+    "recovery-rollback": "recovery:run",
 }
 
 
@@ -109,7 +110,8 @@ def _load(name: str) -> Callable[[Context], None]:
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
-             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost")
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
+             "recovery-rollback")
 
 
 # ---------------------------------------------------------------------------------------- output
