@@ -22,6 +22,13 @@ def _two_turns(root, kind="heads"):
     a.close()
 
 
+def _workspace(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    _two_turns(root)
+    return root
+
+
 def _redo_to(root, predicate) -> dict:
     """Pick the Redo group the predicate wants (from `turnback redo --json`), and redo it."""
     groups = as_json(root, "redo")["groups"]
@@ -36,9 +43,7 @@ def _gc(root):
 
 
 def test_rewind_over_an_uncaptured_edit_then_redo_brings_it_back(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    _two_turns(root)
+    root = _workspace(tmp_path)
     (root / "a.txt").write_text("mine, never captured")
     ok(root, "rewind", "--before-prompt", "2", "--yes")
     assert (root / "a.txt").read_text() == "a1"
@@ -48,9 +53,7 @@ def test_rewind_over_an_uncaptured_edit_then_redo_brings_it_back(tmp_path):
 
 
 def test_redo_over_an_uncaptured_edit_then_redo_brings_it_back(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    _two_turns(root)
+    root = _workspace(tmp_path)
     ok(root, "rewind", "--before-prompt", "2", "--yes")
     (root / "b.txt").write_text("my edit after the rewind")
     _redo_to(root, lambda g: g["turnCount"] == 2)
@@ -61,9 +64,7 @@ def test_redo_over_an_uncaptured_edit_then_redo_brings_it_back(tmp_path):
 
 
 def test_a_fork_in_place_over_an_uncaptured_edit_then_redo_brings_it_back(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    _two_turns(root)
+    root = _workspace(tmp_path)
     (root / "a.txt").write_text("mine, never captured")
     out = ok(root, "fork", "--turn", "1", "--yes")
     assert "a.txt" in out and "Redo" in out  # the report names the edit it overwrites, and the way back

@@ -154,34 +154,13 @@ class Renderer:
     def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
                   keep_user_edits: bool = False) -> list[str]:
         steps = steps or {}
-        keep, discard = c["keep"], c["discard"]
-        out = ["Keeps:"]
-        if keep.get("turnCount"):
-            last = keep["last"]
-            out.append(f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
-                       f"\u201c{clip(last.get('prompt'), 60)}\u201d")
-        else:
-            out.append("  nothing: the session becomes empty")
-        out.append("Discards:")
-        if discard.get("turnCount"):
-            first = discard["first"]
-            out.append(f"  {discard['turnCount']} turn(s), from turn {first['turn']}: "
-                       f"\u201c{clip(first.get('prompt'), 60)}\u201d, with their answers")
-        else:
-            out.append("  no turns")
+        out = ["Keeps:", kept_turns(c["keep"], "nothing: the session becomes empty"),
+               "Discards:", later_turns(c["discard"], "turn(s)", "no turns")]
         out.extend(self.files(c.get("files", [])))
         out.extend(self.user_edits(c.get("files", []), keep_user_edits))
         out.extend(self.gap_lines(c.get("gaps", []), "rewind"))
         out.extend(self.effect_lines(c.get("effects", {}), steps, "Steps of the discarded turns:"))
-        for d in c.get("directives", []):
-            out.append(f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} attempt(s) discarded, "
-                       f"state afterwards {d.get('stateAfter')}")
-        cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
-        if cleared:
-            out.append("Workflow cleared: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
-        if c.get("summary"):
-            out.append("In short: " + c["summary"])
-        return out
+        return out + closing_lines(c, "attempt(s) discarded, state afterwards", "Workflow cleared")
 
     def gap_lines(self, gaps: list[dict], what: str) -> list[str]:
         out = [f"What this {what} cannot undo ({len(gaps)} gap(s)):" if gaps
@@ -252,21 +231,9 @@ class Renderer:
         """A fork in place in its own words: the later turns stay in the frozen session (nothing is
         discarded), the files are put back as they were at the end of turn k."""
         steps = steps or {}
-        keep, later = report["keep"], report["discard"]
-        out = ["The branch keeps:"]
-        if keep.get("turnCount"):
-            last = keep["last"]
-            out.append(f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
-                       f"\u201c{clip(last.get('prompt'), 60)}\u201d")
-        else:
-            out.append("  no turns: the branch starts empty")
-        out.append("In the frozen session only (kept there, readable, not in the branch):")
-        if later.get("turnCount"):
-            first = later["first"]
-            out.append(f"  {later['turnCount']} later turn(s), from turn {first['turn']}: "
-                       f"\u201c{clip(first.get('prompt'), 60)}\u201d, with their answers")
-        else:
-            out.append("  no later turns")
+        out = ["The branch keeps:", kept_turns(report["keep"], "no turns: the branch starts empty"),
+               "In the frozen session only (kept there, readable, not in the branch):",
+               later_turns(report["discard"], "later turn(s)", "no later turns")]
         files = report.get("files", [])
         out.extend(self.files(files, FORK_ACTION_TEXT))
         out.extend(self.user_edits(files, keep_user_edits))
@@ -278,15 +245,8 @@ class Renderer:
         out.extend(self.gap_lines(report.get("gaps", []), "fork"))
         out.extend(self.effect_lines(report.get("effects", {}), steps,
                                      "Steps of the later turns (they stay done; nothing is re-run):"))
-        for d in report.get("directives", []):
-            out.append(f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} attempt(s) stay in "
-                       f"the frozen session, state in the branch {d.get('stateAfter')}")
-        cleared = {k: v for k, v in (report.get("workflowCleared") or {}).items() if v}
-        if cleared:
-            out.append("Not carried into the branch: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
-        if report.get("summary"):
-            out.append("In short: " + report["summary"])
-        return out
+        return out + closing_lines(report, "attempt(s) stay in the frozen session, state in the "
+                                           "branch", "Not carried into the branch")
 
     # -- redo -------------------------------------------------------------------------------------
     def redo_list(self, result: dict) -> list[str]:
@@ -404,6 +364,36 @@ class Renderer:
         out.append(f"fsck {report.path}: {report.records_checked} record(s) and "
                    f"{report.objects_checked} object(s) checked; {verdict}")
         return out
+
+
+def closing_lines(c: dict, attempts: str, cleared_words: str) -> list[str]:
+    """The directives, the workflow and the summary at the end of a rewind's or a fork's plan."""
+    out = [f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} {attempts} {d.get('stateAfter')}"
+           for d in c.get("directives", [])]
+    cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
+    if cleared:
+        out.append(f"{cleared_words}: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
+    if c.get("summary"):
+        out.append("In short: " + c["summary"])
+    return out
+
+
+def kept_turns(keep: dict, none: str) -> str:
+    """`  3 turn(s), up to turn 3: “…”`: the turns a rewind or fork keeps."""
+    if not keep.get("turnCount"):
+        return f"  {none}"
+    last = keep["last"]
+    return (f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
+            f"\u201c{clip(last.get('prompt'), 60)}\u201d")
+
+
+def later_turns(part: dict, what: str, none: str) -> str:
+    """`  2 turn(s), from turn 4: “…”, with their answers`: the turns after the boundary."""
+    if not part.get("turnCount"):
+        return f"  {none}"
+    first = part["first"]
+    return (f"  {part['turnCount']} {what}, from turn {first['turn']}: "
+            f"\u201c{clip(first.get('prompt'), 60)}\u201d, with their answers")
 
 
 def mode_text(bits) -> str:

@@ -16,7 +16,7 @@ import stat as statmod
 from ..errors import TurnbackError
 from ..model.images import ABSENT
 from ..store import fsio
-from .disk import Put, current_mode, disk_image, drain, put_image, put_many_job, put_mode
+from .disk import Put, current_mode, disk_image, drain, put_many_job
 
 
 def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int | None = None,
@@ -25,21 +25,12 @@ def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int
     `allowed` (with `allowed_modes[i]`, by position); return None when it does now, else a sentence
     saying why it was left alone or could not be written. A mode of None (unknown: a record of
     before modes) matches any bits and leaves them as they are."""
-    now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
-    if problem is not None:
-        return f"left alone: it cannot be read safely now ({problem})"
-    now_mode = current_mode(ws, rel)
-    if _holds(now, now_mode, want, mode):
-        return None
-    modes = list(allowed_modes) + [None] * (len(allowed) - len(allowed_modes))
-    if not any(_holds(now, now_mode, image, m) for image, m in zip(allowed, modes)):
-        return ("left alone: it changed after the transaction (its image is neither the one the "
-                "transaction left nor its backup)")
+    verdict = judge(ws, objects, rel, want, allowed, max_bytes=max_bytes, mode=mode,
+                    allowed_modes=allowed_modes)
+    if verdict is None or isinstance(verdict, str):
+        return verdict
     try:
-        if now == want:  # the bytes are right; only the permission bits differ
-            put_mode(ws, rel, mode)
-        else:
-            put_image(ws, objects, rel, want, mode=mode)
+        drain(put_many_job(ws, objects, [verdict], stop_on_error=True))
     except Exception as exc:  # noqa: BLE001 - any failure is reported; the caller keeps going
         return f"{type(exc).__name__}: {exc}"
     return None
