@@ -6,6 +6,7 @@ brings it all back."""
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 from hookkit import hook_log, replay_fixture, tb, tb_json, workspace_files
@@ -55,7 +56,13 @@ def test_claude_code_session(tmp_path, env):
     recording, rep = replay_fixture(tmp_path, "claude-code", env=env)
     root = rep.workspace
     assert all(s.returncode == 0 for s in rep.sent), [s.stderr for s in rep.sent if s.returncode]
-    assert all(not s.stdout.strip() for s in rep.sent), "nothing printed when there is nothing to say"
+    said = [(s.payload.get("hook_event_name"), s.payload.get("tool_input", {}).get("command"),
+             json.loads(s.stdout)) for s in rep.sent if s.stdout.strip()]
+    # nothing printed when there is nothing to say; the guard's default warns before the push
+    assert [(name, command) for name, command, _ in said] == [("PreToolUse", "git push origin main")]
+    warning = said[0][2]
+    assert "turnback cannot rewind this" in warning["systemMessage"]
+    assert "permissionDecision" not in warning["hookSpecificOutput"]  # a warning never stops it
     log = tb_json(root, "log")
     assert [t["state"] for t in log["turns"]] == ["settled", "settled"]
     t1, t2 = log["turns"]
@@ -67,12 +74,13 @@ def test_claude_code_session(tmp_path, env):
     assert kinds == [("file-write", "host"), ("file-write", "host"), ("shell", "unknown"),
                      ("shell", "none")]
     assert "sed -i" in _steps(log, 1)[2]["summary"]
+    assert _steps(log, 1)[2]["paths"] == ["README.md"]  # Claude Code said which file it changed
     steps2 = _steps(log, 2)
     # the parallel Edits are both recorded, in the order of their tool ids (A before B)
     assert [s["summary"] for s in steps2[:2]] == ["Edit src/util.py", "Edit conf/app.ini"]
     assert "git push origin main" in steps2[2]["summary"] and "never finished" in steps2[2]["summary"]
     assert steps2[2]["scope"] == "unknown"
-    assert steps2[3]["summary"].startswith("Task")
+    assert steps2[3]["summary"].startswith("Agent")
     assert "failed: Command failed with exit code 127" in steps2[4]["summary"]
     assert (steps2[5]["kind"], steps2[5]["scope"]) == ("network-fetch", "none")
     assert (steps2[6]["kind"], steps2[6]["scope"]) == ("other", "unknown")

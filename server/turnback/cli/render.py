@@ -33,13 +33,17 @@ GAP_TEXT = {
     "git-internal": "inside a .git folder: git's own files are never captured or restored",
 }
 
-ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep"}
+ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep", "kept": "keep"}
 FORK_ACTION_TEXT = {"restore": "put back", "delete": "remove", "unchanged": "keep"}
+MODE_TEXT = {"files": "Files only: every turn of the conversation stays.",
+             "conversation": "Conversation only: every file stays as it is now."}
 
 # Who made a user edit (FilePlan.userEditBy), in words.
 USER_EDIT_TEXT = {"editor-save": "saved in the editor", "disk-change": "changed on disk",
                   "capture-request": "captured between turns",
-                  "uncaptured": "changed on disk, not captured yet"}
+                  "uncaptured": "changed on disk, not captured yet",
+                  "restore": "put back by turnback restore",
+                  "kept-on-rewind": "kept by a conversation-only rewind"}
 
 # Why a collection kept a head (collect/retention.py), in words, most important first.
 KEPT_TEXT = {"current": "the current state", "group": "Redo state(s)", "recent": "newest state(s)",
@@ -148,18 +152,35 @@ class Renderer:
                 out.append(f"  steps:    {t['steps']}")
             for g in t.get("gaps", []):
                 out.append(f"  gap:      {self.gap(g)}")
+            for rec in (x for x in log.get("restores", []) if x.get("afterTurn") == t["turn"]):
+                out.extend(self.restore_record(rec))
         return out
+
+    def restore_record(self, rec: dict) -> list[str]:
+        """One restore that kept every turn, as the log shows it after the turn it followed."""
+        from ..travel.rewind import boundary_words
+
+        paths = [self.path(p) for p in rec.get("paths", [])]
+        more = rec.get("count", len(paths)) - len(paths)
+        what = "restore" if rec.get("operation") == "restore" else "files-only rewind"
+        return [f"  then a {what} ({when(rec.get('created'))}): {rec.get('count', len(paths))} "
+                f"file(s) back to how they were {boundary_words(rec.get('boundary') or {})}"
+                + (": " + ", ".join(paths) + (f" and {more} more" if more > 0 else "") if paths else "")]
 
     # -- rewind -----------------------------------------------------------------------------------
     def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
                   keep_user_edits: bool = False) -> list[str]:
         steps = steps or {}
-        out = ["Keeps:", kept_turns(c["keep"], "nothing: the session becomes empty"),
-               "Discards:", later_turns(c["discard"], "turn(s)", "no turns")]
+        out = [MODE_TEXT[c["mode"]]] if c.get("mode") in MODE_TEXT else []
+        out += self.settled_first(c) + [
+            "Keeps:", kept_turns(c["keep"], "nothing: the session becomes empty"),
+            "Discards:", later_turns(c["discard"], "turn(s)", "no turns")]
         out.extend(self.files(c.get("files", [])))
         out.extend(self.user_edits(c.get("files", []), keep_user_edits))
         out.extend(self.gap_lines(c.get("gaps", []), "rewind"))
-        out.extend(self.effect_lines(c.get("effects", {}), steps, "Steps of the discarded turns:"))
+        out.extend(self.effect_lines(c.get("effects", {}), steps,
+                                     "Steps of the later turns (they stay; their files go back):"
+                                     if c.get("mode") == "files" else "Steps of the discarded turns:"))
         return out + closing_lines(c, "attempt(s) discarded, state afterwards", "Workflow cleared")
 
     def gap_lines(self, gaps: list[dict], what: str) -> list[str]:
@@ -191,6 +212,8 @@ class Renderer:
             line = f"  {action:<8} {self.path(f):<{width}}  {change_text(f)}"
             if f.get("userEdit") and f.get("action") != "unchanged":
                 line += "  ! your edit (" + USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
+            if f.get("pushed"):
+                line += f"  ! committed and pushed to {f['pushed']}: this change has left the machine"
             out.append(line)
         return out
 
@@ -213,7 +236,9 @@ class Renderer:
     def commit(self, result: dict, what: str) -> list[str]:
         status = result.get("status")
         if status == "committed":
-            out = [f"{what} committed (epoch {result.get('epoch')}, head {result.get('headSeq')})"]
+            where = ([f"epoch {result['epoch']}"] if "epoch" in result else []) + \
+                [f"head {result.get('headSeq')}"]
+            out = [f"{what} committed ({', '.join(where)})"]
             out.extend(self.kept(result))
         elif status == "nothing-to-do":
             out = [f"nothing to {what}: this is the current state"]
@@ -278,8 +303,14 @@ class Renderer:
             out.append(f"  ({result['hidden']} earlier state(s) of the current line: `turnback redo --all`)")
         return out
 
+    def settled_first(self, c: dict) -> list[str]:
+        """An agent's idle turn that the rewind, Redo or fork settled before it could be planned."""
+        s = c.get("settledFirst")
+        return [f"First: {s.get('text')}"] if s and s.get("text") else []
+
     def redo_plan(self, plan: dict, *, keep_user_edits: bool = False) -> list[str]:
-        out = [f"Would bring back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
+        out = self.settled_first(plan) + \
+            [f"Would bring back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
         out.extend(self.files(plan.get("files", [])))
         out.extend(self.user_edits(plan.get("files", []), keep_user_edits))
         for g in plan.get("gaps", []):

@@ -56,6 +56,9 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         if key not in best or best[key].seq < head.seq:
             best[key] = head
     here = (current.settled_turn_count, current.fork_point) if current else None
+    # The state just before each file restore that kept every turn: same turns, other files. It was
+    # left behind like a rewind's, so it is offered, not hidden as an earlier moment of this line.
+    restored = {(r.get("afterTurn"), r.get("forkPointBefore")) for r in (current.restores if current else ())}
     mine = _outline(codec, current_head)
     out = []
     for key, h in best.items():
@@ -76,8 +79,9 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
             # checkout a worktree fork wrote over, a Redo's own source), so Redo offers them.
             # A *before* head (what a transaction overwrote that the session never captured) is
             # never an earlier moment: it is what the safety net kept.
-            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])] and not kept_before(h) and (
-                len(theirs[0]) < len(mine[0]) or not group["changes"]["files"])
+            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])] and not kept_before(h) \
+                and key not in restored and (len(theirs[0]) < len(mine[0])
+                                             or not group["changes"]["files"])
             if group["ancestor"] and not everything:
                 continue
         out.append(group)

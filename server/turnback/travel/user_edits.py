@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import copy
 
+from .filestate import keep_as_they_are
+
 # Who made a change between turns (the capture source), in the contract's words, and in a person's.
 USER_EDIT_BY = {"save": "editor-save", "watch": "disk-change", "sweep": "disk-change",
-                "hook": "capture-request"}
+                "hook": "capture-request", "restore": "restore", "kept": "kept-on-rewind"}
 USER_EDIT_WORDS = {"editor-save": "saved in the editor", "disk-change": "changed on disk",
                    "capture-request": "captured between turns", "uncaptured": "changed on disk, "
-                   "not captured yet"}
+                   "not captured yet", "restore": "put back by turnback restore",
+                   "kept-on-rewind": "kept by a conversation-only rewind"}
 
 
 def user_edit_fields(action: str, external: bool, loose_by: str | None | bool = False) -> dict:
@@ -52,17 +55,7 @@ def keep_user_edits(derived, state):
     clone = copy.copy(derived)
     clone.changes = [(rel, to) for rel, to in derived.changes if rel not in kept]
     new = copy.deepcopy(derived.new_state)
-    keep = new.turn_count
-    for rel in kept:
-        now = state.known.get(rel)
-        if now is None:
-            continue
-        target = new.known.get(rel)
-        if target is not None and target != now:
-            bucket = new.between.setdefault(keep, {})
-            bucket[rel] = (bucket[rel][0] if rel in bucket else target, now)
-        new.known[rel] = now
-        new.known.set_mode(rel, state.known.mode(rel))
+    keep_as_they_are(new, state, kept)
     clone.new_state = new
     clone.kept = sorted(kept)
     return clone

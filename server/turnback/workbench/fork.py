@@ -34,6 +34,7 @@ from ..travel import transaction
 from ..travel import worktree as wt
 from ..travel.folders import keep_full_folders
 from . import params as P
+from .agentlinks import agent_resume, annotate, follow_fork
 from .sessions import PRIVATE_CONFIG, fresh_state, parked_record
 
 
@@ -59,8 +60,9 @@ class ForkFeature:
         p = P.obj(params)
         turn = P.field(p, "turn", int)
         self.wb.sessions.guard(p)  # a frozen session is never a fork's source
+        settled = yield from self.wb.turns.settle_idle_job("fork")  # an idle agent turn
         plan = yield from self._plan_job(turn)
-        return plan.report
+        return annotate(dict(plan.report), settled)
 
     # -- confirm ----------------------------------------------------------------------------------
     def confirm(self, params) -> dict:
@@ -87,8 +89,9 @@ class ForkFeature:
         if worktree is not None:  # every refusal before the fork writes its first record
             target = wt.check_target(wb.ws, worktree)
             git_plan = wt.check_git(wb.root) if use_git else None
+        settled = yield from wb.turns.settle_idle_job("fork")
         plan = yield from self._plan_job(turn)
-        report = plan.report
+        report = plan.report = annotate(dict(plan.report), settled)
         if report.get("refusal"):
             return {"status": "refused", "refusal": report["refusal"], "report": report}
         if report["hash"] != expected:
@@ -140,15 +143,15 @@ class ForkFeature:
             if finished is None:
                 self._forget(record)  # closed before the first file: nothing changed, nothing busy
             else:  # closed after it: the transaction ran on; the clients hear of it all the same
-                self._told(report, record, parent, branch, finished, touched, kept)
+                self._told(report, record, parent, branch, finished, touched, kept, derived.changes)
             raise
         except Exception as exc:
             if not (isinstance(exc, TurnbackError) and exc.data.get("txn")):
                 self._forget(record)  # nothing was changed (the transaction says so)
             raise  # else its intent is unsettled: the next open decides, and finishes the records
-        return self._told(report, record, parent, branch, outcome, touched, kept)
+        return self._told(report, record, parent, branch, outcome, touched, kept, derived.changes)
 
-    def _told(self, report, record, parent, branch, outcome, touched, kept) -> dict:
+    def _told(self, report, record, parent, branch, outcome, touched, kept, changes) -> dict:
         """The records, the notices and the answer of a fork transaction's outcome: one path for an
         uncancelled fork and one closed after its first file."""
         wb = self.wb
@@ -165,6 +168,9 @@ class ForkFeature:
         wb.events.emit("epoch", {"source": "fork", "sessionId": branch.session_id,
                                  "parentId": parent.session_id, "turnCount": wb.state.turn_count,
                                  "epoch": wb.state.epoch})
+        wb.announce_rewound({"operation": "fork", "mode": "all", "parentId": parent.session_id,
+                             "boundary": {"kind": "afterResponse", "turn": report["turn"]},
+                             "files": [rel for rel, _ in changes]})
         wb.collection.schedule("fork")
         wb.directives.notify(touched | {d.rel for d in wb.state.directives.values()})
         wb.emit_status()
@@ -172,6 +178,10 @@ class ForkFeature:
                   "branch": {"sessionId": branch.session_id, "parentId": parent.session_id,
                              "worktree": None, "turnCount": wb.state.turn_count},
                   "droppedSends": report["droppedSends"], "report": report}
+        follow_fork(wb, parent.session_id, branch.session_id, report["turn"])  # the agent goes on here
+        resume = agent_resume(wb, wb.state.turn_count)
+        if resume is not None:
+            result["agentResume"] = resume  # the agent's conversation, resumed at the fork point
         if kept:
             result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
         return result

@@ -15,6 +15,8 @@ from ..travel.rewind import derive_job
 from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits
 from . import params as P
+from .agentlinks import annotate
+from .restore import left_the_machine_job, rewind_args
 
 
 PENDING_SHOWN = 20  # paths listed per pending intent (the count says how many there are)
@@ -27,8 +29,12 @@ PENDING_WORDS = {
 }
 
 
-def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None):
-    """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
+def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None, *,
+                conversation: bool = True, announce: dict | None = None):
+    """The shared tail of a confirmed rewind, redo or restore: the transaction, then its report and
+    notices (`announce`: what `turnback/rewound` says, its files filled in from `changes`)."""
+    if announce is not None:
+        announce = dict(announce, files=[rel for rel, _ in changes])
     touched = {d.rel for d in wb.state.directives.values()}
     done: dict = {}
     try:
@@ -40,13 +46,14 @@ def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None):
         # Closed (cancelled, disconnected, shut down) after the first file was touched: the
         # transaction ran on to its outcome; clients still hear of it.
         if "outcome" in done:
-            _report(wb, done["outcome"], operation, touched, kept)
+            _report(wb, done["outcome"], operation, touched, kept, conversation, announce)
         raise
-    return _report(wb, outcome, operation, touched, kept)
+    return _report(wb, outcome, operation, touched, kept, conversation, announce)
 
 
-def _report(wb, outcome, operation: str, touched, kept=()) -> dict:
-    result = wb.after_transaction(outcome, operation, touched=touched)
+def _report(wb, outcome, operation: str, touched, kept=(), conversation=True, announce=None) -> dict:
+    result = wb.after_transaction(outcome, operation, touched=touched, conversation=conversation,
+                                  announce=announce)
     if outcome.message:
         result["message"] = outcome.message
     if kept and result.get("status") == "committed":
@@ -62,38 +69,45 @@ class RewindFeature:
     def __init__(self, wb):
         self.wb = wb
 
-    def _derive_job(self, boundary):
+    def _derive_job(self, boundary, mode: str = "all", dirty=()):
         wb = self.wb
         return derive_job(wb.state, wb.ws, wb.store.objects, boundary,
-                          max_bytes=wb.options.max_file_bytes)
+                          max_bytes=wb.options.max_file_bytes, mode=mode, dirty=dirty)
 
     def prepare(self, params) -> dict:
         return self.wb.run(self.prepare_job(params))
 
     def prepare_job(self, params):
         p = P.obj(params)
-        derived = yield from self._derive_job(P.field(p, "boundary", dict))
-        return derived.candidate
+        args = rewind_args(self.wb, p)
+        settled = yield from self.wb.turns.settle_idle_job("rewind")  # an idle agent turn
+        derived = yield from self._derive_job(*args)
+        candidate = yield from left_the_machine_job(self.wb, derived.candidate)
+        return annotate(dict(candidate), settled)
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
 
     def commit_job(self, params):
         p = P.obj(params)
-        boundary = P.field(p, "boundary", dict)
+        boundary, mode, dirty = rewind_args(self.wb, p)
         plan = P.field(p, "planHash", str)
         keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
-        derived = yield from self._derive_job(boundary)
+        settled = yield from wb.turns.settle_idle_job("rewind")
+        derived = yield from self._derive_job(boundary, mode, dirty)
         if derived.candidate["planHash"] != plan:
-            return {"status": "stale", "candidate": derived.candidate}
+            return {"status": "stale", "candidate": annotate(dict(derived.candidate), settled)}
         if derived.noop:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
             derived = derived.keeping_user_edits(wb.state)
         return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                       getattr(derived, "kept", ()), derived.modes))
+                                       getattr(derived, "kept", ()), derived.modes,
+                                       conversation=mode != "files",
+                                       announce={"operation": "rewind", "mode": mode,
+                                                 "boundary": boundary}))
 
 
 class RedoFeature:
@@ -129,8 +143,10 @@ class RedoFeature:
 
     def prepare_job(self, params):
         p = P.obj(params)
-        plan = yield from self._plan_job(P.field(p, "headSeq", int))
-        return plan.result
+        head_seq = P.field(p, "headSeq", int)
+        settled = yield from self.wb.turns.settle_idle_job("redo")  # an idle agent turn
+        plan = yield from self._plan_job(head_seq)
+        return annotate(dict(plan.result), settled)
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
@@ -142,13 +158,16 @@ class RedoFeature:
         keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
+        settled = yield from wb.turns.settle_idle_job("redo")
         plan = yield from self._plan_job(head_seq)
         if plan.result["planHash"] != plan_hash:
-            return {"status": "stale", "plan": plan.result}
+            return {"status": "stale", "plan": annotate(dict(plan.result), settled)}
         if keep:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                       getattr(plan, "kept", ()), plan.modes))
+                                       getattr(plan, "kept", ()), plan.modes,
+                                       announce={"operation": "redo", "mode": "all",
+                                                 "boundary": None, "headSeq": head_seq}))
 
 
 class RecoveryFeature:
