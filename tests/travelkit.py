@@ -85,8 +85,23 @@ from turnback.workbench import Workbench, Options
 from turnback.store import fsio
 wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
 r = wb.fork.prepare({"turn": 1})
-plan = fsio.FaultPlan(crash_at=int(sys.argv[3]) or None,
-                      lose_unsynced=sys.argv[4] == "lose-unsynced")
+
+
+class AfterNth(fsio.FaultPlan):
+    # crash at the operation right after the Nth one naming SUBSTRING (argv[3] "after:N:SUBSTRING"):
+    # found by what it does, not by a number counted in another run
+    def tick(self, op, path, src=None):
+        super().tick(op, path, src)
+        n, _, what = sys.argv[3][len("after:"):].partition(":")
+        if self.log[-1].startswith(("link", "rename")) and what in self.log[-1]:
+            self.seen = getattr(self, "seen", 0) + 1
+            if self.seen == int(n):
+                self.crash_at = self.count + 1
+
+
+spec = sys.argv[3]
+plan = (AfterNth(lose_unsynced=sys.argv[4] == "lose-unsynced") if spec.startswith("after:") else
+        fsio.FaultPlan(crash_at=int(spec) or None, lose_unsynced=sys.argv[4] == "lose-unsynced"))
 fsio.install(plan)
 out = wb.fork.confirm({"turn": 1, "hash": r["hash"]})
 fsio.install(None)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from sessionkit import Agent
-from travelkit import FORK_CHILD, as_json, child, last_op, ok, operations, turnback
+from travelkit import FORK_CHILD, as_json, child, ok, operations, turnback
 
 from turnback.store.fsck import fsck
 from turnback.store.fsio import CRASH_EXIT
@@ -105,9 +105,10 @@ def test_recovery_that_finishes_a_fork_keeps_what_it_overwrites(tmp_path):
     _two_turns(pristine)
     (pristine / "b.txt").write_text("mine, never captured")
     log = operations(FORK_CHILD, shutil.copytree(pristine, tmp_path / "count"), "heads")
-    after_commit = last_op(log, lambda op: "/heads/" in op and op.startswith(("link", "rename")))
+    heads = [op for op in log if "/heads/" in op and op.startswith(("link", "rename"))]
+    assert len(heads) == 2  # the before head (the edit kept), then the branch: the commit point
     root = shutil.copytree(pristine, tmp_path / "ws")
-    proc = child(FORK_CHILD, root, "heads", after_commit + 1, "kill")
+    proc = child(FORK_CHILD, root, "heads", "after:2:/heads/", "kill")
     assert proc.returncode == CRASH_EXIT, proc.stderr
     rc, out, err = turnback(root, "redo")
     assert rc == 0, err
