@@ -31,6 +31,9 @@ GAP_TEXT = {
     "not-a-file": "not a regular file",
     "not-in-head": "the image is missing from the saved state",
     "git-internal": "inside a .git folder: git's own files are never captured or restored",
+    "not-a-folder": "a folder of the state, where something other than a folder is now",
+    "folder-not-empty": "a folder that would go holds files turnback never captured; it stays, with them",
+    "submodule-uninitialised": "a submodule the parent never checked out: left empty, uninitialised",
 }
 
 ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep", "kept": "keep"}
