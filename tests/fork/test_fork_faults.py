@@ -10,7 +10,7 @@ import shutil
 import pytest
 from forkkit import three_turns
 from sessionkit import Agent, crash_every_operation, normalised_log
-from travelkit import tree
+from travelkit import assert_faulted_enough, tree
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio, lineage
@@ -73,7 +73,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
     pristine.mkdir()
     build(pristine, kind)
     before = snapshot(pristine, kind)
-    n, statuses, after = 0, set(), None
+    n, statuses, after, faulted = 0, set(), None, 0
     while True:
         n += 1
         work = tmp_path / f"fail{n}"
@@ -86,6 +86,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
             except TurnbackError as exc:
                 status = exc.code
         reached = plan.count < n
+        faulted += plan.faulted
         statuses.add(status)
         live_files = tree(a.root)
         a.close()
@@ -103,6 +104,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
         shutil.rmtree(work)
     assert after is not None and after != before
     assert "rolled-back" in statuses or "io-error" in statuses
+    assert_faulted_enough(n - 1, faulted, f"failures during a fork ({kind})")
 
 
 def _power_cut(code: str, *args, crash_at: int):
