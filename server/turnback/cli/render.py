@@ -9,6 +9,9 @@ from __future__ import annotations
 import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
+from .plan_lines import (change_text, clip, closing_lines, kept_turns, later_turns,  # noqa: F401
+                         mode_text, short)
+
 # What each effect bucket means, in the order the confirmation shows them (see effects/partition.py).
 EFFECT_TEXT = {
     "restored": "undone: the rewind puts back what they changed on this machine",
@@ -51,20 +54,6 @@ USER_EDIT_TEXT = {"editor-save": "saved in the editor", "disk-change": "changed 
 # Why a collection kept a head (collect/retention.py), in words, most important first.
 KEPT_TEXT = {"current": "the current state", "group": "Redo state(s)", "recent": "newest state(s)",
              "young": "state(s) younger than the grace period"}
-
-
-def short(digest) -> str:
-    """A digest as a person reads it: eight characters, or what it means when it is not one."""
-    if digest is None:
-        return "unknown"
-    if digest == "absent":
-        return "(absent)"
-    return str(digest)[:8]
-
-
-def clip(text: str | None, n: int = 70) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def size(n) -> str:
@@ -398,52 +387,6 @@ class Renderer:
         out.append(f"fsck {report.path}: {report.records_checked} record(s) and "
                    f"{report.objects_checked} object(s) checked; {verdict}")
         return out
-
-
-def closing_lines(c: dict, attempts: str, cleared_words: str) -> list[str]:
-    """The directives, the workflow and the summary at the end of a rewind's or a fork's plan."""
-    out = [f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} {attempts} {d.get('stateAfter')}"
-           for d in c.get("directives", [])]
-    cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
-    if cleared:
-        out.append(f"{cleared_words}: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
-    if c.get("summary"):
-        out.append("In short: " + c["summary"])
-    return out
-
-
-def kept_turns(keep: dict, none: str) -> str:
-    """`  3 turn(s), up to turn 3: “…”`: the turns a rewind or fork keeps."""
-    if not keep.get("turnCount"):
-        return f"  {none}"
-    last = keep["last"]
-    return (f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
-            f"\u201c{clip(last.get('prompt'), 60)}\u201d")
-
-
-def later_turns(part: dict, what: str, none: str) -> str:
-    """`  2 turn(s), from turn 4: “…”, with their answers`: the turns after the boundary."""
-    if not part.get("turnCount"):
-        return f"  {none}"
-    first = part["first"]
-    return (f"  {part['turnCount']} {what}, from turn {first['turn']}: "
-            f"\u201c{clip(first.get('prompt'), 60)}\u201d, with their answers")
-
-
-def mode_text(bits) -> str:
-    return "?" if not isinstance(bits, int) else f"{bits:o}"
-
-
-def change_text(f: dict) -> str:
-    """What one FilePlan entry changes: the image, the permission bits, or both. A change of bits
-    alone reads as bits, never as a digest going to the same digest."""
-    frm, to = f.get("from"), f.get("to")
-    bits = f.get("fromMode"), f.get("mode")
-    moves = f.get("action") != "delete" and None not in bits and bits[0] != bits[1]
-    if frm == to and moves:
-        return f"mode {mode_text(bits[0])} -> {mode_text(bits[1])} (same bytes)"
-    text = f"{short(frm)} -> {short(to)}"
-    return text + (f", mode {mode_text(bits[0])} -> {mode_text(bits[1])}" if moves else "")
 
 
 def fsck_json(report) -> dict:
