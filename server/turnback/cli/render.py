@@ -339,7 +339,7 @@ class Renderer:
         who = f"pid {owner.get('pid')} on {owner.get('host')}"
         state = owner.get("state") or ("live" if owner.get("pid") else "none")
         if info.get("ownership") == "owner":
-            return f"owner ({who}, this process)"
+            return f"owner (store owned by {who})"
         if state == "dead":
             return (f"read-only; nobody owns the store: its last owner ({who}) is no longer running, "
                     "and the next process that takes it recovers what it left")
