@@ -97,3 +97,18 @@ async def test_the_server_that_recovers_tells_its_clients(tmp_path):
     assert tree(root) == before
     json.dumps(notes)  # a plain JSON document
     shutil.rmtree(root)
+
+
+def test_a_transaction_under_way_is_in_progress_not_interrupted(agent):
+    """Between two slices of its own commit, the owner calls its intent what it is."""
+    a = agent()
+    a.turn("one", {"a.txt": "1", "b.txt": "1"})
+    a.turn("two", {"a.txt": "2", "b.txt": "2"})
+    b = {"kind": "beforePrompt", "turn": 2}
+    job = a.wb.rewind.commit_job({"boundary": b,
+                                  "planHash": a.wb.rewind.prepare({"boundary": b})["planHash"]})
+    states = set()
+    for value in job:
+        if getattr(value, "binding", False):
+            states |= {p["state"] for p in a.wb.info()["pending"]}
+    assert states == {"in-progress"} and a.wb.info()["pending"] == []

@@ -45,6 +45,7 @@ from .settle import missing_folders, remove_created_folders, settle_all
 INTENT_KIND = "intent"
 # The `txn` of a *before* head: it names the transaction it was kept for, and is never its commit.
 BEFORE_MARK = "before:"
+RUNNING: set[str] = set()  # transactions of this process between their intent and their outcome
 RECOVERY_KIND = "recovery"
 NO_LIMIT = 1 << 62  # recovery compares digests of files of any size
 
@@ -128,6 +129,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     # still holds its backup changes nothing).
     applied: list[dict] = list(files)
     cancelled = False
+    RUNNING.add(txn)  # its intent is in progress here, not interrupted (`pending` in session/info)
     try:
         puts = [Put(f["rel"], f["to"], f["toMode"],
                     bits_only=f["to"] == f["backup"] and f["to"] != ABSENT and f["toMode"] is not None)
@@ -148,6 +150,8 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
         result = _after_failure(book, ws, intent, intent_path, new_state, applied, exc, max_bytes)
     else:
         result = _finish(book, new_state, txn, intent_path, seq)
+    finally:
+        RUNNING.discard(txn)
     if done is not None:
         done["outcome"] = result
     return result

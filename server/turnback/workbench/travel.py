@@ -235,6 +235,8 @@ class RecoveryFeature:
                 continue
             if intent["id"] in wb.book.unsettled:
                 state = "unsettled"
+            elif intent["id"] in transaction.RUNNING:
+                state = "in-progress"  # this process is running it (a read between its slices)
             elif wb.is_owner or owner_state in ("dead", "none"):
                 state = "interrupted"
             else:
