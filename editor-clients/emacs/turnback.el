@@ -143,6 +143,12 @@ The params are a plist (:source :sessionId :turnCount :epoch).  An
 agent integration can use this to restart the agent's context."
   :type 'hook)
 
+(defcustom turnback-recovered-functions nil
+  "Functions called with the params of a `turnback/recovered' notification.
+The params are a plist (:transactions :forks :message): what the server
+finished or rolled back when it opened a store a crash had interrupted."
+  :type 'hook)
+
 (defface turnback-mode-line-warning
   '((t :inherit warning))
   "Face of the mode-line indicator when some files cannot be captured.")
@@ -636,7 +642,9 @@ left out, a last entry (value `all') offers every state."
    (directives :initform (make-hash-table :test #'equal) :accessor turnback--directives
                :documentation "Map of URI to the last list of directives for it.")
    (epoch :initform nil :accessor turnback--epoch
-          :documentation "Last `turnback/epoch' params."))
+          :documentation "Last `turnback/epoch' params.")
+   (recovered :initform nil :accessor turnback--recovered
+              :documentation "The `turnback/recovered' params, if the server recovered anything."))
   :documentation "A connection to the turnback sidecar of one workspace.")
 
 (cl-defmethod eglot-initialization-options ((_server turnback-server))
@@ -998,6 +1006,17 @@ capture: its first save announces it."
                        (when (turnback--live-p server)
                          (ignore-errors (turnback-refresh-directives server))
                          (force-mode-line-update t)))))
+
+(cl-defmethod eglot-handle-notification
+  ((server turnback-server) (_method (eql turnback/recovered)) &rest params)
+  "The server finished or rolled back what a crash interrupted: say what."
+  (setf (turnback--recovered server) params)
+  (turnback--say-recovered params)
+  (run-hook-with-args 'turnback-recovered-functions params))
+
+(defun turnback--say-recovered (params)
+  "Show the sentence of a `turnback/recovered' PARAMS plist in the echo area."
+  (message "turnback: %s" (or (plist-get params :message) "recovered an interrupted transaction")))
 
 (cl-defmethod eglot-handle-notification
   ((server turnback-server) (_method (eql turnback/directives)) &key uri directives

@@ -228,7 +228,7 @@ def test_info_and_recovery(cli, ws):
     cli.ok("turn", "settle")
     info = cli.json("info")
     assert info["turnCount"] == 1 and info["storeKind"] == "heads"
-    assert cli.json("recovery") == {"recovery": []}
+    assert cli.json("recovery") == {"recovery": [], "pending": []}
     assert "no recovery records" in cli.ok("recovery")
 
 

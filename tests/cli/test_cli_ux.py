@@ -67,7 +67,7 @@ def test_redo_lists_what_a_rewind_left_behind_and_all_states_on_request(cli, ws)
     assert "Every earlier state" in cli.ok("redo", "--all")
     cli.ok("rewind", "--after-response", "1", "--yes")
     out = cli.ok("redo")
-    assert out.startswith("States a rewind left behind, newest first")
+    assert out.startswith("States a rewind, Redo or fork left behind, newest first")
     lines = [line for line in out.splitlines() if line.startswith("  head")]
     assert "3 turn(s)" in lines[0] and "2 turn(s)" in lines[1]
     assert "changes 1 file(s): a.txt" in lines[0]

@@ -16,6 +16,7 @@ from txnkit import (BOUNDARY, REWIND_CHILD, assert_recorded_exactly, crashed_mid
                     recovery_files, three_files)
 
 from sessionkit import REDO_CHILD, Agent, assert_faulted, normalised_log, run_child
+from travelkit import tree
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
@@ -37,7 +38,7 @@ def build(root, kind="heads", *, rewound=False):
 def snapshot(root, kind="heads"):
     a = Agent(root, store_kind=kind)
     try:
-        return a.files(), normalised_log(a.log())
+        return tree(a.root), normalised_log(a.log())
     finally:
         a.close()
 
@@ -99,7 +100,7 @@ def test_closing_a_job_at_every_yield_leaves_old_or_new(tmp_path, make_job, rewo
     build(pristine, kind, rewound=rewound)
     done = fresh(tmp_path, pristine, "done")
     a = Agent(done, store_kind=kind)
-    before = (a.files(), normalised_log(a.log()))
+    before = (tree(a.root), normalised_log(a.log()))
     a.wb.run(make_job(a))
     a.close()
     after = snapshot(done, kind)
@@ -117,7 +118,7 @@ def test_closing_a_job_at_every_yield_leaves_old_or_new(tmp_path, make_job, rewo
             break
         job.close()
         tried += 1
-        live = (a.files(), normalised_log(a.log()))
+        live = (tree(a.root), normalised_log(a.log()))
         a.close()
         got = snapshot(work, kind)
         assert got == live, f"closed at yield {n}: the live process and a reopen disagree"
@@ -285,21 +286,20 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypat
 def with_a_recovery_record(pristine, monkeypatch):
     """A rewind whose rollback of a.txt failed: one recovery record; returns (id, files a retry
     must leave)."""
-    from turnback.travel import settle, transaction
+    from turnback.travel import disk
 
     a = Agent(pristine)
     three_files(a)
-    real = transaction.put_image
+    real = disk.place
     seen = []
 
-    def flaky(ws, objects, rel, image, **kw):  # a written, b fails, a's rollback fails
+    def flaky(rel, tmp, final):  # a written, b fails, a's rollback fails
         seen.append(rel)
-        if rel == "b.txt" or seen.count("a.txt") > 1:
+        if rel == "b.txt" or (rel == "a.txt" and seen.count("a.txt") > 1):
             raise OSError(5, "disk gone", rel)
-        return real(ws, objects, rel, image, **kw)
+        return real(rel, tmp, final)
 
-    monkeypatch.setattr(transaction, "put_image", flaky)
-    monkeypatch.setattr(settle, "put_image", flaky)
+    monkeypatch.setattr(disk, "place", flaky)
     c = a.wb.rewind.prepare({"boundary": BOUNDARY})
     rid = a.wb.rewind.commit({"boundary": BOUNDARY, "planHash": c["planHash"]})["recovery"][0]["id"]
     monkeypatch.undo()

@@ -15,6 +15,7 @@ from test_loops import build, fresh, redo_job, rewind_job, snapshot, sound
 from txnkit import assert_recorded_exactly, intents
 
 from sessionkit import Agent, assert_faulted, normalised_log
+from travelkit import tree
 from turnback.errors import NotOwner, TurnbackError
 from turnback.store import fsio
 
@@ -87,7 +88,7 @@ def test_fail_at_every_operation_of_a_redo_commit(tmp_path):
             except TurnbackError as exc:
                 status = exc.code
         statuses.add(status)
-        live = (a.files(), normalised_log(a.log()))
+        live = (tree(a.root), normalised_log(a.log()))
         a.close()
         got = snapshot(work)
         assert got == live, f"a failure at operation {n}: a reopen disagrees with the live process"
@@ -166,7 +167,7 @@ def test_an_owner_that_loses_its_lease_mid_operation(tmp_path, make_job, rewound
         work = fresh(tmp_path, pristine, f"stale{k}")
         a = Agent(work)
         job = make_job(a)
-        start = (a.files(), normalised_log(a.log()))
+        start = (tree(a.root), normalised_log(a.log()))
         owner = a.wb.book.owner
         real, calls = owner.check, {"n": 0}
 

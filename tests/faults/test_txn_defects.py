@@ -6,32 +6,25 @@ import pytest
 from txnkit import BOUNDARY, commit, crashed_mid_apply, intents, recovery_files, three_files
 
 from sessionkit import Agent
+from travelkit import tree
 from turnback.errors import RecordError, TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
-from turnback.travel import transaction
+from turnback.travel import disk, transaction
 
 
 def fill_disk_after_first_file(monkeypatch):
     """The disk fills up right after the rewind wrote its first file (writes fail, unlinks work)."""
-    real = transaction.put_image
+    real = disk.place
     calls = {"n": 0}
 
-    def put(*args, **kw):
+    def put(rel, tmp, final):  # one file put in place (the writes are batched: see travel/disk.py)
         calls["n"] += 1
         if calls["n"] == 2:
             fsio.install(fsio.FaultPlan(disk_full_at=1))
-        return real(*args, **kw)
+        return real(rel, tmp, final)
 
-    monkeypatch.setattr(transaction, "put_image", put)
-
-
-def patch_rollback_writes(monkeypatch, put):
-    try:
-        from turnback.travel import settle
-    except ImportError:  # the main this issue started from rolled back through transaction.put_image
-        return
-    monkeypatch.setattr(settle, "put_image", put)
+    monkeypatch.setattr(disk, "place", put)
 
 
 # -- defect 1 -------------------------------------------------------------------------------------
@@ -76,8 +69,8 @@ def test_recovery_that_cannot_write_its_record_keeps_the_intent(tmp_path, monkey
         assert len(intents(work)) == 1 and not recovery_files(work)
         monkeypatch.undo()
         a.turn("later", {"e.txt": "e"})  # the first write retries the rollback, now with room
-        files = a.files()
-        assert files.pop("e.txt") == b"e" and files == before
+        files = tree(a.root)
+        assert files.pop("e.txt")[0] == b"e" and files == before
         assert not intents(work)
     finally:
         a.close()
@@ -159,10 +152,10 @@ def test_recovery_never_overwrites_a_file_changed_since_the_crash(tmp_path):
         assert (work / "c.txt").read_text() == "the user's edit after the crash"
         rec = a.wb.recovery.list()["recovery"]
         assert len(rec) == 1 and [p.rsplit("/", 1)[-1] for p in rec[0]["paths"]] == ["c.txt"]
-        files = a.files()
+        files = tree(a.root)
         files.pop("c.txt")
         before.pop("c.txt")
-        assert files == before  # everything else rolled back
+        assert files == before  # everything else rolled back: bytes, modes, folders
     finally:
         a.close()
 
@@ -170,17 +163,16 @@ def test_recovery_never_overwrites_a_file_changed_since_the_crash(tmp_path):
 def test_resolve_retry_never_overwrites_a_file_changed_since(agent, monkeypatch):
     a = agent()
     three_files(a)
-    real = transaction.put_image
+    real = disk.place
     seen = []
 
-    def flaky(ws, objects, rel, image, **kw):  # a is written, b fails, a's rollback fails
+    def flaky(rel, tmp, final):  # a is written, b fails, a's rollback fails
         seen.append(rel)
-        if rel == "b.txt" or seen.count("a.txt") > 1:
+        if rel == "b.txt" or (rel == "a.txt" and seen.count("a.txt") > 1):
             raise OSError(5, "disk gone", rel)
-        return real(ws, objects, rel, image, **kw)
+        return real(rel, tmp, final)
 
-    monkeypatch.setattr(transaction, "put_image", flaky)
-    patch_rollback_writes(monkeypatch, flaky)
+    monkeypatch.setattr(disk, "place", flaky)
     out = commit(a)
     monkeypatch.undo()
     assert out["status"] == "rolled-back" and len(out["recovery"]) == 1

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 from sessionkit import REWIND_CHILD, Agent, run_child
+from travelkit import tree
 
 from turnback.store import fsio
 
@@ -13,10 +15,18 @@ BOUNDARY = {"kind": "beforePrompt", "turn": 2}
 
 
 def three_files(a: Agent) -> None:
-    """Turn 1 writes a, b, c; turn 2 rewrites them and adds new/deep/d: a rewind to before prompt 2
-    rewrites three files, deletes one and (when rolled back) must remove two folders."""
+    """Turn 1 writes a, b, c (and finds the empty folder keep/); turn 2 rewrites them, adds
+    new/deep/d, removes keep/ and makes c.txt executable: a rewind to before prompt 2 rewrites
+    three files (c's bits too), deletes one, removes two folders and makes keep/ again (a rollback
+    the other way round). The crash loops compare whole trees: bytes, modes and empty folders."""
+    (a.root / "keep").mkdir(exist_ok=True)
     a.turn("one", {"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"})
-    a.turn("two", {"a.txt": "a2", "b.txt": "b2", "c.txt": "c2", "new/deep/d.txt": "d2"})
+    a.begin("two")
+    for rel, data in {"a.txt": "a2", "b.txt": "b2", "c.txt": "c2", "new/deep/d.txt": "d2"}.items():
+        a.write(rel, data)
+    os.chmod(a.root / "c.txt", 0o755)
+    os.rmdir(a.root / "keep")
+    a.settle()
 
 
 def commit(a: Agent, boundary=BOUNDARY) -> dict:
@@ -66,6 +76,7 @@ def crashed_mid_apply(tmp_path: Path, kind: str = "heads") -> tuple[Path, dict[s
     a = Agent(pristine, store_kind=kind)
     three_files(a)
     before = a.files()
+    whole = tree(a.root)
     a.close()
     for n in range(10, 400, 3):
         work = tmp_path / f"crash{n}"
@@ -75,6 +86,6 @@ def crashed_mid_apply(tmp_path: Path, kind: str = "heads") -> tuple[Path, dict[s
         now = {p.relative_to(work).as_posix(): p.read_bytes() for p in work.rglob("*.txt")
                if ".turnback" not in p.parts}
         if intents(work) and now != before and now.get("c.txt") == b"c2":
-            return work, before
+            return work, whole  # the tree before the rewind: bytes, modes and folders
         shutil.rmtree(work)
     raise AssertionError("no crash point left an intent with the files half rewound")

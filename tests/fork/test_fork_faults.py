@@ -4,11 +4,13 @@ frozen, records complete): never a mix. The paper this follows never had this te
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
 from forkkit import three_turns
 from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_log
+from travelkit import tree
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio, lineage
@@ -25,8 +27,18 @@ wb.close()
 
 
 def build(root, kind):
+    """three_turns, with an empty folder and a permission bit a fork at turn 1 must put back, and
+    an empty folder it must remove: the loops compare whole trees."""
     a = Agent(root, store_kind=kind)
+    (a.root / "tool.sh").write_text("echo\n")
+    os.chmod(a.root / "tool.sh", 0o644)
+    (a.root / "keep").mkdir()
     three_turns(a)
+    a.begin("four")
+    os.chmod(a.root / "tool.sh", 0o755)
+    os.rmdir(a.root / "keep")
+    (a.root / "made" / "empty").mkdir(parents=True)
+    a.settle()
     a.close()
 
 
@@ -38,7 +50,7 @@ def snapshot(root, kind):
         shape = [(s["turnCount"], s["current"], s["frozen"], s["forkTurn"]) for s in listed]
         readable = [len(a.wb.sessions.log({"sessionId": s["sessionId"]})["turns"]) for s in listed]
         phases = [r["phase"] for r in lineage.forks(a.wb.store)]
-        return a.files(), shape, readable, phases, normalised_log(a.log())["turns"]
+        return tree(a.root), shape, readable, phases, normalised_log(a.log())["turns"]
     finally:
         a.close()
 
@@ -76,7 +88,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
         reached = plan.count < n
         faulted += plan.faulted > 0
         statuses.add(status)
-        live_files = a.files()
+        live_files = tree(a.root)
         a.close()
         got = snapshot(work, kind)
         assert got[0] == live_files

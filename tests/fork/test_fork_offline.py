@@ -65,7 +65,8 @@ def test_compare_shows_the_shared_prefix_the_tails_and_the_files(agent):
     assert [t["prompt"] for t in c["a"]["turns"]] == ["two", "three"]
     assert [t["prompt"] for t in c["b"]["turns"]] == ["branch two"]
     assert c["a"]["effects"] == report["effects"]
-    assert c["liveReport"] == {"side": "a", "effects": report["effects"], "agrees": True}
+    assert c["liveReport"] == {"side": "a", "effects": report["effects"], "agrees": True,
+                               "forkTurn": 1}
     paths = {f["path"]: f for f in c["files"]}
     assert set(paths) == {"a.txt", "b.txt", "c.txt"}
     assert paths["a.txt"]["a"] == "absent" or paths["a.txt"]["a"] != paths["a.txt"]["b"]

@@ -223,7 +223,7 @@ def test_a_chmod_alone_behind_turnbacks_back_is_an_external_change(agent):
 
 
 def test_resolve_retry_puts_back_the_bits_with_the_bytes(agent, monkeypatch):
-    from turnback.travel import settle, transaction
+    from turnback.travel import disk
 
     a = agent()
     (a.root / "run.sh").write_text("echo one\n")
@@ -236,17 +236,16 @@ def test_resolve_retry_puts_back_the_bits_with_the_bytes(agent, monkeypatch):
     a.write("z.txt", "a2")
     a.settle()
     before = tree(a.root)
-    real = transaction.put_image
+    real = disk.place
 
-    def flaky(ws, objects, rel, image, **kw):  # run.sh is rewound, z.txt fails, run.sh's rollback too
+    def flaky(rel, tmp, final):  # run.sh is rewound, z.txt fails, run.sh's rollback too
         if rel == "z.txt" or (rel == "run.sh" and flaky.rewound):
             raise OSError(5, "disk gone", rel)
         flaky.rewound = rel == "run.sh"
-        return real(ws, objects, rel, image, **kw)
+        return real(rel, tmp, final)
 
     flaky.rewound = False
-    monkeypatch.setattr(transaction, "put_image", flaky)
-    monkeypatch.setattr(settle, "put_image", flaky)
+    monkeypatch.setattr(disk, "place", flaky)
     out = commit(a)
     monkeypatch.undo()
     assert out["status"] == "rolled-back" and len(out["recovery"]) == 1

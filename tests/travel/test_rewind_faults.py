@@ -3,17 +3,19 @@ and the session both old or both new, never a mix; a rollback that fails is a vi
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
 from sessionkit import REDO_CHILD as REDO
 from sessionkit import REWIND_CHILD as REWIND
 from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_log
+from travelkit import tree
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
 from turnback.store.fsck import fsck
-from turnback.travel import settle, transaction
+from turnback.travel import disk
 
 
 
@@ -21,8 +23,15 @@ def build(root, kind, *, rewound=False):
     a = Agent(root, store_kind=kind)
     (a.root / "a.txt").write_text("a0")
     (a.root / "keep.txt").write_text("untouched")
+    (a.root / "empty").mkdir()  # an empty folder turn two removes: the loops check folders too
     a.turn("one", {"a.txt": "a1"})
-    a.turn("two", {"a.txt": "a2", "new/b.txt": "b2"})
+    a.begin("two")
+    a.write("a.txt", "a2")
+    a.write("new/b.txt", "b2")
+    os.chmod(a.root / "a.txt", 0o755)  # and permission bits
+    os.rmdir(a.root / "empty")
+    (a.root / "made" / "out").mkdir(parents=True)
+    a.settle()
     a.turn("three", {"keep2.txt": "k3", "a.txt": None})
     if rewound:
         c = a.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 2}})
@@ -33,7 +42,7 @@ def build(root, kind, *, rewound=False):
 def snapshot(root, kind):
     a = Agent(root, store_kind=kind)
     try:
-        return a.files(), normalised_log(a.log())
+        return tree(a.root), normalised_log(a.log())
     finally:
         a.close()
 
@@ -82,7 +91,7 @@ def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
         faulted += plan.faulted > 0
         statuses.add(status)
         # Whatever happened, the live process and a reopen agree, and both are old or new.
-        live = (a.files(), normalised_log(a.log()))
+        live = (tree(a.root), normalised_log(a.log()))
         a.close()
         got = snapshot(work, kind)
         assert got == live
@@ -108,17 +117,16 @@ def test_a_failed_rollback_becomes_a_visible_recovery_record(agent, monkeypatch)
     a.turn("two", {"a.txt": "a2", "b.txt": "b2"})
     statuses = []
     a.wb.events.subscribe(lambda name, p: statuses.append(p) if name == "status" else None)
-    real = transaction.put_image
+    real = disk.place
     calls = {"n": 0}
 
-    def flaky(ws, objects, rel, image, **kw):
+    def flaky(rel, tmp, final):  # one file put in place (forward, and in the rollback)
         calls["n"] += 1
         if calls["n"] >= 2:  # the second forward write fails, and so does every rollback write
             raise OSError(5, "disk gone", rel)
-        return real(ws, objects, rel, image, **kw)
+        return real(rel, tmp, final)
 
-    monkeypatch.setattr(transaction, "put_image", flaky)
-    monkeypatch.setattr(settle, "put_image", flaky)  # the rollback's writes
+    monkeypatch.setattr(disk, "place", flaky)
     boundary = {"kind": "beforePrompt", "turn": 2}
     c = a.wb.rewind.prepare({"boundary": boundary})
     out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})

@@ -492,5 +492,21 @@ finally:
                    (turnback--agent-resume-note
                     (list :agentResume (list :command nil :note "no turn survives")))))))
 
+(ert-deftest turnback-ux-recovered-notification-says-what-was-done ()
+  "A `turnback/recovered' notification is kept on the server and its sentence shown."
+  (let* ((pipe (make-pipe-process :name "turnback-test-recovered" :noquery t))
+         (server (make-instance 'turnback-server :root "/tmp/" :process pipe))
+         (said nil)
+         (turnback-recovered-functions (list (lambda (p) (push p said))))
+         (params '(:transactions [(:id "59cb" :operation "rewind" :action "rolled-back" :files 120)]
+                   :forks [] :message "An interrupted rewind (59cb) was rolled back")))
+    (cl-letf (((symbol-function 'message) (lambda (fmt &rest args) (push (apply #'format fmt args) said))))
+      (apply #'eglot-handle-notification server 'turnback/recovered params))
+    (should (equal (plist-get (turnback--recovered server) :message)
+                   "An interrupted rewind (59cb) was rolled back"))
+    (should (member "turnback: An interrupted rewind (59cb) was rolled back" said))
+    (should (cl-find-if (lambda (x) (and (listp x) (plist-get x :transactions))) said))
+    (delete-process pipe)))
+
 (provide 'turnback-ux-test)
 ;;; turnback-ux-test.el ends here

@@ -644,6 +644,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 lenses.changed();
             } else if (change.kind === "epoch") {
                 tree.refresh();
+            } else if (change.kind === "recovered" && state.recovered) {
+                // the server finished or rolled back what a crash interrupted: say what, once
+                output.appendLine(`turnback: ${state.recovered.message}`);
+                void vscode.window.showWarningMessage(`turnback: ${state.recovered.message}`);
+                tree.refresh();
             }
         }),
         // A capture changes no field of turnback/status, so no notification follows a save: refresh

@@ -264,6 +264,13 @@ export interface EpochParams {
     epoch: number;
 }
 
+/** What the server's recovery at open did (`turnback/recovered`): docs/protocol.md. */
+export interface RecoveredParams {
+    transactions: { id: string; operation: string; action: string; files: number; failed: Uri[]; message: string }[];
+    forks: { branchId: string; action: string; message: string }[];
+    message: string;
+}
+
 export interface DirectivesParams {
     uri: Uri;
     directives: Directive[];
@@ -361,6 +368,7 @@ export const Notifications = {
     status: "turnback/status",
     epoch: "turnback/epoch",
     directives: "turnback/directives",
+    recovered: "turnback/recovered",
 } as const;
 
 // ---------------------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 // each file, the last epoch. No `vscode` import; the extension listens through `onDidChange`.
 
 import { Notifications } from "./protocol";
-import type { Directive, DirectivesParams, EpochParams, NotificationSource, Status } from "./protocol";
+import type { Directive, DirectivesParams, EpochParams, NotificationSource, RecoveredParams, Status } from "./protocol";
 
-export type ChangeKind = "status" | "directives" | "epoch";
+export type ChangeKind = "status" | "directives" | "epoch" | "recovered";
 
 export interface Change {
     kind: ChangeKind;
@@ -26,6 +26,8 @@ export function uriKey(uri: string): string {
 export class SessionState {
     status: Status | undefined;
     epoch: EpochParams | undefined;
+    /** What the server recovered when it opened the store (an interrupted rewind, Redo or fork). */
+    recovered: RecoveredParams | undefined;
     private readonly directives = new Map<string, { uri: string; items: Directive[] }>();
     private readonly listeners = new Set<(change: Change) => void>();
 
@@ -49,6 +51,12 @@ export class SessionState {
         source.onNotification(Notifications.status, (p: Status) => this.setStatus(p));
         source.onNotification(Notifications.directives, (p: DirectivesParams) => this.setDirectives(p.uri, p.directives));
         source.onNotification(Notifications.epoch, (p: EpochParams) => this.setEpoch(p));
+        source.onNotification(Notifications.recovered, (p: RecoveredParams) => this.setRecovered(p));
+    }
+
+    setRecovered(recovered: RecoveredParams): void {
+        this.recovered = recovered;
+        this.fire({ kind: "recovered" });
     }
 
     setStatus(status: Status): void {

@@ -98,6 +98,7 @@ _REGISTRY = {
     "agent-hooks": "agenthooks:run",
     "fence-cost": "fence:run",
     "hook-budgets": "hookbudget:run",
+    "recovery-rollback": "recovery:run",
 }
 
 
@@ -111,7 +112,8 @@ def _load(name: str) -> Callable[[Context], None]:
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
              "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
-             "hook-budgets")
+             "hook-budgets",
+             "recovery-rollback")
 
 
 # ---------------------------------------------------------------------------------------- output

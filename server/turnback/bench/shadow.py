@@ -101,8 +101,11 @@ def run(ctx) -> None:
         ctx.require("rewind committed", r.get("status") == "committed", str(r))
         ctx.check("the capture saw all 12 changed paths",
                   all(c["digest"] for c in res["captured"]) and len(res["captured"]) == 12)
-        ctx.check("the rewind plan names exactly the 12 paths of the turn",
-                  len([f for f in cand["files"] if f["action"] != "unchanged"]) == 12,
+        ctx.check("the rewind plan names exactly the 12 paths of the turn (and the folder it made)",
+                  len([f for f in cand["files"] if f["action"] != "unchanged"
+                       and not f["path"].endswith("/")]) == 12
+                  and [f["path"] for f in cand["files"] if f["path"].endswith("/")]
+                  == ["src/feature/"],
                   str([f["path"] for f in cand["files"]][:20]))
     finally:
         wb.close()

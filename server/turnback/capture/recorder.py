@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from ..model.gaps import Gap
-from ..model.images import ABSENT, UNKNOWN, Image
+from ..model.images import ABSENT, FOLDER, UNKNOWN, Image, folder_key, folder_path, is_folder_key
 from . import lastrules
 from .ignore import IgnoreRules, RulesSnapshot, is_own_temp
 from .reader import read_image
@@ -129,14 +129,15 @@ class Recorder:
         unknown, with the reason in words."""
         if not self.covered or self.rules is None:
             return UNKNOWN, NEVER_SEEN
-        if self.rules.ignored(rel, False):
+        path, is_dir = (folder_path(rel), True) if is_folder_key(rel) else (rel, False)
+        if self.rules.ignored(path, is_dir):
             return UNKNOWN, IGNORED_NOW
         if self.rules_file is None:
             return ABSENT, ""  # no memory of earlier rules (a recorder outside a workbench)
         last = self._last_rules()
         if last is None:
             return UNKNOWN, RULES_LOST
-        if any(old.ignored(rel, False) for old in last):
+        if any(old.ignored(path, is_dir) for old in last):
             return UNKNOWN, WAS_IGNORED
         return ABSENT, ""
 
@@ -198,13 +199,19 @@ class Recorder:
         changed = 0
         gap_rels = {rel for rel, _reason in result.gaps}
         scope = getattr(result, "scope", None)  # a watcher's sweep looked at these paths only
+        # Folders are part of the tree (model/images.py): each walked folder is an observation of
+        # its key. A store that never recorded folders learns them all from its first full sweep,
+        # as a first sweep learns files: nobody's change.
+        images = dict(result.images)
+        images.update((folder_key(f), FOLDER) for f in getattr(result, "folders", ()))
+        learn_folders = not state.config.get("folders")
         candidates = state.known.items() if scope is None else \
             ((rel, state.known[rel]) for rel in scope if rel in state.known)
         vanished = {rel for rel, image in candidates
-                    if image not in (ABSENT, UNKNOWN) and rel not in result.images
+                    if image not in (ABSENT, UNKNOWN) and rel not in images
                     and rel not in gap_rels and not self._ignored(rel)}
-        observations = list(result.images.items()) + [(rel, ABSENT) for rel in
-                                                       set(result.absent) | vanished]
+        observations = list(images.items()) + [(rel, ABSENT) for rel in
+                                               set(result.absent) | vanished]
         seen_modes: dict[str, int] = {}
         unseen: list[dict] = []  # first-seen paths of this turn whose before-image is unknown
         for rel, image in observations:
@@ -217,7 +224,8 @@ class Recorder:
                 if mode is not None and last_mode is None and not in_turn:
                     seen_modes[rel] = mode  # learnt, not changed
                 continue
-            if known is None and not self.covered and not in_turn:
+            if known is None and not in_turn and (not self.covered
+                                                   or (learn_folders and is_folder_key(rel))):
                 seen[rel] = image  # the first sweep learns the workspace; nothing changed
                 if mode is not None:
                     seen_modes[rel] = mode
@@ -237,9 +245,11 @@ class Recorder:
                 if before == UNKNOWN:
                     unseen.append(Gap(rel, "unknown-before-image", turn_n, why).to_dict())
                 self._image(rel, turn_n, before, image, by="sweep", mode=mode)
-        if seen or seen_modes or not state.config.get("swept"):
+        folders_now = learn_folders and scope is None  # a full walk has seen every folder
+        if seen or seen_modes or not state.config.get("swept") or folders_now:
             self.book.record({"op": "seen", "images": seen, "covered": True,
-                              **({"modes": seen_modes} if seen_modes else {})})
+                              **({"modes": seen_modes} if seen_modes else {}),
+                              **({"folders": True} if folders_now else {})})
         new = {(rel, reason) for rel, reason in result.gaps}
         old = {key for key, gap in state.live_gaps.items() if gap.reason in READ_GAPS
                and (scope is None or key[0] in scope)}
@@ -265,7 +275,11 @@ class Recorder:
             return ""
 
     def _ignored(self, rel: str) -> bool:
-        return self.rules is not None and self.rules.ignored(rel, False)
+        if self.rules is None:
+            return False
+        if is_folder_key(rel):
+            return self.rules.ignored(folder_path(rel), True)
+        return self.rules.ignored(rel, False)
 
 
 def _mode_moved(last: int | None, now: int | None) -> bool:

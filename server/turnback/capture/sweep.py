@@ -155,6 +155,7 @@ class SweepResult:
     modes: dict[str, int] = field(default_factory=dict)  # permission bits of each file in `images`
     absent: set[str] = field(default_factory=set)
     gaps: list[tuple[str, str]] = field(default_factory=list)
+    folders: set[str] = field(default_factory=set)  # every folder looked into (not ignored, no link)
     hashed: int = 0
     walked: int = 0
     scope: set[str] | None = None  # None: the whole workspace; else the only paths looked at
@@ -247,6 +248,7 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
                         shadowed.add(rel)
                     else:
                         stack.append(rel)
+                        res.folders.add(rel)  # a folder is part of the tree (model/images.py)
                 elif is_link:
                     present.add(rel)
                     if not rules.match(rel, False) and not _editor_lock(entry.name):
@@ -344,6 +346,31 @@ def sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
             return stop.value
 
 
+def _folders_below(ws: Workspace, top: str, rules: IgnoreRules, res: SweepResult) -> int:
+    """A dirty folder and every folder below it (a `mkdir -p` raises one event for its top): they
+    are in the tree now. Returns the entries looked at (budget units)."""
+    units, stack = 0, [top]
+    while stack:
+        folder = stack.pop()
+        res.folders.add(folder)
+        res.scope.add(folder + "/")
+        try:
+            with os.scandir(ws.root / folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            units += 1
+            rel = f"{folder}/{entry.name}"
+            try:
+                if entry.is_dir(follow_symlinks=False) and not ws.in_store(rel) \
+                        and not rules.match(rel, True):
+                    stack.append(rel)
+            except OSError:
+                continue
+    return units
+
+
 def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max_bytes: int,
                rules: IgnoreRules, budget_files: int = 64,
                verify_objects: bool = True) -> Generator[SweepProgress, None, SweepResult]:
@@ -362,6 +389,8 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
         if ws.in_store(rel) or rules.ignored(rel, False):
             continue
         res.scope.add(rel)
+        if not rules.ignored(rel, True):
+            res.scope.add(rel + "/")  # the folder at rel, if there is or was one, was looked at too
         try:
             st = os.lstat(ws.root / rel)
         except (FileNotFoundError, NotADirectoryError):
@@ -380,6 +409,8 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
         if not stat.S_ISREG(st.st_mode):
             res.scope.discard(rel)  # a folder (its files have their own events) or a FIFO
             cache.drop(rel)
+            if stat.S_ISDIR(st.st_mode) and not rules.ignored(rel, True):
+                units += _folders_below(ws, rel, rules, res)
             continue
         res.walked += 1
         if st.st_size > max_bytes:

@@ -456,8 +456,10 @@ def cmd_recovery(ctx) -> int:
         return EXIT_OK
     if "status" in result:
         ctx.print(f"recovery {a.resolve}: {result['status']}")
+    ctx.print(*r.pending(result.get("pending")))
     if not result["recovery"]:
-        ctx.print("no recovery records: every rewind and redo put everything back")
+        ctx.print("no recovery records: every rewind, Redo and fork put everything back"
+                  + (" (a transaction is pending, above)" if result.get("pending") else ""))
     for rec in result["recovery"]:
         ctx.print(*r.recovery_record(rec))
     return EXIT_OK if result.get("status") != "failed" else EXIT_ERROR

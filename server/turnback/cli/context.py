@@ -58,6 +58,7 @@ class Context:
         while True:
             wb = self._open_once(own=own, must_exist=must_exist)
             if getattr(wb, "is_owner", True) or time.monotonic() >= deadline:
+                self._tell_recovered(wb)
                 return wb
             wb.close()
             time.sleep(0.2)
@@ -89,6 +90,14 @@ class Context:
 
             after_rewind.attach(wb, background=False)
         return wb
+
+    def _tell_recovered(self, wb) -> None:
+        """The command that recovered an interrupted transaction says what it did, on stderr (so a
+        --json document on stdout stays one document)."""
+        notice = getattr(wb, "recovery_notice", lambda: None)()
+        if notice is not None:
+            for line in notice["transactions"] + notice["forks"]:
+                self.note(f"recovered: {line['message']}")
 
     @staticmethod
     def require_owner(wb) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InvalidParams
 from .main import EXIT_ERROR, EXIT_OK
 from .render import Renderer, clip, step_index
 
@@ -59,6 +60,10 @@ def remote_fork(remote) -> int:
 
 def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
     a = io.args
+    if a.git and not a.worktree:  # a flag that means nothing alone is refused, not ignored
+        raise InvalidParams("--git makes the branch's folder a git worktree: it goes with "
+                            "--worktree PATH (without it the fork is made in place)",
+                            data={"field": "git"})
     report = prepare({"turn": a.turn})
     keep = bool(getattr(a, "keep_user_edits", False))
     if not io.json:
@@ -97,8 +102,7 @@ def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
         out.append("The workspace is left as it is; the folder gets every captured file as it was "
                    f"at the end of turn {report['turn']}.")
     else:
-        out.extend(r.candidate(dict(report, summary=None, settledFirst=None), steps,
-                               keep_user_edits=keep))
+        out.extend(r.fork_plan(report, steps, keep_user_edits=keep))
     if report["droppedSends"]:
         out.append("Held outbound sends of this session that the branch drops: "
                    + ", ".join(report["droppedSends"]))
@@ -208,8 +212,11 @@ def cmd_compare(ctx) -> int:
 
 def compare_lines(c: dict) -> list[str]:
     a, b = c["a"], c["b"]
+    if c.get("sameSession"):
+        return [f"A and B are one session ({c['sessionId'][:12]}, {a['turnCount']} turn(s)): "
+                "nothing differs between them. Name two sessions (`turnback branch` lists them)."]
     out = [f"A {a['sessionId'][:12]} ({a['turnCount']} turn(s)) and B {b['sessionId'][:12]} "
-           f"({b['turnCount']} turn(s)) share {c['sharedTurns']} turn(s)."]
+           f"({b['turnCount']} turn(s)) share {c['sharedTurns']} turn(s), compared by content."]
     for name, side in (("A", a), ("B", b)):
         out.append(f"{name} after the shared turns:")
         if not side["turns"]:
@@ -229,7 +236,8 @@ def compare_lines(c: dict) -> list[str]:
     live = c.get("liveReport")
     if live:
         verdict = "matches" if live["agrees"] else "DOES NOT match"
-        out.append(f"The live fork's recorded partition {verdict} the one computed here.")
+        turn = f" at turn {live['forkTurn']}" if live.get("forkTurn") is not None else ""
+        out.append(f"The live fork{turn}'s recorded partition {verdict} the one computed here.")
     return out
 
 

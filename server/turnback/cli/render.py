@@ -9,6 +9,9 @@ from __future__ import annotations
 import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
+from .plan_lines import (change_text, clip, closing_lines, kept_turns, later_turns,  # noqa: F401
+                         mode_text, short)
+
 # What each effect bucket means, in the order the confirmation shows them (see effects/partition.py).
 EFFECT_TEXT = {
     "restored": "undone: the rewind puts back what they changed on this machine",
@@ -31,9 +34,13 @@ GAP_TEXT = {
     "not-a-file": "not a regular file",
     "not-in-head": "the image is missing from the saved state",
     "git-internal": "inside a .git folder: git's own files are never captured or restored",
+    "not-a-folder": "a folder of the state, where something other than a folder is now",
+    "folder-not-empty": "a folder that would go holds files turnback never captured; it stays, with them",
+    "submodule-uninitialised": "a submodule the parent never checked out: left empty, uninitialised",
 }
 
 ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep", "kept": "keep"}
+FORK_ACTION_TEXT = {"restore": "put back", "delete": "remove", "unchanged": "keep"}
 MODE_TEXT = {"files": "Files only: every turn of the conversation stays.",
              "conversation": "Conversation only: every file stays as it is now."}
 
@@ -47,20 +54,6 @@ USER_EDIT_TEXT = {"editor-save": "saved in the editor", "disk-change": "changed 
 # Why a collection kept a head (collect/retention.py), in words, most important first.
 KEPT_TEXT = {"current": "the current state", "group": "Redo state(s)", "recent": "newest state(s)",
              "young": "state(s) younger than the grace period"}
-
-
-def short(digest) -> str:
-    """A digest as a person reads it: eight characters, or what it means when it is not one."""
-    if digest is None:
-        return "unknown"
-    if digest == "absent":
-        return "(absent)"
-    return str(digest)[:8]
-
-
-def clip(text: str | None, n: int = 70) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def size(n) -> str:
@@ -170,60 +163,45 @@ class Renderer:
     def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
                   keep_user_edits: bool = False) -> list[str]:
         steps = steps or {}
-        keep, discard = c["keep"], c["discard"]
         out = [MODE_TEXT[c["mode"]]] if c.get("mode") in MODE_TEXT else []
-        out += self.settled_first(c) + ["Keeps:"]
-        if keep.get("turnCount"):
-            last = keep["last"]
-            out.append(f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
-                       f"\u201c{clip(last.get('prompt'), 60)}\u201d")
-        else:
-            out.append("  nothing: the session becomes empty")
-        out.append("Discards:")
-        if discard.get("turnCount"):
-            first = discard["first"]
-            out.append(f"  {discard['turnCount']} turn(s), from turn {first['turn']}: "
-                       f"\u201c{clip(first.get('prompt'), 60)}\u201d, with their answers")
-        else:
-            out.append("  no turns")
+        out += self.settled_first(c) + [
+            "Keeps:", kept_turns(c["keep"], "nothing: the session becomes empty"),
+            "Discards:", later_turns(c["discard"], "turn(s)", "no turns")]
         out.extend(self.files(c.get("files", [])))
         out.extend(self.user_edits(c.get("files", []), keep_user_edits))
-        gaps = c.get("gaps", [])
-        out.append(f"What this rewind cannot undo ({len(gaps)} gap(s)):" if gaps
-                   else "Gaps: none, every captured file can be put back")
-        for g in gaps:
-            out.append(f"  {self.gap(g)}")
-        effects = c.get("effects", {})
+        out.extend(self.gap_lines(c.get("gaps", []), "rewind"))
+        out.extend(self.effect_lines(c.get("effects", {}), steps,
+                                     "Steps of the later turns (they stay; their files go back):"
+                                     if c.get("mode") == "files" else "Steps of the discarded turns:"))
+        return out + closing_lines(c, "attempt(s) discarded, state afterwards", "Workflow cleared")
+
+    def gap_lines(self, gaps: list[dict], what: str) -> list[str]:
+        out = [f"What this {what} cannot undo ({len(gaps)} gap(s)):" if gaps
+               else "Gaps: none, every captured file can be put back"]
+        return out + [f"  {self.gap(g)}" for g in gaps]
+
+    def effect_lines(self, effects: dict, steps: dict, heading: str) -> list[str]:
         shown = [(b, ids) for b, ids in effects.items() if ids]
-        if shown:
-            out.append("Steps of the later turns (they stay; their files go back):"
-                       if c.get("mode") == "files" else "Steps of the discarded turns:")
-            for bucket, ids in shown:
-                out.append(f"  {bucket}: {EFFECT_TEXT.get(bucket, '')}")
-                for sid in ids:
-                    s = steps.get(sid)
-                    desc = f" {s['kind']} (scope {s['scope']})" + (f": {clip(s.get('summary'), 50)}"
-                                                                  if s.get("summary") else "") if s else ""
-                    out.append(f"    {sid}{desc}")
-        for d in c.get("directives", []):
-            out.append(f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} attempt(s) discarded, "
-                       f"state afterwards {d.get('stateAfter')}")
-        cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
-        if cleared:
-            out.append("Workflow cleared: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
-        if c.get("summary"):
-            out.append("In short: " + c["summary"])
+        out = [heading] if shown else []
+        for bucket, ids in shown:
+            out.append(f"  {bucket}: {EFFECT_TEXT.get(bucket, '')}")
+            for sid in ids:
+                s = steps.get(sid)
+                desc = f" {s['kind']} (scope {s['scope']})" + (f": {clip(s.get('summary'), 50)}"
+                                                              if s.get("summary") else "") if s else ""
+                out.append(f"    {sid}{desc}")
         return out
 
-    def files(self, files: list[dict]) -> list[str]:
+    def files(self, files: list[dict], actions: dict | None = None) -> list[str]:
         changing = [f for f in files if f.get("action") != "unchanged"]
         out = [f"Files ({len(changing)} to change):" if files else "Files: none to change"]
         if not files:
             return out
         width = max(len(self.path(f)) for f in files)
+        words = actions or ACTION_TEXT
         for f in files:
-            action = ACTION_TEXT.get(f.get("action"), f.get("action"))
-            line = f"  {action:<8} {self.path(f):<{width}}  {short(f.get('from'))} -> {short(f.get('to'))}"
+            action = words.get(f.get("action"), f.get("action"))
+            line = f"  {action:<8} {self.path(f):<{width}}  {change_text(f)}"
             if f.get("userEdit") and f.get("action") != "unchanged":
                 line += "  ! your edit (" + USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
             if f.get("pushed"):
@@ -264,6 +242,29 @@ class Renderer:
             out.extend(self.recovery_record(r))
         return out
 
+    # -- fork -------------------------------------------------------------------------------------
+    def fork_plan(self, report: dict, steps: dict[str, dict] | None = None, *,
+                  keep_user_edits: bool = False) -> list[str]:
+        """A fork in place in its own words: the later turns stay in the frozen session (nothing is
+        discarded), the files are put back as they were at the end of turn k."""
+        steps = steps or {}
+        out = ["The branch keeps:", kept_turns(report["keep"], "no turns: the branch starts empty"),
+               "In the frozen session only (kept there, readable, not in the branch):",
+               later_turns(report["discard"], "later turn(s)", "no later turns")]
+        files = report.get("files", [])
+        out.extend(self.files(files, FORK_ACTION_TEXT))
+        out.extend(self.user_edits(files, keep_user_edits))
+        edits = [f for f in files if f.get("userEdit") and f.get("action") != "unchanged"]
+        if edits and not keep_user_edits:
+            out.append("  " + ("Redo of the frozen session's last state brings them back."
+                               if report.get("redoable", True) else
+                               "This store keeps no heads: nothing brings them back afterwards."))
+        out.extend(self.gap_lines(report.get("gaps", []), "fork"))
+        out.extend(self.effect_lines(report.get("effects", {}), steps,
+                                     "Steps of the later turns (they stay done; nothing is re-run):"))
+        return out + closing_lines(report, "attempt(s) stay in the frozen session, state in the "
+                                           "branch", "Not carried into the branch")
+
     # -- redo -------------------------------------------------------------------------------------
     def redo_list(self, result: dict) -> list[str]:
         groups = result.get("groups", [])
@@ -273,8 +274,8 @@ class Renderer:
         if result.get("all"):
             out = ["Every earlier state, newest first (`turnback redo --head SEQ` brings one back):"]
         else:
-            out = ["States a rewind left behind, newest first (`turnback redo --head SEQ` brings one "
-                   "back):"]
+            out = ["States a rewind, Redo or fork left behind, newest first (`turnback redo --head SEQ` "
+                   "brings one back):"]
         for g in groups:
             changes = g.get("changes") or {}
             what = ""
@@ -283,6 +284,10 @@ class Renderer:
                         + (": " + ", ".join(changes["paths"]) if changes.get("paths") else "")
                         + ("…" if changes["files"] > len(changes.get("paths", [])) else ""))
             mark = " (earlier on this line)" if g.get("ancestor") else ""
+            if g.get("frozenParent"):
+                mark += f" (a state of the frozen session {str(g.get('sessionId'))[:12]})"
+            if g.get("keptBefore"):
+                mark += " (the files as they were before a rewind, Redo or fork overwrote them)"
             out.append(f"  head {g['headSeq']:<4} {g['turnCount']} turn(s), last prompt "
                        f"\u201c{clip(g.get('lastPrompt'), 50)}\u201d, saved {when(g.get('created'))}"
                        f"{what}{mark}")
@@ -316,18 +321,42 @@ class Renderer:
         return out
 
     def info(self, info: dict) -> list[str]:
-        owner = info.get("owner") or {}
-        who = f"pid {owner.get('pid')} on {owner.get('host')}" if owner.get("pid") else "nobody"
         return [
             f"workspace:  {info.get('workspace')}",
             f"session:    {info.get('sessionId')}",
             f"store:      {info.get('storeKind')}",
-            f"this view:  {info.get('ownership')} (store owned by {who})",
+            f"this view:  {self.ownership(info)}",
             f"turns:      {info.get('turnCount')}",
             f"head:       {info.get('headSeq')}",
             f"live gaps:  {info.get('liveGaps')}",
             f"recovery:   {info.get('recovery')} record(s)",
-        ] + (["frozen:     yes"] if info.get("frozen") else [])
+        ] + (["frozen:     yes"] if info.get("frozen") else []) + self.pending(info.get("pending"))
+
+    @staticmethod
+    def ownership(info: dict) -> str:
+        """Who owns the store, as it is: a dead owner is called dead, never an owner."""
+        owner = info.get("owner") or {}
+        who = f"pid {owner.get('pid')} on {owner.get('host')}"
+        state = owner.get("state") or ("live" if owner.get("pid") else "none")
+        if info.get("ownership") == "owner":
+            return f"owner (store owned by {who})"
+        if state == "dead":
+            return (f"read-only; nobody owns the store: its last owner ({who}) is no longer running, "
+                    "and the next process that takes it recovers what it left")
+        if state == "none" or not owner.get("pid"):
+            return "read-only; nobody owns the store"
+        if state == "unknown":
+            return f"observer (store owned by {who}, another machine: whether it still runs is unknown)"
+        return f"observer (store owned by {who})"
+
+    def pending(self, pending) -> list[str]:
+        """Intent records in the store: interrupted (or running) transactions, said so."""
+        out = []
+        for p in pending or ():
+            what = p.get("operation") or "transaction"
+            out.append(f"pending:    {what} {str(p.get('id'))[:12]} ({p.get('files')} file(s), "
+                       f"{when(p.get('created'))}): {p.get('message')}")
+        return out
 
     @staticmethod
     def stats(stats: dict) -> list[str]:
@@ -351,6 +380,10 @@ class Renderer:
         for p in report.problems:
             out.append(f"{p.severity}: {p.path}: {p.what}")
         verdict = "sound" if report.ok else f"NOT sound ({len(report.errors)} problem(s))"
+        pending = getattr(report, "pending", ())
+        if pending:
+            verdict += (f", with {len(pending)} interrupted transaction(s) pending (the next process "
+                        "that takes the store finishes or rolls them back)")
         out.append(f"fsck {report.path}: {report.records_checked} record(s) and "
                    f"{report.objects_checked} object(s) checked; {verdict}")
         return out
@@ -359,6 +392,7 @@ class Renderer:
 def fsck_json(report) -> dict:
     return {"path": report.path, "ok": report.ok, "recordsChecked": report.records_checked,
             "objectsChecked": report.objects_checked,
+            "pending": list(getattr(report, "pending", ())),
             "problems": [{"path": p.path, "what": p.what, "severity": p.severity} for p in report.problems]}
 
 

@@ -37,7 +37,7 @@ from .hookhost import handle_event, spool_loop
 from .methods import METHODS, Method
 from .protocol import TurnbackProtocol, converter_factory
 from .reign import Reign
-from .slices import SliceStats, cycles_deferred, reclaim_frozen, run_job
+from .slices import Gate, SliceStats, cycles_deferred, reclaim_frozen, run_job
 
 log = logging.getLogger("turnback.lsp")
 
@@ -48,7 +48,8 @@ COLLECT_IDLE_SECONDS = 1.0
 RECLAIM_QUIET_SECONDS = 60  # this long with no mutation: time for one full gc pass (slices.py)
 PROGRESS_EVERY_SECONDS = 0.2
 NOTIFICATIONS = {"status": "turnback/status", "epoch": "turnback/epoch",
-                 "directives": "turnback/directives", "rewound": "turnback/rewound"}
+                 "directives": "turnback/directives", "rewound": "turnback/rewound",
+                 "recovered": "turnback/recovered"}
 
 
 class TurnbackServer(LanguageServer):
@@ -176,7 +177,8 @@ class TurnbackServer(LanguageServer):
                     job = spec.call(wb, params)
                     self.progress_begin(token, spec.title)
                     try:
-                        result = await run_job(job, on_step=self._reporter(token))
+                        result = await run_job(job, on_step=self._reporter(token),
+                                               gate=Gate.for_method(spec.name))
                     finally:
                         self.progress_end(token, "done")
                 self.kick_collection()
@@ -586,6 +588,8 @@ def create_server() -> TurnbackServer:
         server.start_tasks()
         if not wb.is_owner:
             await server.attach_to_owner()
+        else:
+            wb.announce_recovery()  # what opening the store rolled back or finished, if anything
         wb.emit_status(force=True)
         server.kick_collection()
         if server.client_supports("workspace.did_change_watched_files.dynamic_registration"):

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
 
+from ..store import fsio
+
 SLICE_BUDGET = 0.010  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
 
 
@@ -71,26 +73,82 @@ class SliceStats:
     max_slice_ms: float = 0.0
 
 
+class Gate:
+    """Test support: a gate on a job (`TURNBACK_JOB_GATE=METHOD:FOLDER`). When a METHOD request
+    starts and FOLDER/step holds N, the step file is taken, and at the job's Nth yield the server
+    makes FOLDER/paused and waits, answering everything else, until FOLDER/go appears (it removes
+    both then). A cancel the test sends meanwhile reaches the job exactly at that yield."""
+
+    def __init__(self, step: int, folder: str):
+        self.step, self.folder = step, folder
+
+    @classmethod
+    def for_method(cls, method: str) -> "Gate | None":
+        import os
+
+        name, _, folder = os.environ.get("TURNBACK_JOB_GATE", "").partition(":")
+        if name != method or not folder:
+            return None
+        path = os.path.join(folder, "step")
+        try:
+            with open(path) as fh:
+                step = int(fh.read().strip())
+            fsio.unlink(path)  # the test's own folder: never the workspace or the store
+        except (OSError, ValueError):
+            return None
+        fsio.unlink(os.path.join(folder, "go"), missing_ok=True)  # a go left by an earlier cancel
+        return cls(step, folder)
+
+    def ended(self, steps: int) -> None:
+        """The job ended before the gate's step: FOLDER/ended says after how many yields."""
+        import os
+
+        fsio.write_atomic(os.path.join(self.folder, "ended"), str(steps).encode(), sync=False)
+
+    async def hold(self) -> None:
+        import os
+
+        paused, go = os.path.join(self.folder, "paused"), os.path.join(self.folder, "go")
+        fsio.write_atomic(paused, b"", sync=False)
+        try:
+            while not os.path.exists(go):
+                await asyncio.sleep(0.005)  # a cancel arrives here, as at any yield of the job
+            fsio.unlink(go)
+        finally:
+            fsio.unlink(paused, missing_ok=True)
+
+
 async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGET,
                   lock: asyncio.Lock | None = None,
                   on_step: Callable[[Any], None] | None = None,
-                  stats: SliceStats | None = None) -> Any:
-    """Drive `job` to its end and return its value. `on_step` sees every yielded value (progress)."""
+                  stats: SliceStats | None = None, gate: Gate | None = None) -> Any:
+    """Drive `job` to its end and return its value. `on_step` sees every yielded value (progress).
+
+    Cancelled (`$/cancelRequest`, a client gone) before the job yields a *binding* value (a
+    transaction that has touched a workspace file), the job is closed: nothing changed. Cancelled
+    after it, the job runs on, still in slices, and its outcome is the answer, as for a request
+    that was never cancelled; a second cancel closes it, which finishes it at once."""
     stats = stats if stats is not None else SliceStats()
     if not hasattr(job, "send"):
         # A feature may return a plain value instead of a generator (nothing to do).
         return job
+    binding = told = False
     try:
         while True:
             if lock is not None:
                 await lock.acquire()
+            held = False
             try:
                 start = time.monotonic()
                 while True:
                     value = next(job)
                     stats.steps += 1
+                    binding = binding or bool(getattr(value, "binding", False))
                     if on_step is not None:
                         on_step(value)
+                    if gate is not None and stats.steps == gate.step:
+                        held = True
+                        break
                     if time.monotonic() - start >= budget:
                         break
             finally:
@@ -99,8 +157,20 @@ async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGE
                 stats.max_slice_ms = max(stats.max_slice_ms, elapsed)
                 if lock is not None:
                     lock.release()
-            await breathe()
+            try:
+                if held:
+                    await gate.hold()
+                await breathe()
+            except asyncio.CancelledError:
+                if not binding or told:
+                    raise
+                told = True  # past its point of no return: run on, and answer with the outcome
+                task = asyncio.current_task()
+                if task is not None and hasattr(task, "uncancel"):
+                    task.uncancel()
     except StopIteration as done:
+        if gate is not None and stats.steps < gate.step:
+            gate.ended(stats.steps)
         return done.value
     finally:
         # Cancellation ($/cancelRequest, a client gone, shutdown) reaches the job here, as

@@ -16,6 +16,9 @@ GAP_REASONS = (
     "not-a-file",
     "not-in-head",
     "git-internal",
+    "not-a-folder",  # a folder key's path holds a file (or something else) now
+    "folder-not-empty",  # a folder a plan would remove holds what turnback never captured
+    "submodule-uninitialised",  # a worktree fork's submodule the parent never checked out
 )
 
 

@@ -1,7 +1,10 @@
 """Read-only consistency check of a store. It reports; it never repairs or cuts anything.
 
 Severity: "error" makes the report not ok; "warning" is something the next owner's open tidies up on
-its own (a torn journal tail, a temp file left by a crash) and does not make the report not ok.
+its own (a torn journal tail, a temp file left by a crash) and does not make the report not ok;
+"note" is a fact worth knowing that is no fault: an intent record pending (`pending`), a transaction
+interrupted by a crash (or running now) that the next owner's open finishes or rolls back. A store
+with a pending intent is sound: fsck exits 0 and says so, with the note.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class FsckReport:
     problems: list[Problem] = field(default_factory=list)
     objects_checked: int = 0
     records_checked: int = 0
+    pending: list[dict] = field(default_factory=list)  # intents: {path, id, operation, files, created}
 
     @property
     def ok(self) -> bool:
@@ -136,9 +140,18 @@ def _check_records(root: Path, report: FsckReport) -> None:
     for name, kind in _RECORD_FILES.items():
         if os.path.lexists(root / name):
             _check_record(root / name, kind, report)
-    for folder in ("recovery", "txn"):
-        for p in _files(root / folder):
-            _check_record(p, None, report)
+    for p in _files(root / "recovery"):
+        _check_record(p, None, report)
+    for p in _files(root / "txn"):
+        intent = _check_record(p, None, report)
+        if intent is None:
+            continue
+        files = intent.get("files") if isinstance(intent.get("files"), list) else []
+        what = intent.get("operation") or "transaction"
+        report.pending.append({"path": str(p), "id": intent.get("id"), "operation": what,
+                               "files": len(files), "created": intent.get("created")})
+        report.add(p, f"an interrupted {what} ({len(files)} file(s)) is pending, or one is under way: "
+                      "the next process that takes the store finishes it or rolls it back", "note")
 
 
 def _check_heads(root: Path, report: FsckReport) -> list:

@@ -382,6 +382,23 @@ def write_atomic(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o
         fsync_dir(Path(path).parent)
 
 
+def write_temp(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o600) -> Path:
+    """Write `data` to a fresh temp file next to `path` and return its name, unsynced and not renamed:
+    for a caller that makes many files durable in one pass (`syncfs_or_fsync`) before it renames
+    each into place. The temp file is removed if anything fails."""
+    tmp = temp_path(path)
+    fd = create(tmp, mode)
+    try:
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+    except BaseException:
+        discard(tmp)
+        raise
+    return tmp
+
+
 def create_exclusive(path: StrPath, data: bytes, *, mode: int = 0o600) -> bool:
     """Publish a new file with `data` only if `path` does not exist yet; False if it does.
 

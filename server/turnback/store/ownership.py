@@ -497,6 +497,25 @@ def who_owns(store_dir: str | os.PathLike, kind: str, *, clock: Clock = time.tim
             "machine": rec.get("machine"), "sameMachine": same_machine(rec)}
 
 
+def last_owner(store_dir: str | os.PathLike, kind: str) -> dict | None:
+    """Read-only: who last held the store, held or not, and whether that process still runs
+    (`alive`: True, False when it provably exited on this machine, None when it cannot be told: a
+    holder on another machine). None when there is no readable record or it was released."""
+    store_dir = Path(store_dir)
+    try:
+        rec = _read(store_dir / (LEASE_FILE if kind == "heads" else PID_FILE),
+                    "lease" if kind == "heads" else "pidlock")
+    except CorruptStore:
+        return None
+    if not rec or rec.get("released"):
+        return None
+    if kind == "heads":
+        alive = None if not same_machine(rec) else not _holder_gone(rec)
+    else:
+        alive = None if not same_machine(rec) else _pid_held(rec)
+    return {**_owner(rec), "alive": alive}
+
+
 def takeover(store_dir: str | os.PathLike, kind: str, *, confirm: bool, **kwargs) -> Lease | PidLock:
     """Take the store from whoever holds it, live or not, on this machine or another: only with
     `confirm=True` (the user said yes to a prompt naming the holder). The epoch grows, so anything

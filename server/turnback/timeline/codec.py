@@ -13,16 +13,24 @@ import cbor2
 from ..errors import CorruptStore, NewerFormat
 from ..model.directives import Directive
 from ..model.gaps import Gap
-from ..model.images import is_digest
+from ..model.images import is_digest, is_folder_key
 from ..model.known import SHARDS, KnownMap
 from ..model.session import AgentTranscript, SessionState
 from ..model.turns import Turn
 
-OBJECT_FORMAT = 1
+OBJECT_FORMAT = 2  # the newest object format this version reads
+# Objects that hold folder keys (model/images.py: `src/empty/` -> "folder") say format 2, so a
+# turnback that knows no folders refuses them (NewerFormat) instead of taking a folder for a file;
+# every other object is written as format 1, byte for byte as before (docs/storage-format.md §3b).
+FOLDERS_FORMAT = 2
 
 
-def dumps(kind: str, payload: dict) -> bytes:
-    return cbor2.dumps({"t": kind, "v": OBJECT_FORMAT, "p": payload}, canonical=True)
+def dumps(kind: str, payload: dict, version: int = 1) -> bytes:
+    return cbor2.dumps({"t": kind, "v": version, "p": payload}, canonical=True)
+
+
+def _version(paths) -> int:
+    return FOLDERS_FORMAT if any(is_folder_key(rel) for rel in paths) else 1
 
 
 def loads(data: bytes, kind: str, where: str) -> dict:
@@ -70,8 +78,8 @@ class StateCodec:
         """Write every object of the state (the caller batches durability) and return the body digest."""
         refs: set[str] = set()
 
-        def put(kind: str, payload: dict) -> str:
-            digest = self._put(dumps(kind, payload))
+        def put(kind: str, payload: dict, version: int = 1) -> str:
+            digest = self._put(dumps(kind, payload, version))
             refs.add(digest)
             return digest
 
@@ -81,7 +89,7 @@ class StateCodec:
             turn_refs: set[str] = set(_turn_images(turn))
             doc["responseChunks"] = self._response_chunks(state.session_id, turn, turn_refs)
             del doc["response"]
-            digest = self._put(dumps("turn", doc))
+            digest = self._put(dumps("turn", doc, _version(turn.files)))
             turn_digests.append(digest)
             turn_refs.add(digest)
             lists.append(self._ref_list(digest, turn_refs))  # the turn object names all it reaches
@@ -110,7 +118,7 @@ class StateCodec:
             root["lineage"] = state.lineage
         if state.restores:
             root["restores"] = state.restores
-        root_digest = put("session", root)
+        root_digest = put("session", root, _version(rel for v in state.between.values() for rel in v))
         # The body names the small things directly and every turn's and shard's reference list by
         # the list object's digest: those lists are shared by every publication whose turn or shard
         # is unchanged, so a publication writes O(change) bytes, not O(state).
@@ -143,7 +151,7 @@ class StateCodec:
                 shard, modes = known.shard(i), known.shard_modes(i)
                 # modes only when some are known: a shard without any encodes as it always did
                 digest = self._put(dumps("known", {"map": shard, "modes": modes} if modes
-                                         else {"map": shard}))
+                                         else {"map": shard}, _version(shard)))
                 shard_refs = {im for im in shard.values() if is_digest(im)} | {digest}
                 ref_list = self._ref_list(digest, shard_refs)
                 self._shard_cache[i] = (key, digest, ref_list)

@@ -69,6 +69,8 @@ def _seen(state: SessionState, op: dict) -> None:
         state.known.set_mode(rel, mode)
     if op.get("covered"):
         state.config["swept"] = True  # a full sweep has covered the workspace (kept across processes)
+    if op.get("folders"):
+        state.config["folders"] = True  # ... and recorded its folders (model/images.py)
 
 
 def _gaps(state: SessionState, op: dict) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import stat as statmod
+from dataclasses import dataclass
 
 from ..errors import CorruptStore, SymlinkRefused
-from ..model.images import ABSENT, Image
+from ..model.images import ABSENT, FOLDER, Image, folder_path, is_digest, is_folder_key
 from ..store import fsio
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -15,7 +16,10 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not ha
 
 def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, str | None]:
     """The digest of what is on disk now, without storing it: (image, None) or (None, gap reason).
-    Inside `.git` the answer is always the gap `git-internal`: no plan ever writes there."""
+    Inside `.git` the answer is always the gap `git-internal`: no plan ever writes there. A folder
+    key (model/images.py) answers FOLDER or ABSENT."""
+    if is_folder_key(rel):
+        return folder_image(ws, rel)
     if ws.git_internal(rel):
         return None, "git-internal"
     try:
@@ -46,6 +50,41 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
         return None, "unreadable"
     finally:
         os.close(fd)
+
+
+def folder_image(ws, key: str) -> tuple[Image | None, str | None]:
+    """What is at a folder key's path now: FOLDER, ABSENT, or a gap (a link, a file in its place)."""
+    rel = folder_path(key)
+    if ws.git_internal(rel):
+        return None, "git-internal"
+    try:
+        ws.check_components(rel)
+    except SymlinkRefused as exc:
+        return None, "symlink" if exc.data.get("reason") in (None, "race") else exc.data["reason"]
+    try:
+        st = os.lstat(ws.abs_path(rel))
+    except FileNotFoundError:
+        return ABSENT, None
+    except OSError:
+        return None, "unreadable"
+    if statmod.S_ISDIR(st.st_mode):
+        return FOLDER, None
+    return None, "symlink" if statmod.S_ISLNK(st.st_mode) else "not-a-folder"
+
+
+def empties_after(ws, key: str, going: set) -> bool:
+    """Whether the folder at `key` holds nothing once every path in `going` (file paths and folder
+    keys a plan removes) is gone: only then can a plan remove the folder itself."""
+    top = ws.abs_path(folder_path(key))
+    for dirpath, dirnames, filenames in os.walk(top):
+        here = os.path.relpath(dirpath, ws.root).replace(os.sep, "/")
+        for name in filenames:
+            if f"{here}/{name}" not in going:
+                return False
+        for name in dirnames:
+            if f"{here}/{name}/" not in going:
+                return False
+    return True
 
 
 def read_text(ws, rel: str, *, max_bytes: int) -> str | None:
@@ -90,6 +129,8 @@ def drain(job):
 
 
 def current_mode(ws, rel: str) -> int | None:
+    if is_folder_key(rel):
+        return None  # folders are restored with the umask's bits (docs/storage-format.md)
     try:
         st = os.lstat(ws.abs_path(rel))
     except FileNotFoundError:
@@ -104,6 +145,9 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
     The components are checked just before the write, so a link planted since planning is refused;
     the bytes are verified against their digest while they are streamed, and a mismatch aborts
     before the rename, so a corrupt object is never restored."""
+    if is_folder_key(rel):
+        drain(put_many_job(ws, objects, [Put(rel, image)], stop_on_error=True))
+        return
     if ws.git_internal(rel):
         raise SymlinkRefused(f"{rel!r} is inside .git; turnback never restores Git's own data",
                              data={"path": rel, "reason": "git-internal"})
@@ -127,6 +171,149 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
     # The mode is set on the temp file's descriptor before the rename, never by path afterwards: a
     # path can be swapped for a link the moment after the rename, and chmod follows links.
     fsio.write_atomic(path, objects.iter_chunks(image), mode=mode)
+
+
+# A batch of restores: its temp files are made durable in one pass before any is renamed.
+BATCH_FILES = 256
+BATCH_BYTES = 64 << 20
+
+
+@dataclass
+class Put:
+    rel: str
+    image: Image
+    mode: int | None = None  # the bits to write (None: the file's own, else the umask's)
+    bits_only: bool = False  # the bytes are right: only chmod
+
+
+def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
+    """Make the disk hold every `Put`, with durability batched: each batch's temp files (and chmods)
+    are made durable in one pass (`fsio.syncfs_or_fsync`: one syncfs, or an fsync each), then
+    renamed into place; every folder touched is synced once, at the end. A crash at any point
+    leaves each path with its old image or its new one (a temp file at most, which recovery removes).
+
+    A job: it yields after every file and every durability step. Returns {rel: error sentence} for
+    the puts that failed (with `stop_on_error` the first failure is raised instead, after the temp
+    files of the batch are removed)."""
+    errors: dict[str, str] = {}
+    folders: set = set()
+    for start, batch in _batches(puts, objects):
+        temps: list[tuple[str, object, object]] = []  # (rel, temp path, final path)
+        synced: list = []  # files whose contents or bits must be durable before any rename
+        try:
+            for i, p in enumerate(batch, start + 1):
+                try:
+                    path = _put_one(ws, objects, p, temps, synced, folders)
+                except Exception as exc:  # noqa: BLE001 - reported per path, or raised
+                    if stop_on_error:
+                        raise
+                    errors[p.rel] = f"{type(exc).__name__}: {exc}"
+                    continue
+                if path is not None:
+                    synced.append(path)
+                yield ("write", i, len(puts))  # i paths of the plan handled so far
+            fsio.syncfs_or_fsync(synced)
+            yield ("sync", start + len(batch), len(puts))
+        except BaseException:
+            for _rel, tmp, _final in temps:
+                fsio.discard(tmp)
+            raise
+        left = list(temps)
+        try:
+            while left:
+                rel, tmp, final = left.pop(0)
+                try:
+                    place(rel, tmp, final)
+                    folders.add(os.path.dirname(final))
+                except Exception as exc:  # noqa: BLE001
+                    fsio.discard(tmp)
+                    if stop_on_error:
+                        raise
+                    errors[rel] = f"{type(exc).__name__}: {exc}"
+                yield ("rename", start, len(puts))
+        except BaseException:
+            for _rel, tmp, _final in left:  # not in place yet: they go, so no temp file is left
+                fsio.discard(tmp)
+            raise
+    for folder in sorted(folders):  # the renames and removals are durable before the caller goes on
+        if not os.path.isdir(folder):
+            continue  # removed itself since (a folder the plan removed): its parent is synced
+        fsio.fsync_dir(folder)
+        yield ("folder", len(puts), len(puts))
+    return errors
+
+
+def place(rel: str, tmp, final) -> None:
+    """Rename one durable temp file over its path (one path of a batch; tests fail it per path)."""
+    fsio.rename(tmp, final)
+
+
+def _batches(puts: list[Put], objects):
+    start, batch, size = 0, [], 0
+    for p in puts:
+        batch.append(p)
+        size += (objects.stat(p.image) or 0) if is_digest(p.image) and not p.bits_only else 0
+        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
+            yield start, batch
+            start, batch, size = start + len(batch), [], 0
+    if batch:
+        yield start, batch
+
+
+def _put_one(ws, objects, p: Put, temps: list, synced: list, folders: set):
+    """One path of a batch: a temp file written (not yet durable, not renamed), a removal, or a
+    chmod. Returns the path whose inode must be synced before the renames, or None."""
+    if is_folder_key(p.rel):
+        _put_folder(ws, p, folders)
+        return None
+    if ws.git_internal(p.rel):
+        raise SymlinkRefused(f"{p.rel!r} is inside .git; turnback never restores Git's own data",
+                             data={"path": p.rel, "reason": "git-internal"})
+    ws.check_components(p.rel)
+    path = ws.abs_path(p.rel)
+    if p.bits_only:
+        fsio.chmod(path, p.mode, sync=False)
+        return path
+    if p.image == ABSENT:
+        if os.path.lexists(path):
+            if os.path.isdir(path) and not os.path.islink(path):
+                raise CorruptStore(f"{p.rel} is a folder now; refusing to delete it",
+                                   data={"path": p.rel})
+            fsio.unlink(path)
+            folders.add(os.path.dirname(path))
+        return None
+    if not objects.has(p.image):
+        raise CorruptStore(f"the image {p.image} of {p.rel} is missing from the store",
+                           data={"path": p.rel, "digest": p.image})
+    ws.ensure_parent_dirs(p.rel)
+    mode = p.mode if p.mode is not None else current_mode(ws, p.rel)
+    if mode is None:
+        mode = ws.dir_mode & 0o666
+    tmp = fsio.write_temp(path, objects.iter_chunks(p.image), mode=mode)  # verified as it streams
+    temps.append((p.rel, tmp, path))
+    return tmp
+
+
+def _put_folder(ws, p: Put, folders: set) -> None:
+    """Make the folder at a folder key exist (FOLDER) or not (ABSENT: removed, and only when
+    empty: a plan removes a folder only once everything in it is gone, `empties_after`)."""
+    rel = folder_path(p.rel)
+    if ws.git_internal(rel):
+        raise SymlinkRefused(f"{rel!r} is inside .git; turnback never restores Git's own data",
+                             data={"path": rel, "reason": "git-internal"})
+    ws.check_components(rel)
+    path = ws.abs_path(rel)
+    now, _problem = folder_image(ws, p.rel)
+    if now == p.image:
+        return
+    if now not in (FOLDER, ABSENT):
+        raise CorruptStore(f"{rel} is not a folder now; refusing to replace it", data={"path": rel})
+    if p.image == FOLDER:
+        ws.ensure_parent_dirs(rel)
+        fsio.mkdir(path, mode=ws.dir_mode, parents=False, exist_ok=True, sync=False)
+    else:
+        fsio.rmdir(path)  # fails (ENOTEMPTY) if something appeared in it meanwhile
+    folders.add(os.path.dirname(path))
 
 
 def put_mode(ws, rel: str, mode: int) -> None:

@@ -45,8 +45,9 @@ def check_turn(state: SessionState, turn) -> int:
 
 
 def prepare_job(state: SessionState, ws, objects, turn: int, *, head_seq, max_bytes: int,
-                busy: list[dict] = ()):
-    """The fork report for turn `turn` (a job: it hashes the files on disk while it derives)."""
+                busy: list[dict] = (), redo: bool = True):
+    """The fork report for turn `turn` (a job: it hashes the files on disk while it derives).
+    `redo`: the store keeps heads, so the frozen parent's states can be brought back later."""
     turn = check_turn(state, turn)
     derived = yield from derive_job(state, ws, objects, {"kind": "afterResponse", "turn": turn},
                                     max_bytes=max_bytes)
@@ -60,6 +61,7 @@ def prepare_job(state: SessionState, ws, objects, turn: int, *, head_seq, max_by
         "directives": c["directives"], "workflowCleared": c["workflowCleared"],
         "droppedSends": held,
         "notPreserved": list(NOT_PRESERVED),
+        "redoable": bool(redo),
     }
     report["hash"] = fork_hash(objects.hasher, state, turn, c, head_seq, held)
     refusal = refusal_of(state, turn, derived, objects, busy)
@@ -118,15 +120,32 @@ def fork_hash(hasher, state: SessionState, turn: int, candidate: dict, head_seq,
 
 
 def summary(r: dict) -> str:
+    """What a fork does, in its own words: the turns after k stay in the frozen parent (nothing is
+    discarded), the files are put back as they were at the end of turn k."""
     k = r["turn"]
+    later = r["discard"]["turnCount"]
+    redo = r.get("redoable", True)
+    kept_where = ("this session is frozen: readable, and Redo can bring back its states"
+                  if redo else "this session is frozen and readable; this store keeps no heads, so "
+                  "nothing can bring this session's state back into the workspace later (no Redo)")
     parts = [f"Forks at turn {k}: a new branch session continues from turn {k} with turns "
-             f"1\u2013{k}; this session is frozen (readable, Redo-able as a state, no new turns)."
-             if k else "Forks before the first turn: the branch starts empty; this session is frozen."]
+             f"1\u2013{k}; {kept_where}." if k else
+             f"Forks before the first turn: the branch starts empty; {kept_where}."]
+    if later:
+        parts.append(f"The {later} later turn(s) (from turn {k + 1} on) stay in the frozen session, "
+                     "not in the branch.")
     restore = [f for f in r["files"] if f["action"] == "restore"]
     delete = [f for f in r["files"] if f["action"] == "delete"]
-    if r["discard"]["turnCount"]:
-        parts.append(f"The workspace goes back to the end of turn {k}: {len(restore)} file(s) "
-                     f"restored, {len(delete)} deleted.")
+    if restore or delete:
+        parts.append(f"The workspace is put back as it was at the end of turn {k}: {len(restore)} "
+                     f"file(s) put back, {len(delete)} removed.")
+    edits = [f["path"] for f in r["files"] if f.get("userEdit") and f["action"] != "unchanged"]
+    if edits:
+        parts.append("Overwrites edits no later turn made (yours, or another program's): "
+                     + ", ".join(edits) + ("; Redo of the frozen session's last state brings them "
+                                          "back" if redo else "; they cannot be brought back "
+                                          "afterwards: fork keeping your edits to leave them")
+                     + ".")
     crossed = [sid for name in CROSSED for sid in r["effects"][name]]
     if crossed:
         parts.append(f"{len(crossed)} step(s) already left this machine or would on rewind and stay "

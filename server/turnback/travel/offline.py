@@ -52,7 +52,15 @@ class Reader:
         return cls(Store.open(Path(store_path), kind=None, create=False))
 
     def ids(self) -> list[str]:
-        return [self.live.session_id, *self.records]
+        """Every session this store can show: its own, and the parent a worktree fork's store
+        names (so a worktree fork and its parent compare from either folder)."""
+        parent = self._parent_elsewhere_id()
+        return [self.live.session_id, *self.records, *([parent] if parent else [])]
+
+    def _parent_elsewhere_id(self) -> str | None:
+        lin = self.live.lineage or {}
+        pid = lin.get("parentId")
+        return pid if lin.get("parentStore") and pid and pid not in self.records else None
 
     def resolve(self, given: str) -> str:
         """A session id, or a unique prefix of one (`current` names the live session)."""
@@ -66,15 +74,37 @@ class Reader:
         return found[0]
 
     def state(self, session_id: str) -> SessionState:
+        """Any session's state: this store's own, a worktree fork's (read from the store in its
+        folder), or a worktree's parent (read from the store the worktree's lineage names)."""
         if session_id == self.live.session_id:
             return self.live
-        rec = self.records[session_id]
-        if not isinstance(rec.get("body"), str):
-            raise InvalidParams(f"session {session_id} lives in the worktree {rec.get('worktree')}; "
-                                "compare it from that folder", data={"sessionId": session_id})
-        state = self.book.codec.read(rec["body"])
-        state.frozen = bool(rec.get("frozen"))
-        return state
+        rec = self.records.get(session_id)
+        if rec is not None and isinstance(rec.get("body"), str):
+            state = self.book.codec.read(rec["body"])
+            state.frozen = bool(rec.get("frozen"))
+            return state
+        where = (rec or {}).get("store") or (self.live.lineage or {}).get("parentStore")
+        other = self._other(where)
+        if other is not None and session_id in other.ids() and other.live.session_id != \
+                self.live.session_id:
+            return other.state(session_id)
+        raise InvalidParams(f"session {session_id} lives in another folder "
+                            f"({(rec or {}).get('worktree') or where}) whose store cannot be read "
+                            "from here", data={"sessionId": session_id})
+
+    def _other(self, path):
+        try:
+            return Reader.open(path) if path else None
+        except Exception:  # noqa: BLE001 - another folder's store may be gone or unreadable
+            return None
+
+    def fork_records(self) -> list[dict]:
+        """This store's fork records, and the parent store's when this is a worktree's store."""
+        out = list(records.forks(self.store))
+        other = self._other((self.live.lineage or {}).get("parentStore"))
+        if other is not None:
+            out += records.forks(other.store)
+        return out
 
 
 def lineage(store: Store) -> dict:
@@ -139,30 +169,41 @@ def _parent_elsewhere(reader: Reader, s: dict) -> str | None:
 def compare(store: Store, a: str, b: str) -> dict:
     reader = Reader(store)
     a, b = reader.resolve(a), reader.resolve(b)
+    if a == b:  # one session named twice (`current current`, an id and its prefix)
+        state = reader.state(a)
+        side = _side(state, state.turn_count)
+        return {"sameSession": True, "sessionId": a, "sharedTurns": state.turn_count,
+                "a": side, "b": side, "files": []}
     sa, sb = reader.state(a), reader.state(b)
-    shared = _shared_turns(sa, sb)
-    out = {"sharedTurns": shared, "a": _side(sa, shared), "b": _side(sb, shared),
-           "files": _differing_files(sa, sb)}
-    live = _live_report(store, sa, sb, shared)
+    skip_a, skip_b = _shared_turns(sa, sb)
+    out = {"sameSession": False, "sharedTurns": max(skip_a, skip_b), "a": _side(sa, skip_a),
+           "b": _side(sb, skip_b), "files": _differing_files(sa, sb)}
+    live = _live_report(reader.fork_records(), sa, sb)
     if live is not None:
-        side, effects = live
-        out["liveReport"] = {"side": side, "effects": effects,
-                             "agrees": out[side]["effects"] == effects}
+        side, effects, turn = live
+        parent = sa if side == "a" else sb
+        out["liveReport"] = {"side": side, "effects": effects, "forkTurn": turn,
+                             "agrees": offline_effects(parent, turn) == effects}
     return out
 
 
-def _shared_turns(sa: SessionState, sb: SessionState) -> int:
-    """A fork's branch shares exactly the turns up to its fork turn; otherwise count equal turns."""
-    for child, parent in ((sb, sa), (sa, sb)):
+def _shared_turns(sa: SessionState, sb: SessionState) -> tuple[int, int]:
+    """How many leading turns of each side the two share, by content (the same prompts, answers,
+    steps and files), not by what a lineage claims: a branch that went on identically shares those
+    turns too. A worktree fork's own session holds none of its parent's turns: it shares exactly the
+    parent's first `forkTurn` turns, and all of its own are its tail."""
+    for child, parent, child_first in ((sb, sa, False), (sa, sb, True)):
         lin = child.lineage or {}
-        if lin.get("parentId") == parent.session_id and isinstance(lin.get("forkTurn"), int):
-            return min(lin["forkTurn"], sa.turn_count, sb.turn_count)
+        if lin.get("parentStore") and lin.get("parentId") == parent.session_id \
+                and isinstance(lin.get("forkTurn"), int):
+            shared = min(lin["forkTurn"], parent.turn_count)
+            return (0, shared) if child_first else (shared, 0)
     n = 0
     for ta, tb in zip(sa.turns, sb.turns):
         if _fingerprint(ta) != _fingerprint(tb):
             break
         n += 1
-    return n
+    return n, n
 
 
 def _fingerprint(t) -> tuple:
@@ -201,14 +242,14 @@ def _differing_files(sa: SessionState, sb: SessionState) -> list[dict]:
             for p in paths if sa.known.get(p) != sb.known.get(p)]
 
 
-def _live_report(store: Store, sa: SessionState, sb: SessionState, shared: int):
-    """The partition the live fork reported for the parent's tail, when A and B are parent and
-    branch of a recorded fork at the shared turn."""
-    for f in records.forks(store):
-        if f.get("phase") != "complete" or f.get("turn") != shared:
+def _live_report(forks: list[dict], sa: SessionState, sb: SessionState):
+    """(side of the parent, the partition the live fork reported, its fork turn), when A and B are
+    the parent and branch of a recorded fork."""
+    for f in forks:
+        if f.get("phase") != "complete":
             continue
         if (f.get("parentId"), f.get("branchId")) == (sa.session_id, sb.session_id):
-            return "a", f.get("effects")
+            return "a", f.get("effects"), f.get("turn")
         if (f.get("parentId"), f.get("branchId")) == (sb.session_id, sa.session_id):
-            return "b", f.get("effects")
+            return "b", f.get("effects"), f.get("turn")
     return None

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
-from ..model.images import ABSENT, UNKNOWN
+from ..model.images import ABSENT, UNKNOWN, is_folder_key
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
 from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
+from .folders import keep_full_folders
+from .transaction import BEFORE_MARK
 from .user_edits import kept_paths, user_edit_fields
 
 
@@ -63,15 +65,32 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         if key == here:
             continue
         group = {"headSeq": h.seq, "turnCount": h.turn_count, "forkPoint": h.fork_point,
-                 "created": h.created, "lastPrompt": h.last_prompt}
+                 "created": h.created, "lastPrompt": h.last_prompt, "sessionId": h.session,
+                 # a state of a frozen session this one was forked from: Redo brings its content
+                 # into the live session; the frozen one stays as it is
+                 "frozenParent": bool(current is not None and h.session
+                                      and h.session != current.session_id),
+                 "keptBefore": kept_before(h)}
         theirs = _outline(codec, h)
         if mine is not None and theirs is not None:
-            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])] and key not in restored
             group["changes"] = _differing_paths(codec, mine[1], theirs[1], current)
+            # An earlier moment of this line: its turns are a prefix of the current ones. Equal
+            # turns with other files are no earlier moment: a transaction left them (the git
+            # checkout a worktree fork wrote over, a Redo's own source), so Redo offers them.
+            # A *before* head (what a transaction overwrote that the session never captured) is
+            # never an earlier moment: it is what the safety net kept.
+            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])] and not kept_before(h) \
+                and key not in restored and (len(theirs[0]) < len(mine[0])
+                                             or not group["changes"]["files"])
             if group["ancestor"] and not everything:
                 continue
         out.append(group)
     return sorted(out, key=lambda g: -g["headSeq"])
+
+
+def kept_before(head) -> bool:
+    """A head a transaction published to keep the images it was about to overwrite."""
+    return (getattr(head, "txn", None) or "").startswith(BEFORE_MARK)
 
 
 def _forked_from(store, current: SessionState | None) -> set:
@@ -140,13 +159,37 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     gaps: list[Gap] = []
     files, changes = [], []
     modes: dict = {}
-    # A path the head never saw was created later: leave it alone. A path with the same image and
-    # the same permission bits in both states gives redo nothing to do (a chmod alone is a change).
+    # A path with the same image and the same permission bits in both states gives redo nothing to
+    # do (a chmod alone is a change). A path the head never saw is one of two things: created later,
+    # on this line (its first recorded change made it from nothing), so the head's tree never had it
+    # and it goes (`delete`, listed; kept and listed as kept with keepUserEdits); or a file that was
+    # there all along unseen, which is left as it is, with a gap that says so.
     paths = sorted(rel for rel, to in target_state.known.items()
                    if to != state.known.get(rel) or _mode_differs(target_state, state, rel))
-    on_disk = yield from disk_images_job(ws, paths, store.objects.hasher, max_bytes=max_bytes)
+    later = sorted(rel for rel, image in state.known.items()
+                   if rel not in target_state.known and image not in (ABSENT, UNKNOWN))
+    created = {rel for rel in later if first_before(state, rel) == ABSENT}
+    on_disk = yield from disk_images_job(ws, paths + sorted(created), store.objects.hasher,
+                                         max_bytes=max_bytes)
     loose = _last_loose(state)
     want_mode = target_state.known.mode
+    for rel in later:
+        if rel not in created and not is_folder_key(rel):  # (a store that never knew folders)
+            gaps.append(Gap(rel, "unknown-before-image", None,
+                            "the state Redo brings back never saw this file, and turnback cannot "
+                            "tell whether it existed then; it is left as it is"))
+    for rel in sorted(created):
+        now, problem = on_disk[rel]
+        if problem is not None:
+            gaps.append(Gap(rel, problem))
+            files.append(_file(ws, rel, "unchanged", None, ABSENT, False))
+        elif now == ABSENT:
+            continue  # already gone
+        else:
+            external = changed_behind(state, ws, rel, now)
+            changes.append((rel, ABSENT))
+            files.append(_file(ws, rel, "delete", now, ABSENT, external, createdLater=True,
+                               **user_edit_fields("delete", external, loose.get(rel, False))))
     for rel in paths:
         to = target_state.known[rel]
         now, problem = on_disk[rel]
@@ -167,6 +210,9 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                                **user_edit_fields(action, external, loose.get(rel, False))))
             if to != ABSENT and want_mode(rel) is not None:
                 modes[(rel, to)] = want_mode(rel)
+    unreachable = keep_full_folders(ws, changes, files, gaps)  # a folder goes only if empty
+    for f in files:
+        f.setdefault("mode", want_mode(f["path"]) if f["to"] != ABSENT else None)
     gaps.extend(g for t in target_state.turns for g in t.gaps)
     gaps = _unique(gaps)
     result = {"headSeq": head_seq, "turnCount": head.turn_count,
@@ -181,9 +227,12 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                             "keeping your edits leaves them as they are. " if edits else "")
                          + "Directive records stay as they are now; no step is run again.")
     new_state = copy.deepcopy(target_state)
-    unreachable = {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
+    unreachable |= {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
+    deleted = {rel for rel, to in changes if rel in created}
     for rel, image in state.known.items():
-        if rel not in target_state.known or rel in unreachable:
+        if rel in deleted:
+            new_state.known[rel] = ABSENT  # created later: the head's tree never had it
+        elif rel not in target_state.known or rel in unreachable:
             new_state.known[rel] = image  # paths the head never saw, or could not write: as they are
             new_state.known.set_mode(rel, state.known.mode(rel))
     new_state.session_id = state.session_id
@@ -194,6 +243,19 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     new_state.frozen = False
     new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
     return RedoPlan(result, new_state, changes, modes)
+
+
+def first_before(state: SessionState, rel: str):
+    """The image rel had before the first change the session recorded of it (ABSENT: the session's
+    own line created it), or None when no change of it was ever recorded (only seen)."""
+    for k in range(0, state.turn_count + 1):
+        turn = state.turn(k) if k else None
+        if turn is not None and rel in turn.files:
+            return turn.files[rel].before
+        change = state.between.get(k, {}).get(rel)
+        if change is not None:
+            return change[0]
+    return None
 
 
 def _mode_differs(target: SessionState, current: SessionState, rel: str) -> bool:

@@ -27,6 +27,7 @@ from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_text
 from .filestate import files_changed_state, keep_as_they_are
+from .folders import keep_full_folders
 from .user_edits import USER_EDIT_WORDS, keep_user_edits, kept_paths, user_edit_fields
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
@@ -138,6 +139,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
+    unreachable |= keep_full_folders(ws, changes, files, gaps)  # a folder is removed only if empty
     for turn in discarded:
         gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
     gaps.extend(g for g in state.live_gaps.values() if g.turn is None or g.turn <= keep)
@@ -351,8 +353,11 @@ def changed_behind(state: SessionState, ws, rel: str, now) -> bool:
 
 
 def _file(ws, rel, action, now, to, external, *, userEdit=False, **more) -> dict:
+    """One FilePlan entry; `fromMode` is the permission bits on disk now (a mode change alone shows
+    as bits, not as a digest that stays the same)."""
     out = {"uri": ws.to_uri(rel), "path": rel, "action": action,
-           "from": now, "to": to, "externalChange": bool(external), "userEdit": bool(userEdit)}
+           "from": now, "to": to, "externalChange": bool(external), "userEdit": bool(userEdit),
+           "fromMode": current_mode(ws, rel) if is_digest(now) else None}
     out.update(more)
     return out
 

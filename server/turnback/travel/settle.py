@@ -16,7 +16,7 @@ import stat as statmod
 from ..errors import TurnbackError
 from ..model.images import ABSENT
 from ..store import fsio
-from .disk import current_mode, disk_image, put_image, put_mode
+from .disk import Put, current_mode, disk_image, drain, put_many_job
 
 
 def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int | None = None,
@@ -25,21 +25,12 @@ def settle(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int
     `allowed` (with `allowed_modes[i]`, by position); return None when it does now, else a sentence
     saying why it was left alone or could not be written. A mode of None (unknown: a record of
     before modes) matches any bits and leaves them as they are."""
-    now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
-    if problem is not None:
-        return f"left alone: it cannot be read safely now ({problem})"
-    now_mode = current_mode(ws, rel)
-    if _holds(now, now_mode, want, mode):
-        return None
-    modes = list(allowed_modes) + [None] * (len(allowed) - len(allowed_modes))
-    if not any(_holds(now, now_mode, image, m) for image, m in zip(allowed, modes)):
-        return ("left alone: it changed after the transaction (its image is neither the one the "
-                "transaction left nor its backup)")
+    verdict = judge(ws, objects, rel, want, allowed, max_bytes=max_bytes, mode=mode,
+                    allowed_modes=allowed_modes)
+    if verdict is None or isinstance(verdict, str):
+        return verdict
     try:
-        if now == want:  # the bytes are right; only the permission bits differ
-            put_mode(ws, rel, mode)
-        else:
-            put_image(ws, objects, rel, want, mode=mode)
+        drain(put_many_job(ws, objects, [verdict], stop_on_error=True))
     except Exception as exc:  # noqa: BLE001 - any failure is reported; the caller keeps going
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -52,22 +43,52 @@ def _holds(now, now_mode, image, mode) -> bool:
 def settle_all(ws, objects, files: list[dict], toward: str, *, max_bytes: int) -> list[dict]:
     """Settle every file toward its `toward` image ("backup" or "to") and that image's mode
     (`backupMode`, `toMode`), newest first; return the files left unsettled as recovery entries:
-    {rel, backup: the image to put back, backupMode, left, leftMode, error}."""
+    {rel, backup: the image to put back, backupMode, left, leftMode, error}.
+
+    Each file is judged on its own (`judge`: right already, ours to write, or someone else's now),
+    and the writes are made in batches whose durability is paid once per batch and once per folder
+    (`put_many_job`), not twice per file: rolling back 3,000 files costs a few syncs, not 6,000."""
     other = "to" if toward == "backup" else "backup"
-    failed = []
+    failed, puts, entries = [], [], {}
     for f in reversed(files):
         want_mode, other_mode = f.get(toward + "Mode"), f.get(other + "Mode")
-        error = settle(ws, objects, f["rel"], f[toward], (f[other],), max_bytes=max_bytes,
-                       mode=want_mode, allowed_modes=(other_mode,))
-        if error is not None:
-            failed.append({"rel": f["rel"], "backup": f[toward], "backupMode": want_mode,
-                           "left": f[other], "leftMode": other_mode, "error": error})
+        entry = {"rel": f["rel"], "backup": f[toward], "backupMode": want_mode,
+                 "left": f[other], "leftMode": other_mode}
+        verdict = judge(ws, objects, f["rel"], f[toward], (f[other],), max_bytes=max_bytes,
+                        mode=want_mode, allowed_modes=(other_mode,))
+        if isinstance(verdict, str):
+            failed.append(dict(entry, error=verdict))
+        elif verdict is not None:
+            puts.append(verdict)
+            entries[f["rel"]] = entry
+    try:
+        errors = drain(put_many_job(ws, objects, puts, stop_on_error=False))
+    except Exception as exc:  # noqa: BLE001 - a durability step failed: none of the batch is sure
+        errors = {p.rel: f"{type(exc).__name__}: {exc}" for p in puts}
+    failed += [dict(entries[rel], error=error) for rel, error in errors.items()]
     return failed
+
+
+def judge(ws, objects, rel: str, want, allowed=(), *, max_bytes: int, mode: int | None = None,
+          allowed_modes=()):
+    """What settling rel needs: None (it holds `want` already), a `Put` (it holds one of `allowed`:
+    ours to overwrite), or a sentence saying why it is left alone."""
+    now, problem = disk_image(ws, rel, objects.hasher, max_bytes=max_bytes)
+    if problem is not None:
+        return f"left alone: it cannot be read safely now ({problem})"
+    now_mode = current_mode(ws, rel)
+    if _holds(now, now_mode, want, mode):
+        return None
+    modes = list(allowed_modes) + [None] * (len(allowed) - len(allowed_modes))
+    if not any(_holds(now, now_mode, image, m) for image, m in zip(allowed, modes)):
+        return ("left alone: it changed after the transaction (its image is neither the one the "
+                "transaction left nor its backup)")
+    return Put(rel, want, mode, bits_only=now == want)
 
 
 def missing_folders(ws, rel: str) -> list[str]:
     """The parent folders of rel that do not exist yet (shallowest first): a restore would create them."""
-    parts = rel.split("/")[:-1]
+    parts = rel.rstrip("/").split("/")[:-1]  # a folder key's own folder is its change, not a parent
     out = []
     for i in range(len(parts)):
         sub = "/".join(parts[: i + 1])

@@ -33,15 +33,19 @@ from pathlib import Path
 
 from ..capture.reader import read_image
 from ..errors import TurnbackError
-from ..model.images import ABSENT, Image
+from ..model.images import ABSENT, Image, is_folder_key
 from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
 from . import outcome as oc
-from .disk import drain, put_image, put_mode
+from .disk import Put, drain, folder_image, put_many_job
+from .folders import apply_order
 from .settle import missing_folders, remove_created_folders, settle_all
 
 INTENT_KIND = "intent"
+# The `txn` of a *before* head: it names the transaction it was kept for, and is never its commit.
+BEFORE_MARK = "before:"
+RUNNING: set[str] = set()  # transactions of this process between their intent and their outcome
 RECOVERY_KIND = "recovery"
 NO_LIMIT = 1 << 62  # recovery compares digests of files of any size
 
@@ -60,16 +64,29 @@ class BackupFailed(TurnbackError):
     code = "backup-failed"
 
 
+class Applying(tuple):
+    """What the job yields once it has touched a workspace file: from here on it is not cancellable
+    (`binding`), and a runner that is cancelled lets it run to its outcome and answers with it."""
+
+    binding = True
+
+
 def run(book, ws, **kw) -> Outcome:
     """Run the transaction to its end at once."""
     return drain(run_job(book, ws, **kw))
 
 
 def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,
-            max_bytes: int, done: dict | None = None, modes: dict | None = None):
+            max_bytes: int, done: dict | None = None, modes: dict | None = None,
+            keep_before: bool = True):
     """Apply `changes` (path -> target image) and commit `new_state`, all or nothing. `modes`
     ((path, image) -> permission bits) names the bits each target is written with; the intent
     records them and each backup's bits, so a rollback or a recovery puts back both.
+
+    Every operation (rewind, Redo, fork in place and in a worktree) keeps the before-images of what it
+    overwrites: a backup the session never captured is published first as a *before* head, which Redo
+    offers and the collector keeps as the newest head of its group (`keep_before`: a caller whose
+    folder cannot hold anything of anyone's may say so; plain stores have no heads to keep it in).
 
     A job: it yields after every backup and every file it writes, so a server can answer reads
     between them; the caller holds the mutation lock for the whole job. `done`, when given, receives
@@ -82,13 +99,14 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
         body, backups, backup_modes, before = yield from _prepare(
-            book, ws, changes, new_state, max_bytes, operation in ("rewind", "redo", "restore"))
-        if before is not None:
-            book.commit_body(*before)  # the disk as it is now, for Redo (see the module doc)
+            book, ws, changes, new_state, max_bytes, keep_before)
+        if before is not None:  # the disk as it is now, for Redo (see the module doc)
+            book.commit_body(*before, txn=BEFORE_MARK + txn)
     except OSError as exc:
         raise TurnbackError(f"could not save the backups before the {operation} ({exc}); "
                             "nothing was changed", code="io-error") from exc
     modes = modes or {}
+    changes = apply_order(changes)  # every step possible in turn; a rollback runs it backwards
     files = [{"rel": rel, "to": to, "backup": backups[rel],
               "toMode": None if to == ABSENT else modes.get((rel, to)),
               "backupMode": backup_modes.get(rel),
@@ -107,18 +125,24 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
         fsio.discard(intent_path)
         raise TurnbackError(f"could not write the {operation}'s intent record ({exc}); "
                             "nothing was changed", code="io-error") from exc
-    applied: list[dict] = []
+    # Every file may be touched from here: a failure rolls back all of them (settling a file that
+    # still holds its backup changes nothing).
+    applied: list[dict] = list(files)
     cancelled = False
+    RUNNING.add(txn)  # its intent is in progress here, not interrupted (`pending` in session/info)
     try:
-        for f in files:
-            applied.append(f)
-            if f["to"] == f["backup"] and f["to"] != ABSENT and f["toMode"] is not None:
-                put_mode(ws, f["rel"], f["toMode"])  # the same bytes: a change of mode alone
-            else:
-                put_image(ws, store.objects, f["rel"], f["to"], mode=f["toMode"])
+        puts = [Put(f["rel"], f["to"], f["toMode"],
+                    bits_only=f["to"] == f["backup"] and f["to"] != ABSENT and f["toMode"] is not None)
+                for f in files]  # the same bytes with other bits: a change of mode alone
+        steps = put_many_job(ws, store.objects, puts, stop_on_error=True)
+        while True:
+            try:
+                step = next(steps)
+            except StopIteration:
+                break
             if not cancelled:
                 try:
-                    yield ("apply", len(applied), len(files))
+                    yield Applying(("apply",) + tuple(step[1:]))
                 except GeneratorExit:  # closed: run on to the end without yielding again
                     cancelled = True
         seq = book.commit_body(new_state, body, txn=txn)
@@ -126,6 +150,8 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
         result = _after_failure(book, ws, intent, intent_path, new_state, applied, exc, max_bytes)
     else:
         result = _finish(book, new_state, txn, intent_path, seq)
+    finally:
+        RUNNING.discard(txn)
     if done is not None:
         done["outcome"] = result
     return result
@@ -139,6 +165,15 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
     backup_modes: dict[str, int | None] = {}
     with objects.batch():
         for rel, _to in changes:
+            if is_folder_key(rel):  # a folder's backup is whether it is there
+                image, problem = folder_image(ws, rel)
+                if problem is not None:
+                    raise BackupFailed(f"cannot back up the folder {rel} before changing it "
+                                       f"({problem}); nothing was changed",
+                                       data={"path": rel, "reason": problem})
+                backups[rel] = image
+                yield ("backup", len(backups), len(changes))
+                continue
             read = read_image(ws, rel, objects, max_bytes=max_bytes)
             if read.status == "absent":
                 backups[rel] = ABSENT
@@ -158,7 +193,9 @@ def _before_state(book, backups: dict[str, Image], backup_modes: dict[str, int |
     """The live state with the disk images (and permission bits) it did not capture, or None when it
     captured them all."""
     state = book.state
-    unseen = {rel: image for rel, image in backups.items() if state.known.get(rel) != image}
+    # An absent file the session never knew is nothing to bring back (a worktree's empty folder).
+    unseen = {rel: image for rel, image in backups.items() if state.known.get(rel) != image
+              and not (image == ABSENT and state.known.get(rel) is None)}
     bits = {rel: m for rel, m in backup_modes.items()
             if m is not None and state.known.mode(rel) not in (None, m)}
     if book.store.kind != "heads" or not (unseen or bits) or state.running is not None:
@@ -293,7 +330,8 @@ def recover(book, ws) -> list[dict]:
 
 def recover_one(book, ws, path: Path, intent: dict) -> tuple[dict, bool]:
     """Settle one intent; (report line, whether its outcome is durable now and the intent gone)."""
-    line = {"id": intent["id"], "operation": intent["operation"], "failed": []}
+    line = {"id": intent["id"], "operation": intent["operation"], "failed": [],
+            "files": len(intent.get("files", ())), "created": intent.get("created")}
     cleaned = clean_temps(ws, intent["files"])
     try:
         verdict = oc.decide(book, intent)
@@ -336,22 +374,40 @@ def _retry(book, ws, path: Path, intent: dict, new_state):
 
 def clean_temps(ws, files: list[dict]) -> bool:
     """Temp files a crash left next to the files being restored are ours to remove. False when one
-    could not be removed: the intent that names its folder must stay, or nothing would find it again."""
+    could not be removed, or its removal could not be made durable: the intent that names its folder
+    must stay, or nothing would find it again (a power cut undoes an unlink whose folder was not
+    synced, and would bring the temp file back after the intent was gone). Each folder is listed
+    once, however many of its files the transaction names."""
     clean = True
+    by_folder: dict[str, set[str]] = {}
     for f in files:
         try:
             ws.check_components(f["rel"])  # no folder on the way may be a link leading out
-            path = ws.abs_path(f["rel"])
-            folder = path.parent
-            if not folder.is_dir():
-                continue
-            prefix = f".{path.name}{fsio.TEMP_MARK}"
-            for name in os.listdir(folder):
-                if name.startswith(prefix):
-                    try:
-                        fsio.unlink(folder / name, missing_ok=True)
-                    except OSError:
-                        clean = False
         except (OSError, TurnbackError):
             continue
+        path = ws.abs_path(f["rel"])
+        by_folder.setdefault(str(path.parent), set()).add(f".{path.name}{fsio.TEMP_MARK}")
+    removed_in = []  # folders whose temp files were removed: each synced once, at the end
+    for folder, prefixes in sorted(by_folder.items()):
+        try:
+            names = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            clean = False
+            continue
+        ours = [n for n in names if fsio.TEMP_MARK in n
+                and n[:n.index(fsio.TEMP_MARK) + len(fsio.TEMP_MARK)] in prefixes]
+        for name in ours:
+            try:
+                fsio.unlink(Path(folder) / name, missing_ok=True)
+            except OSError:
+                clean = False
+        if ours:
+            removed_in.append(folder)
+    for folder in removed_in:
+        try:
+            fsio.fsync_dir(folder)  # the removals are durable before the intent naming them goes
+        except OSError:
+            clean = False
     return clean

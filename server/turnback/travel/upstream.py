@@ -57,6 +57,7 @@ def pushed(root: Path, rels: list[str], *, max_bytes: int, deadline: float | Non
     """{rel: upstream name} for the paths whose bytes on disk are the upstream's; None when unknown
     (no Git, no upstream, Git failing or too slow)."""
     root = Path(root)
+    rels = [r for r in rels if not r.endswith("/")]  # folder keys (model/images.py): no blob to match
     if not rels or not in_git(root):
         return {}
     deadline = deadline or time.monotonic() + DEADLINE

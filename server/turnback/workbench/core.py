@@ -24,6 +24,13 @@ from ..store.layout import Store
 from ..timeline.book import Book
 from ..workspace.fence import Workspace
 from .agentlinks import agent_info, agent_resume
+from .collection import CollectionFeature
+from .directives import DirectivesFeature
+from .fork import ForkFeature
+from .restore import RestoreFeature
+from .sessions import SessionsFeature
+from .travel import RecoveryFeature, RedoFeature, RewindFeature
+from .turns import TurnsFeature
 
 Job = Generator[object, None, object]
 
@@ -97,14 +104,6 @@ class Workbench:
         self.open_report: dict = {}
         self.live: dict = {}  # what a serving process adds to info: its socket, clients, watcher
         self._last_status: dict | None = None
-        from .collection import CollectionFeature
-        from .directives import DirectivesFeature
-        from .fork import ForkFeature
-        from .restore import RestoreFeature
-        from .sessions import SessionsFeature
-        from .travel import RecoveryFeature, RedoFeature, RewindFeature
-        from .turns import TurnsFeature
-
         self.turns = TurnsFeature(self)
         self.rewind = RewindFeature(self)
         self.redo = RedoFeature(self)
@@ -200,11 +199,26 @@ class Workbench:
         self.book = book
         self.recorder.book = book
         self._watch_ownership()
-        self.recovery.recover_interrupted()
+        self.open_report["recovered"] = self.recovery.recover_interrupted()
+        self.open_report.pop("forks", None)
         self.sessions.tidy()
         self.collection.schedule("resume")
+        self.announce_recovery()
         self.emit_status()
         return True
+
+    def recovery_notice(self) -> dict | None:
+        """What opening the store recovered (`turnback/recovered`), or None when nothing was pending:
+        each interrupted transaction with what was done (finished forward, rolled back, ...), and
+        each interrupted fork's records, with a sentence a person can read."""
+        from ..travel.recovered import notice
+
+        return notice(self.open_report, self.ws.to_uri)
+
+    def announce_recovery(self) -> None:
+        payload = self.recovery_notice()
+        if payload is not None:
+            self.events.emit("recovered", payload)
 
     def follow(self) -> None:
         """An observer re-reads the published state when the owner published a newer one (a cheap
@@ -251,13 +265,36 @@ class Workbench:
         return [self.wire_gap(g) for g in sorted(self.state.live_gaps.values(),
                                                  key=lambda g: (g.rel, g.reason))]
 
+    def owner_state(self) -> dict:
+        """{pid, host, alive, state}: `state` is `live` (this process or another that runs), `dead`
+        (the record names a process on this machine that is gone: nothing is serving, and the next
+        process that takes the store recovers what it left), `unknown` (another machine) or `none`."""
+        if self.is_owner:
+            owner = self.book.owner.owner_info()
+            return {"pid": owner.get("pid"), "host": owner.get("host"), "alive": True,
+                    "state": "live"}
+        from ..store.ownership import last_owner
+
+        held = self.owner_info()
+        last = last_owner(self.store.path, self.store.kind) or {}
+        if held and last.get("pid") not in (None, held.get("pid")):
+            last = {}
+        who = held or last
+        alive = last.get("alive", True if held else None)
+        state = ("none" if not who else "dead" if alive is False
+                 else "unknown" if alive is None else "live")
+        return {"pid": who.get("pid"), "host": who.get("host"), "alive": alive, "state": state}
+
     def info(self) -> dict:
-        owner = self.owner_info()
+        owner = self.owner_state()
         return {
             "sessionId": self.state.session_id,
             "storeKind": self.store.kind,
             "ownership": "owner" if self.is_owner else "observer",
-            "owner": {"pid": owner.get("pid"), "host": owner.get("host")},
+            "owner": owner,
+            # interrupted (or running) transactions whose intent is in the store: a dead owner's
+            # are finished or rolled back by the next process that takes the store
+            "pending": self.recovery.pending(owner["state"]),
             "turnCount": self.state.turn_count,
             "headSeq": self.book.head.seq if self.book.head else None,
             "liveGaps": len(self.state.live_gaps),

@@ -1,28 +1,41 @@
 """Fork: `turnback/fork/prepare` and `turnback/fork/confirm`, and finishing an interrupted fork.
 
 An in-place fork is one file transaction (travel/transaction.py) whose new state is the branch:
-fork-begin record (durable) -> backups, intent, the scope-gated rewind of the workspace to turn k ->
-the commit point, the head (or sidecar) naming the branch -> fork-frozen (the parent's session record,
+fork-begin record (durable) -> backups (an uncaptured edit it overwrites is kept in a *before* head
+of the parent, which Redo offers), intent, the scope-gated rewind of the workspace to turn k -> the
+commit point, the head (or sidecar) naming the branch -> fork-frozen (the parent's session record,
 frozen, with its last state) -> fork-complete. A crash before the commit point leaves the parent as it
 was, files rolled back by the transaction's recovery, and the open removes the fork-begin record; a
 crash after it is finished at the next open (the parent's record is written from the fork record).
 
-A worktree fork (travel/worktree.py) leaves the workspace and the parent alone: it fills a new folder
-with the captured files of turn k and gives it its own store and session.
+Every check that can refuse runs before the fork-begin record (`confirm_job`), so `turnback branch`
+lists only forks that really began. A fork closed (cancelled) before its first file leaves nothing
+behind, its record included; closed after it, it runs to its outcome and tells the clients exactly as
+an uncancelled one does (`_told`).
+
+A worktree fork (travel/worktree.py) leaves the workspace and the parent alone: it makes a new folder,
+gives it its own store and session, and puts the captured files of turn k there as a transaction of
+*that* store, so what it overwrites in a git checkout is kept there for Redo, and a crash in the
+middle is recovered when the folder is opened.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 
-from ..errors import TurnbackError
+from ..errors import InvalidParams, TurnbackError
+from ..model.gaps import Gap
+from ..model.images import ABSENT, FOLDER, is_digest, is_folder_key
 from ..store import lineage
 from ..travel import fork as plan_fork
 from ..travel import transaction
+from ..travel import worktree as wt
+from ..travel.folders import keep_full_folders
 from . import params as P
 from .agentlinks import agent_resume, annotate, follow_fork
-from .sessions import PRIVATE_CONFIG, parked_record
+from .sessions import PRIVATE_CONFIG, fresh_state, parked_record
 
 
 class ForkFeature:
@@ -36,7 +49,8 @@ class ForkFeature:
         wb = self.wb
         head = wb.book.head.seq if wb.book.head else None
         return plan_fork.prepare_job(wb.state, wb.ws, wb.store.objects, turn, head_seq=head,
-                                     max_bytes=wb.options.max_file_bytes, busy=self.busy())
+                                     max_bytes=wb.options.max_file_bytes, busy=self.busy(),
+                                     redo=wb.store.kind == "heads")
 
     # -- prepare ----------------------------------------------------------------------------------
     def prepare(self, params) -> dict:
@@ -61,18 +75,20 @@ class ForkFeature:
         worktree = P.field(p, "worktree", str, default=None, allow_none=True)
         use_git = P.field(p, "git", bool, default=False)
         keep = P.field(p, "keepUserEdits", bool, default=False)
+        if use_git and worktree is None:
+            raise InvalidParams("git makes the branch's folder a git worktree, so it needs a "
+                                "worktree folder; without one the fork is made in place",
+                                data={"field": "git"})
         if keep and worktree is not None:
-            from ..errors import InvalidParams
-
             raise InvalidParams("keepUserEdits is for a fork in place: a worktree fork leaves this "
                                 "workspace (and your edits in it) as it is", data={"field": "keepUserEdits"})
         wb = self.wb
         wb.book.require_owner()
         wb.sessions.guard(p)
-        if worktree is not None:
-            from ..travel.worktree import check_target
-
-            target = check_target(wb.ws, worktree)  # a bad folder is refused before any work
+        target = git_plan = None
+        if worktree is not None:  # every refusal before the fork writes its first record
+            target = wt.check_target(wb.ws, worktree)
+            git_plan = wt.check_git(wb.root) if use_git else None
         settled = yield from wb.turns.settle_idle_job("fork")
         plan = yield from self._plan_job(turn)
         report = plan.report = annotate(dict(plan.report), settled)
@@ -81,7 +97,7 @@ class ForkFeature:
         if report["hash"] != expected:
             return {"status": "stale", "report": report}
         if worktree is not None:
-            return (yield from self._worktree_job(plan, target, use_git))
+            return (yield from self._worktree_job(plan, target, git_plan))
         return (yield from self._in_place_job(plan, keep))
 
     def _in_place_job(self, plan, keep: bool = False):
@@ -122,20 +138,28 @@ class ForkFeature:
                                                      changes=derived.changes, new_state=branch,
                                                      max_bytes=wb.options.max_file_bytes, done=done,
                                                      modes=derived.modes)
-        except TurnbackError:
-            self._forget(record)  # nothing was changed (the transaction says so)
-            raise
         except GeneratorExit:
-            # Closed after the first file was touched: the transaction ran on to its outcome.
             finished = done.get("outcome")
-            if finished is not None and finished.status == "committed":
-                self._finish_quietly(record, parent, finished.head_seq)
-            elif finished is not None:
-                self._forget(record)
+            if finished is None:
+                self._forget(record)  # closed before the first file: nothing changed, nothing busy
+            else:  # closed after it: the transaction ran on; the clients hear of it all the same
+                self._told(report, record, parent, branch, finished, touched, kept, derived.changes)
             raise
+        except Exception as exc:
+            if not (isinstance(exc, TurnbackError) and exc.data.get("txn")):
+                self._forget(record)  # nothing was changed (the transaction says so)
+            raise  # else its intent is unsettled: the next open decides, and finishes the records
+        return self._told(report, record, parent, branch, outcome, touched, kept, derived.changes)
+
+    def _told(self, report, record, parent, branch, outcome, touched, kept, changes) -> dict:
+        """The records, the notices and the answer of a fork transaction's outcome: one path for an
+        uncancelled fork and one closed after its first file."""
+        wb = self.wb
         if outcome.status != "committed":
             self._forget(record)
             result = {"status": "rolled-back", "reason": outcome.reason, "report": report}
+            if outcome.message:
+                result["message"] = outcome.message
             if outcome.recovery:
                 result["recovery"] = [wb.recovery.wire(r) for r in outcome.recovery]
             wb.emit_status()
@@ -146,7 +170,7 @@ class ForkFeature:
                                  "epoch": wb.state.epoch})
         wb.announce_rewound({"operation": "fork", "mode": "all", "parentId": parent.session_id,
                              "boundary": {"kind": "afterResponse", "turn": report["turn"]},
-                             "files": [rel for rel, _ in derived.changes]})
+                             "files": [rel for rel, _ in changes]})
         wb.collection.schedule("fork")
         wb.directives.notify(touched | {d.rel for d in wb.state.directives.values()})
         wb.emit_status()
@@ -183,11 +207,11 @@ class ForkFeature:
         except OSError:
             pass  # the next open sees a fork-begin without its branch and removes it
 
-    def _worktree_job(self, plan, target, use_git: bool):
-        from ..travel import worktree as wt
-
+    # -- worktree ---------------------------------------------------------------------------------
+    def _worktree_job(self, plan, target, git_plan):
         wb = self.wb
         report = plan.report
+        use_git = git_plan is not None
         if wb.book.dirty:
             wb.book.publish()
         parent = wb.state
@@ -201,21 +225,31 @@ class ForkFeature:
         except OSError as exc:
             raise _io_error(exc) from exc
         try:
-            images = dict(plan.derived.new_state.known.items())  # every captured path at turn k
-            made = yield from wt.materialise_job(wb.ws, wb.store.objects, images, target,
-                                                 use_git=use_git)
-            made["store"], made["turnCount"] = self._child_store(target, child_id, parent, report,
-                                                                 made["mode"])
+            wt.create_folder(target, use_git=use_git, root=wb.root)
         except BaseException:
+            self._forget(record)  # refused before anything was written: the fork never began
+            raise
+        made: dict = {}
+        try:
+            gaps = wt.init_submodules(wb.root, target, git_plan.submodules) if use_git else []
+            yield from self._fill_child(plan, target, child_id, parent, gaps, use_git, made)
+        except BaseException as exc:
+            if isinstance(exc, GeneratorExit) and made:
+                self._worktree_done(record, parent, target, made)  # closed after its files: told
+                raise
             # The folder is outside the workspace: it is reported, never deleted.
             try:
                 lineage.write_fork(wb.store, dict(record, phase="abandoned", completed=time.time()))
             except OSError:
                 pass  # the next open marks it abandoned
             raise
+        return self._worktree_done(record, parent, target, made)
+
+    def _worktree_done(self, record: dict, parent, target, made: dict) -> dict:
+        wb, child_id = self.wb, record["branchId"]
         lineage.write_session(wb.store, {
             "sessionId": child_id, "body": None, "frozen": False, "parentId": parent.session_id,
-            "forkTurn": report["turn"], "worktree": str(target), "store": made["store"],
+            "forkTurn": record["turn"], "worktree": str(target), "store": made["store"],
             "meta": {}, "created": record["created"], "parked": time.time(),
             "turnCount": made["turnCount"], "lastPrompt": "", "mode": made["mode"]})
         lineage.write_fork(wb.store, dict(record, phase="complete", completed=time.time(),
@@ -225,16 +259,21 @@ class ForkFeature:
                 "branch": {"sessionId": child_id, "parentId": parent.session_id,
                            "worktree": str(target), "turnCount": made["turnCount"],
                            "mode": made["mode"]},
-                "files": made["files"], "gaps": made["gaps"], "report": report}
+                "files": made["files"], "gaps": made["gaps"], "report": made["report"]}
 
-    def _child_store(self, target, child_id: str, parent, report: dict, mode: str):
-        """The worktree's own store and session, its lineage pointing at the parent."""
-        from .core import Options, Workbench
-        from .sessions import fresh_state
-
+    def _fill_child(self, plan, target, child_id: str, parent, gaps: list[dict], use_git: bool,
+                    made: dict):
+        """The worktree's own store and session (lineage pointing at the parent), then the turn-k
+        images written as a transaction of that store: a git checkout's files it replaces stay in
+        the child's first head (Redo there brings them back), and a crash is recovered there."""
         wb = self.wb
-        child = Workbench.open(target, Options(store_kind=wb.store.kind, sweep=wb.options.sweep,
-                                               max_file_bytes=wb.options.max_file_bytes))
+        mode = "git" if use_git else "copy"
+        report = plan.report
+        # The same kind of workbench and options, through the instance: no import of core here,
+        # which imports this module (the one direction: core -> features).
+        options = type(wb.options)(store_kind=wb.store.kind, sweep=wb.options.sweep,
+                                   max_file_bytes=wb.options.max_file_bytes)
+        child = type(wb).open(target, options)
         try:
             state = fresh_state(child.state, {
                 "parentId": parent.session_id, "forkTurn": report["turn"],
@@ -242,8 +281,42 @@ class ForkFeature:
                 "worktree": str(target), "mode": mode, "notPreserved": list(report["notPreserved"])})
             state.session_id = child_id
             child.book.publish(state=state)
-            child.run(child.sweep_job())  # the child knows its files: its first turn has before-images
-            return str(child.store.path), child.state.turn_count
+            yield from child.sweep_job()  # the checkout as git made it: the child's first state
+            if child.book.dirty:
+                child.book.publish()
+            skip = [g["path"] for g in gaps]  # uninitialised submodules stay empty
+            theirs, mine = wb.store.objects, child.store.objects
+            with mine.batch():  # the images travel into the child's store (its own digest seed)
+                changes, modes, files = yield from _overlay_job(
+                    plan.derived.new_state.known, child.state, skip, gaps,
+                    lambda image: mine.put(theirs.get(image)))
+            keep_full_folders(child.ws, changes, files, gaps)  # what git checked out stays
+            gaps[:] = [{"path": g.rel, "reason": g.reason, "detail": g.detail} if isinstance(g, Gap)
+                       else g for g in gaps]
+            new = copy.deepcopy(child.state)
+            for rel, image in changes:
+                new.known[rel] = image
+                new.known.set_mode(rel, modes.get((rel, image)))
+            new.epoch += 1
+            new.fork_point = uuid.uuid4().hex
+            result = {"mode": mode, "files": files, "gaps": gaps, "store": str(child.store.path),
+                      "turnCount": child.state.turn_count, "report": report}
+            done: dict = {}
+            try:
+                if changes:
+                    yield from transaction.run_job(
+                        child.book, child.ws, operation="fork", changes=changes, new_state=new,
+                        max_bytes=options.max_file_bytes, modes=modes, done=done)
+            except GeneratorExit:
+                if getattr(done.get("outcome"), "status", None) == "committed":
+                    made.update(result)  # closed after its first file: it ran on and committed
+                raise
+            outcome = done.get("outcome")
+            if outcome is not None and outcome.status != "committed":
+                raise TurnbackError(f"the worktree fork could not write its files into {target} "
+                                    f"({outcome.reason}); the folder is left as it is",
+                                    code="io-error", data={"path": str(target)})
+            made.update(result)
         finally:
             child.close()
 
@@ -254,19 +327,59 @@ class ForkFeature:
         wb = self.wb
         out = []
         for record in self.busy():
+            said = {"parentId": record.get("parentId"), "turn": record.get("turn")}
             if record.get("worktree"):
                 child = lineage.read_session(wb.store, record["branchId"])
                 phase = "complete" if child is not None else "abandoned"
                 lineage.write_fork(wb.store, dict(record, phase=phase, completed=time.time()))
-                out.append({"branchId": record["branchId"], "action": phase})
+                out.append({"branchId": record["branchId"], "action": phase,
+                            "worktree": record["worktree"], **said})
             elif wb.state.session_id == record["branchId"]:
                 parent = wb.book.codec.read(record["parentBody"])
                 self._complete(record, parent, wb.book.head.seq if wb.book.head else None)
-                out.append({"branchId": record["branchId"], "action": "finished"})
+                out.append({"branchId": record["branchId"], "action": "finished", **said})
             else:
                 lineage.remove_fork(wb.store, record["branchId"])
-                out.append({"branchId": record["branchId"], "action": "rolled-back"})
+                out.append({"branchId": record["branchId"], "action": "rolled-back", **said})
         return out
+
+
+def _overlay_job(images, disk_state, skip, gaps: list[dict], carry):
+    """What the child's transaction writes: every captured path at its turn-k image where the
+    checkout (as the child's sweep saw it) differs. `carry` stores an image in the child's store and
+    returns its name there. Returns (changes, modes, file list); adds a gap for each path whose turn-k
+    image turnback never saw. A job: it yields after each image it carries."""
+    changes, modes, files = [], {}, []
+    for rel in sorted(images):
+        image = images[rel]
+        if rel == ".git" or rel.startswith(".git/") or "/.git/" in rel or rel.endswith("/.git"):
+            continue
+        if wt.inside(rel, skip):
+            continue
+        if is_folder_key(rel):  # a folder of turn k's tree: made, or removed (when empty)
+            there = disk_state.known.get(rel) == FOLDER
+            if image == FOLDER and not there or image == ABSENT and there:
+                changes.append((rel, image))
+                files.append({"path": rel, "action": "restore" if image == FOLDER else "delete"})
+            continue
+        if image == ABSENT:
+            if disk_state.known.get(rel) not in (None, ABSENT):  # git checked it out: it goes
+                changes.append((rel, ABSENT))
+                files.append({"path": rel, "action": "delete"})
+            continue
+        if not is_digest(image):
+            gaps.append({"path": rel, "reason": "unknown-before-image"})
+            continue
+        mine = carry(image)
+        yield ("carry", len(files))
+        mode = images.mode(rel)
+        if disk_state.known.get(rel) == mine and mode in (None, disk_state.known.mode(rel)):
+            continue  # the checkout holds it already
+        changes.append((rel, mine))
+        if mode is not None:
+            modes[(rel, mine)] = mode
+        files.append({"path": rel, "action": "restore", "to": image})
+    return changes, modes, files
 
 
 def _io_error(exc: OSError) -> TurnbackError:

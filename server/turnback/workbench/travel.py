@@ -19,6 +19,16 @@ from .agentlinks import annotate
 from .restore import left_the_machine_job, rewind_args
 
 
+PENDING_SHOWN = 20  # paths listed per pending intent (the count says how many there are)
+PENDING_WORDS = {
+    "in-progress": "under way in the process that owns the store",
+    "interrupted": "interrupted: the next process that takes the store (an editor, or any command "
+                   "that changes something) finishes it or rolls it back before anything else",
+    "interrupted-or-in-progress": "under way on another machine, or interrupted there",
+    "unsettled": "its outcome could not be made durable yet; nothing else is changed until it is",
+}
+
+
 def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None, *,
                 conversation: bool = True, announce: dict | None = None):
     """The shared tail of a confirmed rewind, redo or restore: the transaction, then its report and
@@ -208,7 +218,35 @@ class RecoveryFeature:
     def list(self, params=None) -> dict:
         P.obj(params)
         return {"recovery": [self.wire(r) for r in self.records()]
-                + [self.wire_damaged(r) for r in self.damaged()]}
+                + [self.wire_damaged(r) for r in self.damaged()],
+                "pending": self.pending(self.wb.owner_state()["state"])}
+
+    def pending(self, owner_state: str = "live") -> list[dict]:
+        """Every intent record in the store: a transaction under way (its owner runs), interrupted
+        (its owner is gone: the next process that takes the store finishes or rolls it back), or
+        unsettled in this very process (`recovery-pending`)."""
+        wb = self.wb
+        out = []
+        for path, intent in transaction.pending_intents(wb.store):
+            if intent is None:
+                out.append({"id": path.stem, "operation": None, "created": None, "files": 0,
+                            "paths": [], "state": "unreadable",
+                            "message": "an intent record that cannot be read is kept as evidence"})
+                continue
+            if intent["id"] in wb.book.unsettled:
+                state = "unsettled"
+            elif intent["id"] in transaction.RUNNING:
+                state = "in-progress"  # this process is running it (a read between its slices)
+            elif wb.is_owner or owner_state in ("dead", "none"):
+                state = "interrupted"
+            else:
+                state = "in-progress" if owner_state == "live" else "interrupted-or-in-progress"
+            rels = [f["rel"] for f in intent.get("files", ())]
+            out.append({"id": intent["id"], "operation": intent.get("operation"),
+                        "created": intent.get("created"), "files": len(rels),
+                        "paths": [wb.ws.to_uri(rel) for rel in rels[:PENDING_SHOWN]],
+                        "state": state, "message": PENDING_WORDS[state]})
+        return out
 
     def resolve(self, params) -> dict:
         p = P.obj(params)

@@ -235,7 +235,10 @@ class Workspace:
         return self._finish(rel, rel)
 
     def to_uri(self, rel: str) -> str:
-        """A proper `file://` URI for a workspace path, percent-encoded (UTF-8)."""
+        """A proper `file://` URI for a workspace path, percent-encoded (UTF-8). A folder key of the
+        captured state (`src/empty/`, model/images.py) keeps its trailing slash."""
+        if rel.endswith("/") and rel != "/":
+            return self.to_uri(rel[:-1]) + "/"
         self.check_rel(rel)
         return "file://" + quote(str(self.root / rel), safe="/")
 

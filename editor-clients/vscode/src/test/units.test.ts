@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
 import { agentResumeNote } from "../flows";
 import { dialogDetail, gapReasonText, mentionsPath, renderStatus } from "../render";
-import { uriKey } from "../state";
+import { SessionState, uriKey } from "../state";
 
 test("server command: default, explicit command, python interpreter wins", () => {
     assert.deepEqual(serverCommand({}), { command: "turnback", args: ["serve"] });
@@ -77,7 +77,8 @@ test("mentionsPath finds a file line of the confirmation, not a prefix or a prom
 
 test("every gap reason the server sends has words", () => {
     for (const reason of ["unknown-before-image", "too-large", "unreadable", "outside-workspace", "symlink",
-        "step-scope-unknown", "git-head-and-index", "not-a-file", "not-in-head", "git-internal"]) {
+        "step-scope-unknown", "git-head-and-index", "not-a-file", "not-in-head", "git-internal",
+        "not-a-folder", "folder-not-empty", "submodule-uninitialised"]) {
         assert.notEqual(gapReasonText(reason), reason, reason);
     }
 });
@@ -93,4 +94,20 @@ test("a committed rewind of a Claude Code session names the command that resumes
     assert.ok(agentResumeNote({ agentResume: { command } }).includes(command));
     assert.equal(agentResumeNote({}), "");
     assert.ok(agentResumeNote({ agentResume: { command: null, note: "no turn survives" } }).includes("no turn survives"));
+});
+
+test("turnback/recovered is kept and announced once (what the server's open rolled back)", () => {
+    const handlers = new Map<string, (p: any) => void>();
+    const state = new SessionState();
+    state.attach({ onNotification: (method: string, h: (p: any) => void) => handlers.set(method, h) });
+    const seen: string[] = [];
+    state.onDidChange((c) => seen.push(c.kind));
+    const params = {
+        transactions: [{ id: "59cb", operation: "rewind", action: "rolled-back", files: 120, failed: [],
+                         message: "An interrupted rewind (59cb) was rolled back" }],
+        forks: [], message: "An interrupted rewind (59cb) was rolled back",
+    };
+    handlers.get("turnback/recovered")!(params);
+    assert.deepEqual(seen, ["recovered"]);
+    assert.equal(state.recovered?.transactions[0].action, "rolled-back");
 });

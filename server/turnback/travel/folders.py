@@ -1,0 +1,47 @@
+"""Folders in a plan: a folder the target has is made, one it lacks is removed, but only when empty.
+
+A plan (rewind, Redo, fork) treats a folder key like a file (model/images.py): `restore` makes the
+folder, `delete` removes it. A folder can only be removed when nothing is left in it once the plan has
+removed what it removes: a folder that also holds files turnback never captured (ignored ones, say)
+is left as it is, with them, and the plan lists it as a gap (`folder-not-empty`) instead. Writes run
+in the order that makes every step possible (`apply_order`): files removed, then folders removed
+(deepest first), then folders made (shallowest first), then files written; a rollback runs it
+backwards.
+"""
+
+from __future__ import annotations
+
+from ..model.gaps import Gap
+from ..model.images import ABSENT, is_folder_key
+from .disk import empties_after
+
+NOT_EMPTY = ("it holds files or folders turnback never captured (ignored ones, or never seen); the "
+             "folder is left as it is, with them")
+
+
+def keep_full_folders(ws, changes: list, files: list[dict], gaps: list) -> set[str]:
+    """Drop from `changes` every folder removal that would not leave the folder empty; mark its
+    FilePlan entry `unchanged` and add a `folder-not-empty` gap. Returns the folder keys kept."""
+    going = {rel for rel, to in changes if to == ABSENT}
+    kept = {rel for rel, to in changes
+            if to == ABSENT and is_folder_key(rel) and not empties_after(ws, rel, going)}
+    if not kept:
+        return kept
+    changes[:] = [(rel, to) for rel, to in changes if rel not in kept]
+    for f in files:
+        if f["path"] in kept:
+            f.update(action="unchanged", userEdit=False)
+            f.pop("userEditBy", None)
+    gaps.extend(Gap(rel, "folder-not-empty", None, NOT_EMPTY) for rel in sorted(kept))
+    return kept
+
+
+def apply_order(changes: list) -> list:
+    """Files removed, folders removed deepest first, folders made shallowest first, files written."""
+    def phase(change):
+        rel, to = change
+        depth = rel.rstrip("/").count("/")
+        if is_folder_key(rel):
+            return (1, -depth, rel) if to == ABSENT else (2, depth, rel)
+        return (0, 0, rel) if to == ABSENT else (3, 0, rel)
+    return sorted(changes, key=phase)
