@@ -36,7 +36,7 @@ from ..errors import TurnbackError
 from ..store.digest import is_digest
 from ..store import fsio, lineage
 from ..timeline.codec import state_refs
-from . import roots
+from . import repack, roots
 from .cache import HeadCache
 from .retention import Decision, decide, kept_for
 from .scan import HeadFacts, facts_of, list_heads, observe
@@ -83,6 +83,7 @@ class Collector:
         self.marked_bodies: set[str] = set()
         self.marked: set[str] = set()
         self.pins: set[str] = set()
+        self.loose_kept: list[tuple[str, int]] = []  # referenced old loose objects: to pack
         self.blocked: list[str] = []  # why nothing may be deleted
         self._pins_key = None
         self._records_seen: set[tuple[str, str]] = set()
@@ -94,6 +95,8 @@ class Collector:
                       "slices": 0, "maxSliceMs": 0.0, "maxSliceSteps": 0, "headsKept": 0,
                       "objectsKept": 0, "bodiesMarked": 0, "coldHeads": 0, "child": False,
                       "observations": 0, "waits": 0, "cacheBytes": 0, "skipped": [],
+                      "packsWritten": 0, "packsDeleted": 0, "objectsPacked": 0, "deltas": 0,
+                      "packBytes": 0, "looseRemoved": 0,
                       "slowestByPhase": {}}  # phase -> its longest slice, ms: what holds the loop
 
     # ------------------------------------------------------------------ slices
@@ -148,6 +151,8 @@ class Collector:
         yield from self._mark()
         if not self.blocked:
             yield from self._sweep()
+        if not self.blocked:
+            yield from repack.phase(self)
         self.stats["skipped"] = list(self.blocked)
         if self.store.kind == "heads":
             yield from self._fresh_slice(2)
@@ -183,7 +188,7 @@ class Collector:
         if observations is None:
             observations = []
             for seq, stamp in uncached:
-                observations.append(observe(self.store.path, seq, stamp))
+                observations.append(observe(self.store.path, seq, stamp, self.store.objects))
                 self.progress["done"] += 1
                 if self._tick():
                     yield from self._pause()
@@ -298,7 +303,7 @@ class Collector:
         for seq, stamp in sorted(list_heads(self.store.heads.dir).items()):
             if seq in self.known or seq in self.broken or seq in self.retired:
                 continue
-            self._absorb(observe(self.store.path, seq, stamp), plan=False)
+            self._absorb(observe(self.store.path, seq, stamp, self.store.objects), plan=False)
         return self.stats["observations"] - before
 
     def _head_seq(self) -> int | None:
@@ -485,6 +490,8 @@ class Collector:
                 if self._keeps(digest) or st.st_mtime >= cutoff:
                     self.stats["objectsKept"] += 1
                     self.stats["bytesKept"] += st.st_size
+                    if st.st_mtime < cutoff and st.st_size <= repack.REPACK_MAX:
+                        self.loose_kept.append((digest, st.st_size))
                 else:
                     doomed.append((digest, st.st_size))
             self.progress["done"] += 1
@@ -509,7 +516,10 @@ class Collector:
         while batch:
             batch = yield from self._delete_part(batch)
 
-    def _delete_part(self, batch: list[tuple[str, int]]):
+    def _recheck(self):
+        """Look again at everything that could have changed since the plan: ownership, new heads
+        (or the sidecar), pins and records, an open object batch in this process. What is new is
+        marked before this returns; with `blocked` set, nothing may be deleted at all."""
         objects = self.store.objects
         yield from self._fresh_slice(3)
         while True:
@@ -527,18 +537,22 @@ class Collector:
                 self._observe_sidecar()
             self._refresh_roots()
             self._tick()
-            if self.blocked:
-                for _digest, size in batch:
-                    self.stats["objectsKept"] += 1
-                    self.stats["bytesKept"] += size
-                return []
-            if not self.to_mark:
-                break
+            if self.blocked or not self.to_mark:
+                return
             # The plan is invalid until the new observations are marked; then look again.
             phase = self.phase
             yield from self._mark()
             self.phase = phase
             yield from self._fresh_slice(3)
+
+    def _delete_part(self, batch: list[tuple[str, int]]):
+        objects = self.store.objects
+        yield from self._recheck()
+        if self.blocked:
+            for _digest, size in batch:
+                self.stats["objectsKept"] += 1
+                self.stats["bytesKept"] += size
+            return []
         deleted = []
         done = 0
         for digest, size in batch:
