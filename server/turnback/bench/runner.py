@@ -97,6 +97,9 @@ _REGISTRY = {
     "live-resources": "live:run_live_resources",
     "agent-hooks": "agenthooks:run",
     "fence-cost": "fence:run",
+    "first-checkpoint": "firstcp:run",
+    "first-checkpoint-250k": "firstcp:run_250k",
+    "turn-fast-path": "fastpath:run",
 }
 
 
@@ -109,7 +112,8 @@ def _load(name: str) -> Callable[[Context], None]:
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
-             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost")
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
+             "first-checkpoint", "first-checkpoint-250k", "turn-fast-path")
 
 
 # ---------------------------------------------------------------------------------------- output
