@@ -273,6 +273,25 @@ def _chain(d: str, hints: dict[str, str], wanted, writer) -> list[str]:
     return chain
 
 
+def _empty_fanouts(col, fans: set[str]):
+    """Fan-out folders the repack emptied go too: each still costs a block on disk (256 of them
+    were a fifth of a long session's store). Never while an object batch is open: a job between
+    its slices may be about to write into one."""
+    objects = col.store.objects
+    for fan in sorted(fans):
+        if objects.batch_open:
+            return
+        folder = objects.root / fan
+        try:
+            if os.listdir(folder):
+                continue
+            fsio.rmdir(folder)
+        except OSError:
+            continue  # refilled meanwhile, or gone: nothing to do
+        if col._tick():
+            yield from col._pause()
+
+
 def phase(col):
     """The collector's repack phase (a generator of slices); adds its figures to `col.stats`."""
     col.phase = "pack"
@@ -299,11 +318,13 @@ def phase(col):
         s["deltas"] += built.deltas
         s["packBytes"] += built.writer.pack_path.stat().st_size
     # Loose copies of packed objects: every one of them is durable in a pack now.
-    for d in (plan.loose if built.writer is not None else []) + plan.dups:
+    removed = (plan.loose if built.writer is not None else []) + plan.dups
+    for d in removed:
         objects.remove(d)
         s["looseRemoved"] += 1
         if col._tick():
             yield from col._pause()
+    yield from _empty_fanouts(col, {d[:2] for d in removed})
     old = plan.rewrite + plan.drop
     if not old:
         return
