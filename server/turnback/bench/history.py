@@ -106,7 +106,8 @@ def _build(ctx) -> dict:
     finally:
         wb.close()
     store_path = root / ".turnback"
-    info = {"root": root, "store": store_path, "built": time.perf_counter() - t0}
+    info = {"root": root, "store": store_path, "built": time.perf_counter() - t0,
+            "sizes": sizes}
     info.update(census(store_path))
     ctx.shared["history"] = info
     return info
