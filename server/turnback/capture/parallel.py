@@ -59,13 +59,16 @@ class ParallelReader:
     """Read files in worker threads; results come back through `collect` on the caller's thread."""
 
     def __init__(self, ws, objects, *, max_bytes: int, workers: int | None = None,
-                 max_files: int | None = None, max_held: int = 64 << 20):
+                 max_files: int | None = None, max_held: int = 16 << 20):
         self.ws = ws
         self.objects = objects
         self.max_bytes = max_bytes
         self.workers = workers or default_workers()
         self.max_files = max_files or self.workers * 4 * GROUP_FILES
         self.max_held = max_held
+        from ..store.packwrite import bound_malloc
+
+        bound_malloc()  # many file-sized buffers freed by another thread: give them back
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="turnback-read")
         # future -> (the group's paths, bytes it may hold)
         self._inflight: dict[Future, tuple[list[str], int]] = {}

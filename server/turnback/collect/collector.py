@@ -7,12 +7,15 @@ Order (docs/collection.md gives the argument for each step):
 2. decide   which heads are kept (`retention.decide`);
 3. retire   every obsolete head, each after an ownership check and a head-stability check;
 4. roots    journal pins, intent and recovery records, the live state's references;
-5. mark     the body of every kept head (and of intents, or the sidecar): one body per slice;
+5. mark     the body of every kept head (and of intents, or the sidecar), and each reference list
+            it names, a step each;
 6. sweep    list the object folders, then delete unmarked, unpinned objects older than the scan's
             start in batches of `delete_batch`, each batch only after ownership, heads, the sidecar,
             pins and records were looked at again. Anything new is an added observation: a new head
             is kept and its body marked, new pins are added, and the batch is filtered again; work
-            already done is not redone.
+            already done is not redone;
+7. pack     move small loose objects into a pack, versions as deltas; rewrite packs mostly garbage
+            (collect/repack.py).
 
 A collection never deletes while an object batch is open in this process (a sweep or capture job
 between its slices may hold digests it has not recorded yet), and never deletes at all when it could
