@@ -51,7 +51,7 @@ def _wait_quiet(client, root, timeout=600.0) -> None:
 def run(ctx) -> None:
     from ..remote import client
 
-    rounds = ctx.pick(6, 20, 40)
+    rounds = ctx.pick(3, 20, 40)
     envs = _envs(ctx.work / ctx.scenario)
     results = {}
     for n in ctx.pick([500, 2_000], [5_000, 20_000], [20_000, 250_000]):

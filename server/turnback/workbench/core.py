@@ -346,7 +346,8 @@ class Workbench:
                                                rules=self.rules, verify_objects=verify)
         self._verified_at = removals
         full = plan is None or plan.full  # a full walk read every rule file that decides anything
-        changed = self.recorder.apply_sweep(result, self.rules.snapshot() if full else None)
+        changed = yield from self.recorder.iter_apply_sweep(result,
+                                                            self.rules.snapshot() if full else None)
         # The cache is rebuildable: saved after a full walk and at close, never after a watcher's
         # small sweep (encoding 250,000 entries held the loop 0.4 s; a lost one costs re-hashing
         # only the files changed since, which the racy-git rule finds).
