@@ -44,8 +44,9 @@ def _turnback() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "turnback"]
 
 
-def _ours(root: Path) -> tuple[float, int]:
-    """(seconds, peak RSS bytes) of the first checkpoint through the command line."""
+def _ours(root: Path) -> tuple[float, int, float]:
+    """(seconds, peak RSS bytes, CPU seconds: user + system) of the first checkpoint through the
+    command line."""
     store = root / ".turnback"
     if store.exists():
         shutil.rmtree(store)
@@ -58,7 +59,7 @@ def _ours(root: Path) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"turn begin failed: {proc.stderr.read().decode(errors='replace')[-500:]}")
-    return elapsed, usage.ru_maxrss * 1024
+    return elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def _theirs(root: Path, git_dir: Path, home: Path) -> tuple[float, ShadowGit]:
@@ -81,19 +82,25 @@ def race(ctx, n: int, label: str | None = None) -> None:
     for order in ("git-first", "ours-first"):
         if order == "git-first":
             theirs, peer = _theirs(root, git_dir, home)
-            ours, rss = _ours(root)
+            ours, rss, cpu = _ours(root)
         else:
-            ours, rss = _ours(root)
+            ours, rss, cpu = _ours(root)
             theirs, peer = _theirs(root, git_dir, home)
-        rounds.append((order, ours, theirs, rss, load()))
+        rounds.append((order, ours, theirs, rss, load(), cpu))
     git_loose, _ = disk_usage(git_dir)
     t_gc = peer.gc()
     git_packed, git_packed_apparent = disk_usage(git_dir)
     our_bytes, our_apparent = disk_usage(root / ".turnback")
     ctx.fig(f"files-{label}", n, "files", note=f"{sum(sizes.values()) / 2 ** 20:.1f} MiB of source")
-    for order, ours, theirs, rss, at in rounds:
+    cores = os.cpu_count() or 1
+    for order, ours, theirs, rss, at, cpu in rounds:
         ctx.fig(f"first-checkpoint-{label}-{order}", ours, "s", baseline=theirs,
-                source="git init + add -A + commit, same run, same tree", note=f"load {at}")
+                source="git init + add -A + commit, same run, same tree",
+                note=f"load {at}; our CPU {cpu:.2f} s (user + system) on {cores} cores")
+    best = min(rounds, key=lambda r: r[1])
+    ctx.fig(f"first-checkpoint-{label}-cpu", best[5], "s", baseline=best[1] * cores,
+            source=f"wall time x {cores} cores (1.0: every core busy the whole time)",
+            note="the CPU the checkpoint used: near 1 only if the work kept every core busy")
     ctx.fig(f"peak-rss-{label}", max(r[3] for r in rounds), "bytes", baseline=200 * 2 ** 20,
             source="goal: 200 MiB", note="the checkpointing process's own peak (wait4)")
     ctx.fig(f"store-bytes-{label}", our_bytes, "bytes", baseline=git_packed,

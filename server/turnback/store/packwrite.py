@@ -87,7 +87,7 @@ class PackWriter:
         self.segments: list[Segment] = []
         # digest -> [segment number (or -1: in the open block), start, size, base digest or None]
         self.objects: dict[str, list] = {}
-        self.depth: dict[str, int] = {}
+        self.depth: dict[str, int] = {}  # deltas only: how deep each is (whole objects are 0)
         self._block: list[bytes] = []
         self._block_members: list[str] = []
         self._block_pieces: dict[str, bytes] = {}
@@ -115,7 +115,6 @@ class PackWriter:
         if self._block and self._block_size + len(data) > self.block_raw:
             self._flush_block()
         self.objects[digest] = [-1, self._block_size, len(data), None]
-        self.depth[digest] = 0
         self._block.append(data)
         self._block_members.append(digest)
         self._block_pieces[digest] = data
@@ -131,7 +130,7 @@ class PackWriter:
             raise ValueError("an object is added to a pack once, before it is finished")
         if base not in self.objects:
             raise ValueError("a delta's base must be in the same pack")
-        depth = self.depth[base] + 1
+        depth = self.depth.get(base, 0) + 1
         if depth > delta.MAX_CHAIN or len(base_data) < delta.MIN_BASE:
             return False
         if frame is None:
