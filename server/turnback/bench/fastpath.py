@@ -59,13 +59,14 @@ def run(ctx) -> None:
         shutil.rmtree(root)  # a fresh workspace, even in a reused --workdir
         gen.write_tree(root, n, SEED)
         (root / "notes.txt").write_text("a file the hook captures\n")
-        start_owner(root)
+        started = start_owner(root)
         try:
             first = client.call(root, "turnback/turn/begin", {"prompt": "first checkpoint"},
                                 timeout=3600)
             client.call(root, "turnback/turn/settle", {"turn": first["turn"]}, timeout=3600)
             _wait_quiet(client, root)
             results[n] = _measure(ctx, client, root, envs, rounds)
+            results[n]["rss"] = _rss(started.get("pid"))
             if len(results) == 1:
                 _imports(ctx, envs, root)  # with the owner live: what the fast path imports
             info = client.call(root, "turnback/session/info", {})
@@ -91,10 +92,23 @@ def run(ctx) -> None:
         for what in ("begin", "capture"):
             ctx.fig(f"owner-{what}-{n}", statistics.median(r["warm", what]), "s",
                     note="a warm client: the owner's handling and one round trip, no process start")
+        if r.get("rss"):
+            ctx.fig(f"owner-rss-{n}", r["rss"], "bytes", baseline=200 * 2 ** 20,
+                    source="goal: 200 MiB",
+                    note="the live owner, watching, after its first checkpoint and the turns above")
     for what in ("begin", "capture"):
         ctx.fig(f"turn-{what}-flatness", statistics.median(results[big][what, "uncached"]), "s",
                 baseline=statistics.median(results[small][what, "uncached"]),
                 source=f"the same at {small} files", note=f"{big} files against {small}")
+
+
+def _rss(pid) -> int | None:
+    try:
+        import psutil
+
+        return psutil.Process(pid).memory_info().rss
+    except Exception:  # noqa: BLE001 - gone, or no pid: the figure is left out
+        return None
 
 
 def _measure(ctx, client, root: Path, envs: dict, rounds: int) -> dict:

@@ -87,6 +87,41 @@ def _journal_bytes(store) -> int:
     return sum(e.stat().st_size for e in os.scandir(store.journal_dir) if e.is_file())
 
 
+def _delta_read_cost(ctx, store) -> None:
+    """What the deepest delta chain costs to read, beside a whole object of the same pack (each
+    read with the block cache emptied: the cost of a restore's first read)."""
+    import time
+
+    from ..store.packformat import NONE
+
+    deepest = None
+    for pack in store.objects.packs.packs.values():
+        doc = pack.doc
+        for i in range(doc.count):
+            depth, j = 0, i
+            while doc.entry(j)[3] != NONE and depth < 64:
+                j, depth = doc.entry(j)[3], depth + 1
+            if deepest is None or depth > deepest[0]:
+                deepest = (depth, doc.digest_at(i).hex(), doc.digest_at(j).hex())
+    if deepest is None or deepest[0] == 0:
+        ctx.fig("delta-read-deepest", 0, "s", note="no delta was written")
+        return
+    depth, tip, whole = deepest
+
+    def timed_read(digest, n=10):
+        out = []
+        for _ in range(n):
+            store.objects.packs._cache.clear()
+            t0 = time.perf_counter()
+            store.objects.get(digest)
+            out.append(time.perf_counter() - t0)
+        return sorted(out)[len(out) // 2]
+    ctx.fig("delta-read-deepest", timed_read(tip), "s", baseline=timed_read(whole),
+            source="its chain's whole base, read alone",
+            note=f"a chain of {depth} deltas (the longest); each read starts with no block cached")
+    ctx.check("the deepest delta reads back to its digest", store.objects.verify(tip))
+
+
 def run(ctx) -> None:
     turns = ctx.pick(12, 60, 300)
     root = ctx.dir("ws")
@@ -148,6 +183,7 @@ def run(ctx) -> None:
     finally:
         wb.close()
     kinds = breakdown(store, unique_images, results)
+    _delta_read_cost(ctx, store)
     our_disk, our_apparent = disk_usage(store.path)
     t_gc = peer.gc()
     git_disk, git_apparent = disk_usage(peer.git_dir)
