@@ -66,7 +66,7 @@ class ParallelReader:
         self.workers = workers or default_workers()
         self.max_files = max_files or self.workers * 4 * GROUP_FILES
         self.max_held = max_held
-        from ..store.packwrite import bound_malloc
+        from ..store.memory import bound_malloc
 
         bound_malloc()  # many file-sized buffers freed by another thread: give them back
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="turnback-read")

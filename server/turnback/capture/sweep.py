@@ -52,7 +52,7 @@ from .sealed import seal, unseal
 
 RACY_MARGIN_NS = 2_000_000_000
 _MAGIC = b"TBSC"
-_VERSION = 1
+_VERSION = 2  # 2: packed entries (StatCache.encode); version 1 files still load
 _HASH_UNIT = 1 << 20  # a hashed file costs one budget unit per MiB on top of its walk unit
 
 
@@ -138,15 +138,54 @@ class StatCache:
     # ------------------------------------------------------------------ persistence
 
     def encode(self) -> bytes:
-        return seal(_MAGIC, _VERSION, {"entries": {rel: list(self.get(rel)) for rel in self.entries}})
+        """Version 2: the paths, then every packed entry back to back (57 bytes each, in the same
+        order), so loading 250,000 entries builds no list per entry (version 1 did, and its peak
+        stayed resident in a live owner). An entry that is not a digest of ours goes in `other`."""
+        rels, packed, other = [], [], {}
+        for rel, e in self.entries.items():
+            if isinstance(e, bytes):
+                rels.append(rel)
+                packed.append(e)
+            else:
+                other[rel] = list(e)
+        return seal(_MAGIC, _VERSION, {"rels": rels, "packed": b"".join(packed), "other": other})
 
     @classmethod
     def decode(cls, data: bytes) -> "StatCache":
-        """Decode; raises ValueError on anything unexpected."""
-        doc = unseal(_MAGIC, _VERSION, data, "a stat cache")
+        """Decode (version 2, or 1 as older turnbacks wrote it); ValueError on anything unexpected."""
+        try:
+            doc = unseal(_MAGIC, _VERSION, data, "a stat cache")
+        except ValueError as exc:
+            if "version" not in str(exc):
+                raise
+            return cls._decode_v1(unseal(_MAGIC, 1, data, "a stat cache"))
+        rels, packed, other = doc.get("rels"), doc.get("packed"), doc.get("other", {})
+        size = _KEY.size + _REST.size
+        if not isinstance(rels, list) or not isinstance(packed, bytes) \
+                or len(packed) != size * len(rels) or not isinstance(other, dict):
+            raise ValueError("entries do not match their paths")
+        cache = cls()
+        entries = cache.entries
+        for i, rel in enumerate(rels):
+            if not isinstance(rel, str):
+                raise ValueError(f"bad path {rel!r}")
+            entries[rel] = packed[i * size:(i + 1) * size]
+        for rel, v in cls._checked(other).items():
+            cache.put(rel, v)
+        return cache
+
+    @classmethod
+    def _decode_v1(cls, doc: dict) -> "StatCache":
         raw = doc.get("entries")
         if not isinstance(raw, dict):
             raise ValueError("no entries")
+        cache = cls()
+        for rel, e in cls._checked(raw).items():
+            cache.put(rel, e)
+        return cache
+
+    @staticmethod
+    def _checked(raw: dict) -> dict[str, CacheEntry]:
         entries = {}
         for rel, v in raw.items():
             if (not isinstance(rel, str) or not isinstance(v, list) or len(v) != 6
@@ -154,10 +193,7 @@ class StatCache:
                     or type(v[5]) is not int):
                 raise ValueError(f"bad entry {rel!r}")
             entries[rel] = CacheEntry(*v)
-        cache = cls()
-        for rel, e in entries.items():
-            cache.put(rel, e)
-        return cache
+        return entries
 
     @classmethod
     def load(cls, path: Path | str) -> "StatCache":
@@ -173,6 +209,43 @@ class StatCache:
         p = Path(path)
         fsio.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True, sync=False)
         fsio.write_atomic(p, self.encode(), mode=0o600, sync=False)
+
+
+class KeptCache:
+    """A workbench's stat cache between its sweeps: whole for a full walk; while a healthy watcher
+    names the dirty paths, spilled to its file after each full walk and held only for the paths
+    swept since (a live owner at 250,000 files spent 62 MiB holding all of it, and a dirty sweep
+    asks about a handful of paths: one it does not find is read and hashed again). The next full
+    walk, or the close, loads the file and lays the recent entries over it."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.cache: StatCache | None = None
+        self.partial = False  # `cache` holds only what changed since the file was saved
+
+    def for_sweep(self, full: bool) -> StatCache:
+        if self.cache is None:
+            self.cache, self.partial = StatCache.load(self.path), False
+        elif full and self.partial:
+            self.cache = self._merged()
+        return self.cache
+
+    def after_full_walk(self, *, spill: bool) -> None:
+        self.cache.save(self.path)
+        if spill:
+            self.cache, self.partial = StatCache(), True
+
+    def save(self) -> None:
+        if self.cache is None:
+            return
+        if self.partial:
+            self.cache, self.partial = self._merged(), False
+        self.cache.save(self.path)
+
+    def _merged(self) -> StatCache:
+        whole = StatCache.load(self.path)
+        whole.entries.update(self.cache.entries)
+        return whole
 
 
 # ---------------------------------------------------------------------- the walk

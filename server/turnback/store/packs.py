@@ -26,7 +26,7 @@ from .packformat import (BLOCK, DELTA, DIGEST, NONE, PACK_HEADER, PACK_MAGIC, RA
                          PackFormatError, Segment, decode_index, segment_check)
 
 SMALL_PACK = 4096  # packs with fewer objects are looked up through one shared dict
-CACHE_BYTES = 48 << 20  # inflated blocks kept for the next read (a restore reads many neighbours)
+CACHE_BYTES = 16 << 20  # inflated blocks kept for the next read: a restore reads neighbours
 _RACY_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime tick
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import xxhash
 import zstandard
 
-from . import delta, fsio
+from . import delta, fsio, memory
 from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, Segment, encode_index,
                          pack_header, segment_check)
 
@@ -41,27 +41,6 @@ _KEEP_SMALL = 1024  # objects this small stay readable from memory while the pac
 _KEEP_SMALL_TOTAL = 8 << 20
 
 _local = threading.local()  # a compressor per thread (zstd contexts are not thread-safe)
-_malloc_bounded = False
-MMAP_THRESHOLD = 256 << 10
-
-
-def bound_malloc() -> None:
-    """Big buffers (blocks, file reads) from mmap, returned to the system when freed. glibc raises
-    its mmap threshold after the first big free, after which 8 MiB blocks came from the heap and
-    stayed: a 20,000-file first checkpoint peaked at 224 MiB resident for 57 MiB of Python objects,
-    104 MiB with the threshold fixed. Once per process; nothing where there is no glibc."""
-    global _malloc_bounded
-    if _malloc_bounded:
-        return
-    _malloc_bounded = True
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def compress_block(raw: bytes) -> tuple[int, bytes]:
     """(kind, stored) of one block: a zstd frame, or the raw bytes when compression does not pay."""
     c = getattr(_local, "cctx", None)
@@ -177,7 +156,7 @@ class PackWriter:
             self._inflight.append((None, members, len(raw), compress_block(raw)))
         else:
             if self._pool is None:
-                bound_malloc()  # a big pack: keep its buffers from pinning memory afterwards
+                memory.bound_malloc()  # a big pack: its buffers must not pin memory afterwards
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack")
             self._inflight.append((self._pool.submit(compress_block, raw), members, len(raw), None))
         while len(self._inflight) > IN_FLIGHT or (self._inflight and self._inflight[0][0] is None):
