@@ -75,21 +75,28 @@ def test_a_collection_packs_loose_objects_and_stores_versions_as_deltas(ws):
     assert_sound(ws / ".turnback")
 
 
-def test_a_pack_whose_objects_became_garbage_is_rewritten_then_deleted_and_no_delta_loses_its_base(
-        ws, monkeypatch):
+def _pack_then_garbage(ws, monkeypatch, before: int, after: int):
+    """Turns, saves between turns, a collection that packs them; then new saves (the first ones
+    become garbage in that pack) and more turns. Returns the workbench and the first pack."""
     monkeypatch.setattr(repack, "DEAD_SHARE", 0.01)
     wb = open_wb(ws)
-    for t in range(4):
+    for t in range(before):
         turn(wb, ws, f"t{t}", edits("turn", t))
     save_between_turns(wb, ws, "saved once")
     age(wb.store.path)
     wb.collection.run()
     (first,) = wb.store.objects.packs.packs.values()
-    assert kinds(wb.store)[1] > 0
     save_between_turns(wb, ws, "saved again")  # the first saves become garbage
-    for t in range(4):
+    for t in range(after):
         turn(wb, ws, f"u{t}", edits("again", t))
     age(wb.store.path)
+    return wb, first
+
+
+def test_a_pack_whose_objects_became_garbage_is_rewritten_then_deleted_and_no_delta_loses_its_base(
+        ws, monkeypatch):
+    wb, first = _pack_then_garbage(ws, monkeypatch, 4, 4)
+    assert kinds(wb.store)[1] > 0
     stats = wb.collection.run()
     assert stats["packsDeleted"] >= 1 and not first.pack_path.exists(), stats
     live = expected_live(wb.store, wb.state)
@@ -105,18 +112,7 @@ def test_a_pack_whose_objects_became_garbage_is_rewritten_then_deleted_and_no_de
 def test_an_object_referenced_again_before_its_pack_goes_keeps_its_pack(ws, monkeypatch):
     """Between the plan and the deletion, a capture brings back the bytes of a garbage object: the
     look again before the deletion sees its journal frame, and the old pack stays."""
-    monkeypatch.setattr(repack, "DEAD_SHARE", 0.01)
-    wb = open_wb(ws)
-    for t in range(3):
-        turn(wb, ws, f"t{t}", edits("turn", t))
-    save_between_turns(wb, ws, "saved once")
-    age(wb.store.path)
-    wb.collection.run()
-    (first,) = wb.store.objects.packs.packs.values()
-    save_between_turns(wb, ws, "saved again")
-    for t in range(2):
-        turn(wb, ws, f"u{t}", edits("again", t))
-    age(wb.store.path)
+    wb, first = _pack_then_garbage(ws, monkeypatch, 3, 2)
     lost = edits("saved once", 0)[0][1]  # in the first pack, garbage since the second save
     job = wb.collection.job()
     real = repack._covered

@@ -26,34 +26,24 @@ def _value(s: str, i: int):
         raise ValueError("unexpected end of the JSON document")
     ch = s[i]
     if ch == "{":
-        out, i = {}, _ws(s, i + 1)
-        if s[i:i + 1] == "}":
-            return out, i + 1
-        while True:
-            key, i = _string(s, _ws(s, i))
-            i = _ws(s, i)
-            if s[i:i + 1] != ":":
-                raise ValueError(f"expected ':' at {i}")
-            out[key], i = _value(s, _ws(s, i + 1))
-            i = _ws(s, i)
-            if s[i:i + 1] == "}":
-                return out, i + 1
-            if s[i:i + 1] != ",":
-                raise ValueError(f"expected ',' or '}}' at {i}")
-            i += 1
+        out: dict = {}
+
+        def member(j):
+            key, j = _string(s, _ws(s, j))
+            j = _ws(s, j)
+            if s[j:j + 1] != ":":
+                raise ValueError(f"expected ':' at {j}")
+            out[key], j = _value(s, _ws(s, j + 1))
+            return j
+        return out, _container(s, i, "}", member)
     if ch == "[":
-        out, i = [], _ws(s, i + 1)
-        if s[i:i + 1] == "]":
-            return out, i + 1
-        while True:
-            item, i = _value(s, _ws(s, i))
-            out.append(item)
-            i = _ws(s, i)
-            if s[i:i + 1] == "]":
-                return out, i + 1
-            if s[i:i + 1] != ",":
-                raise ValueError(f"expected ',' or ']' at {i}")
-            i += 1
+        items: list = []
+
+        def item(j):
+            value, j = _value(s, _ws(s, j))
+            items.append(value)
+            return j
+        return items, _container(s, i, "]", item)
     if ch == '"':
         return _string(s, i)
     for word, value in _WORDS.items():
@@ -66,6 +56,20 @@ def _value(s: str, i: int):
     if not number:
         raise ValueError(f"unexpected {ch!r} at {i}")
     return (float(number) if any(c in number for c in ".eE") else int(number)), j
+
+
+def _container(s: str, i: int, close: str, element) -> int:
+    """Read the elements of an object or array opening at `i`; returns where it ends."""
+    i = _ws(s, i + 1)
+    if s[i:i + 1] == close:
+        return i + 1
+    while True:
+        i = _ws(s, element(i))
+        if s[i:i + 1] == close:
+            return i + 1
+        if s[i:i + 1] != ",":
+            raise ValueError(f"expected ',' or {close!r} at {i}")
+        i += 1
 
 
 def _string(s: str, i: int):

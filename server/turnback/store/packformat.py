@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 import xxhash
 
@@ -33,6 +34,22 @@ ENTRY_SIZE = _ENTRY.size  # 16
 DIGEST = 16
 FANOUT = 256 * 4
 MAX_SEGMENT_RAW = 64 << 20  # no segment may declare more raw bytes (a bomb reads as damage)
+
+
+class PackFiles:
+    """The two files of pack `name` in `folder` (a reader's pack and a writer's share this)."""
+
+    __slots__ = ()
+    folder: Path
+    name: str
+
+    @property
+    def pack_path(self) -> Path:
+        return self.folder / f"{self.name}.pack"
+
+    @property
+    def index_path(self) -> Path:
+        return self.folder / f"{self.name}.idx"
 
 
 class PackFormatError(ValueError):

@@ -23,7 +23,7 @@ import zstandard
 
 from . import delta, fsio
 from .packformat import (BLOCK, DELTA, DIGEST, NONE, PACK_HEADER, PACK_MAGIC, RAW, IndexDoc,
-                         PackFormatError, Segment, decode_index, segment_check)
+                         PackFiles, PackFormatError, Segment, decode_index, segment_check)
 
 SMALL_PACK = 4096  # packs with fewer objects are looked up through one shared dict
 CACHE_BYTES = 16 << 20  # inflated blocks kept for the next read: a restore reads neighbours
@@ -37,21 +37,13 @@ class PackDamage(Exception):
         self.pack = pack
 
 
-class Pack:
+class Pack(PackFiles):
     """One pack and its index. Write-once: nothing here ever changes after it is loaded."""
 
     __slots__ = ("name", "folder", "doc")
 
     def __init__(self, folder: Path, name: str, doc: IndexDoc):
         self.folder, self.name, self.doc = folder, name, doc
-
-    @property
-    def pack_path(self) -> Path:
-        return self.folder / f"{self.name}.pack"
-
-    @property
-    def index_path(self) -> Path:
-        return self.folder / f"{self.name}.idx"
 
     def __repr__(self) -> str:
         return f"Pack({self.name}, {self.doc.count} objects)"

@@ -29,8 +29,8 @@ import xxhash
 import zstandard
 
 from . import delta, fsio, memory
-from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, Segment, encode_index,
-                         pack_header, segment_check)
+from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, PackFiles, Segment,
+                         encode_index, pack_header, segment_check)
 
 BLOCK_RAW = 8 << 20
 LEVEL = 3
@@ -52,7 +52,7 @@ def compress_block(raw: bytes) -> tuple[int, bytes]:
     return (BLOCK, frame) if len(frame) < len(raw) else (RAW, raw)
 
 
-class PackWriter:
+class PackWriter(PackFiles):
     def __init__(self, folder: Path, *, block_raw: int = BLOCK_RAW):
         self.folder = Path(folder)
         self.block_raw = block_raw
@@ -238,14 +238,6 @@ class PackWriter:
 
     def temp_files(self) -> list[Path]:
         return [p for p in (self.pack_tmp, self.index_tmp) if p is not None]
-
-    @property
-    def pack_path(self) -> Path:
-        return self.folder / f"{self.name}.pack"
-
-    @property
-    def index_path(self) -> Path:
-        return self.folder / f"{self.name}.idx"
 
     def publish(self) -> None:
         """Rename the synced pack into place, then its index (the commit point of the pack)."""
