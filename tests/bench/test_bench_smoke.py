@@ -28,6 +28,8 @@ def test_scenario_reports_figures_and_passes_its_check(scenario, workdir, capsys
     mine = [line for line in lines if line["scenario"] == scenario]
     for line in mine:
         assert {"scenario", "figure", "value", "unit"} <= set(line), line
+        if line["figure"] not in ("correct", "wall", "unavailable"):
+            assert isinstance(line.get("load"), (int, float)), line  # the machine's load, beside it
         if "baseline" in line and isinstance(line["value"], (int, float)) and line["baseline"]:
             assert line["ratio"] == pytest.approx(line["value"] / line["baseline"], rel=1e-3)
     unavailable = [line for line in mine if line["figure"] == "unavailable"]

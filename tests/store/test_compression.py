@@ -28,8 +28,15 @@ def _stored(store, digest) -> bytes:
     return store.objects.path(digest).read_bytes()
 
 
+def _put(store, data: bytes) -> str:
+    """Written as a small batch writes it (a publication): a loose envelope where it pays. A single
+    put outside a batch up to 1 MiB is stored raw (test_a_single_small_put_is_raw_until_packed)."""
+    with store.objects.batch():
+        return store.objects.put(data)
+
+
 def test_source_text_is_stored_compressed_and_named_by_its_raw_bytes(store):
-    d = store.objects.put(TEXT)
+    d = _put(store, TEXT)
     assert d == store.hasher.digest(TEXT)
     on_disk = _stored(store, d)
     assert on_disk.startswith(envelope.MAGIC) and len(on_disk) < len(TEXT) / 4
@@ -44,14 +51,14 @@ def test_raw_when_compression_saves_too_little(store):
     noise = os.urandom(50_000)
     tiny = b"tiny object"
     for data in (noise, tiny):
-        d = store.objects.put(data)
+        d = _put(store, data)
         assert _stored(store, d) == data
         assert store.objects.get(d) == data and store.objects.stat(d) == len(data)
 
 
 def test_raw_bytes_that_look_like_an_envelope_are_always_wrapped(store):
     lookalike = envelope.MAGIC + os.urandom(40)  # would be misread if stored raw
-    d = store.objects.put(lookalike)
+    d = _put(store, lookalike)
     assert _stored(store, d) != lookalike
     assert store.objects.get(d) == lookalike and store.objects.stat(d) == len(lookalike)
 
@@ -59,18 +66,18 @@ def test_raw_bytes_that_look_like_an_envelope_are_always_wrapped(store):
 def test_put_of_an_existing_name_compares_raw_bytes(tmp_path):
     s = Store.open(tmp_path / "s")
     s.objects.hasher = ConstantHasher(s.hasher.seed)
-    s.objects.put(TEXT)
+    _put(s, TEXT)
     assert s.objects.put(TEXT) == "ab" * 16  # same raw bytes: shared, although the file is compressed
     with pytest.raises(DigestCollision):
         s.objects.put(TEXT[:-1] + b"!")  # same size, different bytes
 
 
 def test_put_replaces_a_damaged_compressed_object(store):
-    d = store.objects.put(TEXT)
+    d = _put(store, TEXT)
     p = store.objects.path(d)
     _write(p, p.read_bytes()[:-7])
     assert not store.objects.verify(d)
-    assert store.objects.put(TEXT) == d
+    assert _put(store, TEXT) == d
     assert store.objects.get(d) == TEXT
 
 
@@ -93,6 +100,15 @@ def test_streamed_files_compress_and_read_back(store, tmp_path):
         assert b"".join(store.objects.iter_chunks(d3)) == data + b"more"
     assert store.objects.verify(d3)
     assert [n for n in os.listdir(store.objects.root) if fsio.is_temp_name(n)] == []
+
+
+def test_a_single_small_put_is_raw_until_packed(store):
+    """A capture on save is one put outside a batch: up to 1 MiB it is stored raw (zstd would be
+    most of its latency); the collector packs and compresses it later (tests/collect/test_repack)."""
+    d = store.objects.put(TEXT)
+    assert _stored(store, d) == TEXT and store.objects.get(d) == TEXT
+    lookalike = envelope.MAGIC + os.urandom(40)
+    assert _stored(store, store.objects.put(lookalike)) != lookalike  # still wrapped: unambiguous
 
 
 def _damaged(data: bytes) -> dict[str, bytes]:
@@ -176,10 +192,10 @@ def test_a_format1_store_reads_as_it_is_and_its_owner_upgrades_it(tmp_path):
     odd = old.objects.put(lookalike)  # a format-1 raw object that begins like an envelope
     assert fsck(tmp_path / "s").ok
     s = Store.open(tmp_path / "s")  # the open that may write upgrades the store
-    assert s.version == 2 and read_record(s.format_path, "format")["format"] == 2
+    assert s.version == 3 and read_record(s.format_path, "format")["format"] == 3
     assert s.objects.get(raw) == TEXT and s.objects.get(odd) == lookalike
     assert b"".join(s.objects.iter_chunks(odd)) == lookalike
-    new = s.objects.put(TEXT + b"# new\n")
+    new = _put(s, TEXT + b"# new\n")
     assert _stored(s, new).startswith(envelope.MAGIC)
     assert s.store_id == old.store_id and s.hasher.seed == old.hasher.seed
     assert fsck(tmp_path / "s").ok
@@ -200,7 +216,7 @@ def test_a_mixed_store_works_and_collects_normally(tmp_path, monkeypatch):
     wb.close()
     monkeypatch.undo()
     wb = open_wb(ws)
-    assert wb.store.version == 2 and wb.store.objects.compress
+    assert wb.store.version == 3 and wb.store.objects.compress and wb.store.objects.pack
     turn(wb, ws, "new three", [("a.txt", big + "3"), ("c.txt", big + "c")])
     kinds = {_stored(wb.store, d).startswith(envelope.MAGIC) for d in objects(wb.store)}
     assert kinds == {True, False}  # really mixed

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from turnback.errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
 from turnback.store import fsio
 from turnback.store.digest import Hasher
-from turnback.store.objects import CHUNK, ObjectStore
+from turnback.store.objects import PACK_AFTER, CHUNK, ObjectStore
 
 
 class ConstantHasher(Hasher):
@@ -143,7 +143,7 @@ def test_put_file_limits_and_refusals(store, tmp_path):
 
 
 def test_batch_is_one_durability_pass(store):
-    blobs = [b"blob %d" % i for i in range(40)]
+    blobs = [b"blob %d" % i for i in range(PACK_AFTER - 1)]  # loose: too few for a pack
     with fsio.faults() as plan:
         with store.objects.batch():
             digests = [store.objects.put(b) for b in blobs]

@@ -106,7 +106,8 @@ def _build(ctx) -> dict:
     finally:
         wb.close()
     store_path = root / ".turnback"
-    info = {"root": root, "store": store_path, "built": time.perf_counter() - t0}
+    info = {"root": root, "store": store_path, "built": time.perf_counter() - t0,
+            "sizes": sizes}
     info.update(census(store_path))
     ctx.shared["history"] = info
     return info
@@ -266,7 +267,7 @@ def run_scan(ctx) -> None:
             f = col_w.known[s]
             ok &= (f.body, f.turn_count, f.fork_point, f.settled) == (rec.body, rec.turn_count,
                                                                      rec.fork_point, rec.settled)
-            ok &= f.body_size == wb.store.objects.stored_size(rec.body)
+            ok &= f.body_size == wb.store.objects.stat(rec.body)
         ctx.check("every scan saw every head with its true facts; the warm scan read none cold", ok)
     finally:
         wb.close()

@@ -5,7 +5,16 @@ publication count: every turn lasts 5 to 14 ticks of 15 simulated seconds (four 
 2,850 in all at `full`); each tick appends assistant text, edits one or two files (captured as an agent
 hook would), and every other tick logs a tool step with a persisted result. The debounced publication
 is the workbench's own (`maybe_publish`), driven by the simulated clock instead of the wall clock; the
-last tick of a turn is its settlement. Nothing is collected: this is the raw cost of the history.
+last tick of a turn is its settlement. Every 30 turns a collection that keeps every head (the record
+kept all 2,850) repacks: what is loose moves into a pack, the versions of each file as deltas. The
+figures up to `store-disk-bytes-all-heads` are of that whole history. Then one collection with the
+default retention (the current head, the newest head of every Redo group, the 8 newest; heads
+younger than `graceSeconds` are not kept, since our session is minutes old and the record's was
+hours, as in the history scenarios): what a user can still go back to is every turn, which is what
+the peer's commits keep, and `store-disk-bytes` is put beside the peer.
+
+The peer: a shadow git repository over the same workspace, one commit after every settled turn (300
+at `full`), then `git gc`; our store folder on disk is put beside its git directory.
 
 Figures: bytes stored (every object) against the unique bytes the session produced (distinct file
 images, the final transcript, tool results), and what the metadata costs (bodies and turn objects).
@@ -14,11 +23,15 @@ images, the final transcript, tool results), and what the metadata costs (bodies
 from __future__ import annotations
 
 import os
+import shutil
 
 import cbor2
 
 from . import gen
-from .common import begin, keepalive, open_wb, settle, store_objects, uris, verify_objects, write
+from .common import (begin, keepalive, open_wb, run_job, settle, store_objects, uris,
+                     verify_objects, write)
+from .peer import ShadowGit
+from .runner import disk_usage
 
 SEED = "long"
 
@@ -74,9 +87,46 @@ def _journal_bytes(store) -> int:
     return sum(e.stat().st_size for e in os.scandir(store.journal_dir) if e.is_file())
 
 
+def _delta_read_cost(ctx, store) -> None:
+    """What the deepest delta chain costs to read, beside a whole object of the same pack (each
+    read with the block cache emptied: the cost of a restore's first read)."""
+    import time
+
+    from ..store.packformat import NONE
+
+    deepest = None
+    for pack in store.objects.packs.packs.values():
+        doc = pack.doc
+        for i in range(doc.count):
+            depth, j = 0, i
+            while doc.entry(j)[3] != NONE and depth < 64:
+                j, depth = doc.entry(j)[3], depth + 1
+            if deepest is None or depth > deepest[0]:
+                deepest = (depth, doc.digest_at(i).hex(), doc.digest_at(j).hex())
+    if deepest is None or deepest[0] == 0:
+        ctx.fig("delta-read-deepest", 0, "s", note="no delta was written")
+        return
+    depth, tip, whole = deepest
+
+    def timed_read(digest, n=10):
+        out = []
+        for _ in range(n):
+            store.objects.packs._cache.clear()
+            t0 = time.perf_counter()
+            store.objects.get(digest)
+            out.append(time.perf_counter() - t0)
+        return sorted(out)[len(out) // 2]
+    ctx.fig("delta-read-deepest", timed_read(tip), "s", baseline=timed_read(whole),
+            source="its chain's whole base, read alone",
+            note=f"a chain of {depth} deltas (the longest); each read starts with no block cached")
+    ctx.check("the deepest delta reads back to its digest", store.objects.verify(tip))
+
+
 def run(ctx) -> None:
     turns = ctx.pick(12, 60, 300)
     root = ctx.dir("ws")
+    shutil.rmtree(root)  # a fresh session, even in a reused --workdir
+    shutil.rmtree(ctx.work / ctx.scenario / "shadow.git", ignore_errors=True)
     sizes = gen.write_tree(root, 200, SEED)
     paths = sorted(sizes)
     r = gen.rng(SEED, "session")
@@ -85,6 +135,10 @@ def run(ctx) -> None:
     responses: list[str] = []
     current = {rel: gen.tree_content(SEED, rel, s) for rel, s in sizes.items()}
     wb = open_wb(root, publish_interval=1e9)  # we drive the debounce with the simulated clock
+    peer = ShadowGit(ctx.work / ctx.scenario / "shadow.git", root, ctx.dir("home"))
+    peer.init()
+    git_time = 0.0
+    collections: list[dict] = []
     publications = 0
     try:
         for i in range(1, turns + 1):
@@ -115,13 +169,24 @@ def run(ctx) -> None:
             settle(wb, n)
             publications += 1
             responses.append("".join(text))
+            git_time += peer.checkpoint(f"turn {i}")[1]
+            if i % 30 == 0 or i == turns:
+                collections.append(run_job(wb, wb.collection.job(grace_heads=10 ** 9,
+                                                                 grace_seconds=1e12)))
         store = wb.store
         heads = store.heads.list_seqs()
         body_bytes = sum(store.objects.stat(store.heads.read(s).body) or 0 for s in heads)
         journal_peak = _journal_bytes(store)
+        all_disk, _ = disk_usage(store.path)
+        collections.append(run_job(wb, wb.collection.job(grace_seconds=0.0)))
+        kept = store.heads.list_seqs()
     finally:
         wb.close()
     kinds = breakdown(store, unique_images, results)
+    _delta_read_cost(ctx, store)
+    our_disk, our_apparent = disk_usage(store.path)
+    t_gc = peer.gc()
+    git_disk, git_apparent = disk_usage(peer.git_dir)
 
     objects_n, stored = store_objects(store.objects)
     transcript = sum(len(t.encode()) for t in responses)
@@ -129,6 +194,7 @@ def run(ctx) -> None:
     ctx.fig("turns", turns, "turns")
     ctx.fig("publications", len(heads), "heads", baseline=2850 if ctx.scale == "full" else None,
             source="record" if ctx.scale == "full" else None)
+    ctx.fig("heads-kept", len(kept), "heads", note="what the default retention kept, at the end")
     ctx.fig("bytes-stored", stored, "bytes",
             baseline=7.3e9 if ctx.scale == "full" else None,
             source="record, about 7.3 GB" if ctx.scale == "full" else None)
@@ -138,6 +204,17 @@ def run(ctx) -> None:
     ctx.fig("stored-compressed", on_disk, "bytes", baseline=stored, source="the same objects, raw",
             note="object files as written: zstd envelopes where they pay")
     ctx.fig("compressed-over-unique", on_disk / unique, "ratio")
+    ctx.fig("store-disk-bytes-all-heads", all_disk, "bytes", baseline=git_disk,
+            source="git gc of the same commits", note=f"every one of the {len(heads)} heads kept")
+    ctx.fig("store-disk-bytes", our_disk, "bytes", baseline=git_disk,
+            source=f"git gc of the same {turns} turns' commits, same run",
+            note=f"git: {git_time:.1f} s of commits, gc {t_gc:.1f} s; the store holds the transcript, "
+                 "tool results and every head too")
+    ctx.fig("store-apparent-bytes", our_apparent, "bytes", baseline=git_apparent,
+            source="git after gc, apparent")
+    ctx.fig("deltas", sum(c["deltas"] for c in collections), "objects",
+            note=f"{len(collections)} collections: {sum(c['objectsPacked'] for c in collections)} "
+                 f"objects packed, {sum(c['headsRetired'] for c in collections)} heads retired")
     for kind, (count, raw, packed) in kinds.items():
         if count:
             ctx.fig(f"{kind}-bytes", raw, "bytes", note=f"{count} objects, {packed} bytes stored")

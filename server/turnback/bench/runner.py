@@ -36,9 +36,12 @@ class Figure:
     baseline: float | None = None
     baseline_source: str | None = None
     note: str | None = None
+    load: float | None = None  # the machine's 1-minute load average when the figure was taken
 
     def to_json(self) -> dict:
         out = {"scenario": self.scenario, "figure": self.figure, "value": self.value, "unit": self.unit}
+        if self.load is not None:
+            out["load"] = self.load
         if self.baseline is not None:
             out["baseline"] = self.baseline
             out["baselineSource"] = self.baseline_source
@@ -65,7 +68,8 @@ class Context:
             source: str | None = None, note: str | None = None) -> None:
         if isinstance(value, float):
             value = round(value, 6)
-        self.figures.append(Figure(self.scenario, figure, value, unit, baseline, source, note))
+        self.figures.append(Figure(self.scenario, figure, value, unit, baseline, source, note,
+                                   load_average()))
 
     def check(self, what: str, ok: bool, detail: str = "") -> bool:
         self.checks.append((what, bool(ok), detail))
@@ -99,6 +103,9 @@ _REGISTRY = {
     "fence-cost": "fence:run",
     "hook-budgets": "hookbudget:run",
     "recovery-rollback": "recovery:run",
+    "first-checkpoint": "firstcp:run",
+    "first-checkpoint-250k": "firstcp:run_250k",
+    "turn-fast-path": "fastpath:run",
 }
 
 
@@ -112,8 +119,8 @@ def _load(name: str) -> Callable[[Context], None]:
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
              "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
-             "hook-budgets",
-             "recovery-rollback")
+             "hook-budgets", "recovery-rollback", "first-checkpoint", "first-checkpoint-250k",
+             "turn-fast-path")
 
 
 # ---------------------------------------------------------------------------------------- output
@@ -144,11 +151,12 @@ def _row(f: Figure) -> list[str]:
     return [f.scenario, f.figure, _human(f.value, f.unit),
             _human(f.baseline, f.unit) + (f" ({f.baseline_source})" if f.baseline_source else "")
             if f.baseline is not None else "",
-            f"{ratio:.3g}x" if isinstance(ratio, (int, float)) else ""]
+            f"{ratio:.3g}x" if isinstance(ratio, (int, float)) else "",
+            "" if f.load is None else f"{f.load:.1f}"]
 
 
 def _print_table(rows: list[list[str]], out) -> None:
-    head = ["scenario", "figure", "ours", "baseline", "ratio"]
+    head = ["scenario", "figure", "ours", "baseline", "ratio", "load"]
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     line = "  ".join(h.ljust(w) for h, w in zip(head, widths))
     print(line, file=out)
@@ -236,8 +244,8 @@ def main(argv=None) -> int:
                 rows.extend(_row(f) for f in ctx.figures)
                 verdict = {"ok": f"correct ({len(ctx.checks)} checks)", "failed": f"FAILED: {reason}",
                            "unavailable": f"unavailable: {reason}"}[status]
-                rows.append([name, "result", verdict, "", ""])
-                rows.append([name, "wall", _human(elapsed, "s"), "", ""])
+                rows.append([name, "result", verdict, "", "", ""])
+                rows.append([name, "wall", _human(elapsed, "s"), "", "", ""])
                 print(f"[{name}] {verdict} in {elapsed:.1f} s", file=sys.stderr, flush=True)
     finally:
         for closer in shared.get("_cleanup", []):
@@ -250,7 +258,8 @@ def main(argv=None) -> int:
     total = time.perf_counter() - started
     if args.json:
         print(json.dumps({"scenario": "*", "figure": "total-wall", "value": round(total, 3), "unit": "s",
-                          "scale": args.scale}), file=out)
+                          "scale": args.scale, "load": load_average(), "cores": os.cpu_count()}),
+              file=out)
     else:
         _print_table(rows, out)
         print(f"\nscale {args.scale}; {len(chosen)} scenario(s) in {total:.1f} s; "
@@ -275,6 +284,15 @@ def _remove(work: Path) -> None:
 
     subprocess.Popen(["rm", "-rf", "--", str(work)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, printed beside every figure: on a shared machine a time means
+    little without it (ratios to a baseline of the same run mean more)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def percentile(values: list[float], q: float) -> float:

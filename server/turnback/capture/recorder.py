@@ -21,6 +21,8 @@ from . import lastrules
 from .ignore import IgnoreRules, RulesSnapshot, is_own_temp
 from .reader import read_image
 
+FOLD_CHUNK = 4096  # paths folded per step of a sweep's result (iter_apply_sweep)
+
 # Gap reasons a later successful read of the same path makes obsolete.
 READ_GAPS = ("too-large", "unreadable", "symlink", "not-a-file")
 
@@ -187,10 +189,21 @@ class Recorder:
 
     # -- a whole sweep ------------------------------------------------------------------------
     def apply_sweep(self, result, rules: RulesSnapshot | None = None) -> int:
+        """`iter_apply_sweep` run to its end (for callers that are not jobs)."""
+        steps = self.iter_apply_sweep(result, rules)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def iter_apply_sweep(self, result, rules: RulesSnapshot | None = None):
         """Fold a finished sweep in: changes become checkpoint entries (inside a turn) or loose
         changes (between turns); gaps replace the previous sweep's. Returns how many paths changed.
         `rules`: the ignore rules a full sweep used, kept for the next one (None after a partial
-        sweep, which keeps the last full sweep's)."""
+        sweep, which keeps the last full sweep's). A generator that yields every `FOLD_CHUNK` paths,
+        so a first checkpoint of 250,000 files is not one step of the loop: what it learns is
+        recorded in `seen` operations of at most that many paths (the last says `covered`)."""
         moving = self._rules_moving_to(rules)
         state = self.state
         running = state.running
@@ -205,16 +218,27 @@ class Recorder:
         images = dict(result.images)
         images.update((folder_key(f), FOLDER) for f in getattr(result, "folders", ()))
         learn_folders = not state.config.get("folders")
-        candidates = state.known.items() if scope is None else \
-            ((rel, state.known[rel]) for rel in scope if rel in state.known)
-        vanished = {rel for rel, image in candidates
-                    if image not in (ABSENT, UNKNOWN) and rel not in images
-                    and rel not in gap_rels and not self._ignored(rel)}
+        candidates = list(state.known.items()) if scope is None else \
+            [(rel, state.known[rel]) for rel in scope if rel in state.known]
+        vanished = set()
+        for i, (rel, image) in enumerate(candidates):
+            if image not in (ABSENT, UNKNOWN) and rel not in images \
+                    and rel not in gap_rels and not self._ignored(rel):
+                vanished.add(rel)
+            if i % FOLD_CHUNK == FOLD_CHUNK - 1:
+                yield i
+        del candidates
         observations = list(images.items()) + [(rel, ABSENT) for rel in
                                                set(result.absent) | vanished]
         seen_modes: dict[str, int] = {}
         unseen: list[dict] = []  # first-seen paths of this turn whose before-image is unknown
-        for rel, image in observations:
+        for i, (rel, image) in enumerate(observations):
+            if i % FOLD_CHUNK == FOLD_CHUNK - 1:
+                if len(seen) + len(seen_modes) >= FOLD_CHUNK:
+                    self.book.record({"op": "seen", "images": seen,
+                                      **({"modes": seen_modes} if seen_modes else {})})
+                    seen, seen_modes = {}, {}
+                yield i
             known = state.known.get(rel)
             in_turn = running is not None and rel in running.files
             mode = result.modes.get(rel) if image != ABSENT else None

@@ -256,9 +256,12 @@ class Watcher:
             self._watch_tree(folder)
             self.missed(why)
 
-    def _watch_tree(self, top: str, limit: int | None = None) -> list[str]:
-        """Add a watch to `top` and every non-ignored folder below; returns the files found. With
-        `limit`, at most that many folders: the rest is left to the reading thread."""
+    def _watch_tree(self, top: str, limit: int | None = None, *,
+                    files_too: bool = False) -> list[str]:
+        """Add a watch to `top` and every non-ignored folder below; with `files_too`, returns the
+        files found (a new folder's, which may have been written before its watch existed; the
+        first walk of 250,000 files has no use for them, and the list cost 20 MiB). With `limit`,
+        at most that many folders: the rest is left to the reading thread."""
         files: list[str] = []
         stack = [top]
         walked = 0
@@ -305,7 +308,7 @@ class Watcher:
                 if is_dir:
                     if not self.ws.in_store(rel) and not self.rules.match(rel, True):
                         stack.append(rel)
-                else:
+                elif files_too:
                     files.append(rel)
         return files
 
@@ -354,7 +357,8 @@ class Watcher:
                             self._watch_tree(rel)
                 elif ev.mask & f.CREATE and not self.rules.match(rel, True):
                     # A new folder: files may land in it before its watch exists; look at them.
-                    touched.update(self._watch_tree(rel, LOOP_WALK_FOLDERS if on_loop else None))
+                    touched.update(self._watch_tree(rel, LOOP_WALK_FOLDERS if on_loop else None,
+                                                    files_too=True))
                 touched.add(rel)
                 continue
             touched.add(rel)

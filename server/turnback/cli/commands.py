@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import InvalidParams, NoTurnRunning, NotFound, TurnbackError, UnknownTurn
 from .main import EXIT_ERROR, EXIT_OK, Unavailable
+from .progress import shown
 from .render import Renderer, fsck_json, step_index
 
 
@@ -100,7 +101,7 @@ def cmd_turn_begin(ctx) -> int:
     wb = ctx.open()
     try:
         ctx.require_owner(wb)
-        result = wb.run(wb.turns.begin_job(params))
+        result = wb.run(shown(wb.turns.begin_job(params)))  # a first checkpoint can take minutes
     finally:
         wb.close()
     ctx.emit(result) if ctx.json else ctx.print(str(result["turn"]))

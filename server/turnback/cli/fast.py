@@ -155,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _through_owner(args) -> int | None:
+    from . import turnwire
+
+    code = turnwire.run(args)  # `turn begin` and `turn capture`: one request, nothing else imported
+    if code is not None:
+        return code
     from ..errors import NotOwner, TurnbackError
     from . import remote
 

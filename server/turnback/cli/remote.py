@@ -14,6 +14,7 @@ import sys
 
 from ..errors import InvalidParams, NotFound, NotOwner, TurnbackError, UnknownTurn
 from ..remote import client
+from .turnwire import file_uri  # one definition: the lean path of turnwire.py needs it too
 
 # The same numbers as cli/main.py (importing it would import argparse on the hook path).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_OWNER = 0, 1, 2, 3
@@ -81,14 +82,6 @@ class Remote:
 
     def emit(self, document) -> None:
         print(json.dumps(document, indent=2, ensure_ascii=False, default=str), file=self.stdout)
-
-
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
-
-
-def file_uri(absolute: str) -> str:
-    """`Path(absolute).as_uri()` without importing pathlib and urllib (the hook path)."""
-    return "file://" + "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in os.fsencode(absolute))
 
 
 # -- turns --------------------------------------------------------------------------------------

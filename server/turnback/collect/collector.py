@@ -7,12 +7,15 @@ Order (docs/collection.md gives the argument for each step):
 2. decide   which heads are kept (`retention.decide`);
 3. retire   every obsolete head, each after an ownership check and a head-stability check;
 4. roots    journal pins, intent and recovery records, the live state's references;
-5. mark     the body of every kept head (and of intents, or the sidecar): one body per slice;
+5. mark     the body of every kept head (and of intents, or the sidecar), and each reference list
+            it names, a step each;
 6. sweep    list the object folders, then delete unmarked, unpinned objects older than the scan's
             start in batches of `delete_batch`, each batch only after ownership, heads, the sidecar,
             pins and records were looked at again. Anything new is an added observation: a new head
             is kept and its body marked, new pins are added, and the batch is filtered again; work
-            already done is not redone.
+            already done is not redone;
+7. pack     move small loose objects into a pack, versions as deltas; rewrite packs mostly garbage
+            (collect/repack.py).
 
 A collection never deletes while an object batch is open in this process (a sweep or capture job
 between its slices may hold digests it has not recorded yet), and never deletes at all when it could
@@ -36,11 +39,12 @@ from ..errors import TurnbackError
 from ..store.digest import is_digest
 from ..store import fsio, lineage
 from ..timeline.codec import state_refs
-from . import roots
+from . import repack, roots
 from .cache import HeadCache
 from .retention import Decision, decide, kept_for
 from .scan import HeadFacts, facts_of, list_heads, observe
 
+LIST = "list"  # the origin of a queued reference list (collector._mark)
 MAX_STEPS = 8  # steps per slice: a step is one small file read, one retirement, one body, one batch
 SLICE_SECONDS = 0.005  # half the loop's 10 ms: a request that lands mid-slice still answers in time
 DELETE_BATCH = 256
@@ -83,6 +87,7 @@ class Collector:
         self.marked_bodies: set[str] = set()
         self.marked: set[str] = set()
         self.pins: set[str] = set()
+        self.loose_kept: list[tuple[str, int]] = []  # referenced old loose objects: to pack
         self.blocked: list[str] = []  # why nothing may be deleted
         self._pins_key = None
         self._records_seen: set[tuple[str, str]] = set()
@@ -94,20 +99,29 @@ class Collector:
                       "slices": 0, "maxSliceMs": 0.0, "maxSliceSteps": 0, "headsKept": 0,
                       "objectsKept": 0, "bodiesMarked": 0, "coldHeads": 0, "child": False,
                       "observations": 0, "waits": 0, "cacheBytes": 0, "skipped": [],
-                      "slowestByPhase": {}}  # phase -> its longest slice, ms: what holds the loop
+                      "packsWritten": 0, "packsDeleted": 0, "objectsPacked": 0, "deltas": 0,
+                      "packBytes": 0, "looseRemoved": 0,
+                      "slowestByPhase": {},  # phase -> its longest slice, ms: what holds the loop
+                      "slowestCpuByPhase": {}}  # phase -> most CPU one of its slices took, ms
 
     # ------------------------------------------------------------------ slices
     def _open_slice(self) -> None:
         self._slice_start = time.monotonic()
+        self._slice_cpu = time.thread_time()
         self._slice_steps = 0
 
     def _close_slice(self) -> None:
         ms = (time.monotonic() - self._slice_start) * 1000.0
+        # The loop thread's own CPU in the slice: on a loaded machine the wall time of a slice is
+        # mostly waiting for a core, and only this part is work the loop could have been spared.
+        cpu = (time.thread_time() - self._slice_cpu) * 1000.0
         s = self.stats
         s["slices"] += 1
         s["maxSliceMs"] = max(s["maxSliceMs"], round(ms, 3))
         by_phase = s["slowestByPhase"]
         by_phase[self.phase] = max(by_phase.get(self.phase, 0.0), round(ms, 3))
+        cpu_phase = s["slowestCpuByPhase"]
+        cpu_phase[self.phase] = max(cpu_phase.get(self.phase, 0.0), round(cpu, 3))
         s["maxSliceSteps"] = max(s["maxSliceSteps"], self._slice_steps)
 
     def _tick(self, n: int = 1) -> bool:
@@ -148,6 +162,8 @@ class Collector:
         yield from self._mark()
         if not self.blocked:
             yield from self._sweep()
+        if not self.blocked:
+            yield from repack.phase(self)
         self.stats["skipped"] = list(self.blocked)
         if self.store.kind == "heads":
             yield from self._fresh_slice(2)
@@ -183,7 +199,7 @@ class Collector:
         if observations is None:
             observations = []
             for seq, stamp in uncached:
-                observations.append(observe(self.store.path, seq, stamp))
+                observations.append(observe(self.store.path, seq, stamp, self.store.objects))
                 self.progress["done"] += 1
                 if self._tick():
                     yield from self._pause()
@@ -298,7 +314,7 @@ class Collector:
         for seq, stamp in sorted(list_heads(self.store.heads.dir).items()):
             if seq in self.known or seq in self.broken or seq in self.retired:
                 continue
-            self._absorb(observe(self.store.path, seq, stamp), plan=False)
+            self._absorb(observe(self.store.path, seq, stamp, self.store.objects), plan=False)
         return self.stats["observations"] - before
 
     def _head_seq(self) -> int | None:
@@ -421,36 +437,51 @@ class Collector:
     def _mark(self):
         self.phase = "mark"
         while self.to_mark:
-            body, origin = self.to_mark.popleft()
-            if body in self.marked_bodies:
+            digest, origin = self.to_mark.popleft()
+            if digest in self.marked_bodies:
                 continue
             yield from self._fresh_slice(1)
             self.progress = {"done": len(self.marked_bodies), "total": len(self.marked_bodies)
                              + len(self.to_mark) + 1}
+            what = "reference list" if origin == LIST else "body"
             try:
-                # A reference list already marked had its contents marked with it: not read again.
-                doc = self.wb.book.codec.read_body(body, skip=self.marked)
-                refs = doc.get("refs") if isinstance(doc, dict) else None
-                if not isinstance(refs, list) or not all(is_digest(r) for r in refs):
-                    raise ValueError("its refs are not a list of digests")
+                refs = self._read_marks(digest, origin)
             except FileNotFoundError:
                 if origin == "intent":  # an intent whose new state was never written: nothing to keep
-                    self.marked_bodies.add(body)
+                    self.marked_bodies.add(digest)
                     continue
-                self._block(f"the body {body} of {origin} is missing; what it references is unknown")
-                self.marked_bodies.add(body)
+                self._block(f"the {what} {digest} of {origin} is missing; what it references is "
+                            "unknown")
+                self.marked_bodies.add(digest)
                 continue
             except Exception as exc:
                 why = getattr(exc, "message", None) or str(exc)
-                self._block(f"the body {body} of {origin} could not be read ({why})")
-                self.marked_bodies.add(body)
+                self._block(f"the {what} {digest} of {origin} could not be read ({why})")
+                self.marked_bodies.add(digest)
                 continue
-            self.marked_bodies.add(body)
-            self.marked.add(body)
+            self.marked_bodies.add(digest)
+            self.marked.add(digest)
             self.marked.update(refs)
-            self.stats["bodiesMarked"] += 1
-            self._tick()
-            yield from self._pause()  # one body per slice
+            if origin != LIST:
+                self.stats["bodiesMarked"] += 1
+            if self._tick():
+                yield from self._pause()
+        if self._slice_steps:
+            yield from self._pause()
+
+    def _read_marks(self, digest: str, origin: str) -> list[str]:
+        """What one body or one reference list references. A body's lists are not read with it:
+        each is a step of its own (a list can hold thousands of digests), queued here; a list
+        already marked had its contents marked with it and is not read again."""
+        codec = self.wb.book.codec
+        if origin == LIST:
+            refs = codec.list_contents(digest)
+        else:
+            doc = codec.read_body(digest, skip=_Later(self, digest))
+            refs = doc.get("refs") if isinstance(doc, dict) else None
+        if not isinstance(refs, list) or not all(is_digest(r) for r in refs):
+            raise ValueError("its refs are not a list of digests")
+        return refs
 
     # ------------------------------------------------------------------ 6. sweep
     def _keeps(self, digest: str) -> bool:
@@ -485,6 +516,8 @@ class Collector:
                 if self._keeps(digest) or st.st_mtime >= cutoff:
                     self.stats["objectsKept"] += 1
                     self.stats["bytesKept"] += st.st_size
+                    if st.st_mtime < cutoff and st.st_size <= repack.REPACK_MAX:
+                        self.loose_kept.append((digest, st.st_size))
                 else:
                     doomed.append((digest, st.st_size))
             self.progress["done"] += 1
@@ -509,7 +542,10 @@ class Collector:
         while batch:
             batch = yield from self._delete_part(batch)
 
-    def _delete_part(self, batch: list[tuple[str, int]]):
+    def _recheck(self):
+        """Look again at everything that could have changed since the plan: ownership, new heads
+        (or the sidecar), pins and records, an open object batch in this process. What is new is
+        marked before this returns; with `blocked` set, nothing may be deleted at all."""
         objects = self.store.objects
         yield from self._fresh_slice(3)
         while True:
@@ -527,18 +563,22 @@ class Collector:
                 self._observe_sidecar()
             self._refresh_roots()
             self._tick()
-            if self.blocked:
-                for _digest, size in batch:
-                    self.stats["objectsKept"] += 1
-                    self.stats["bytesKept"] += size
-                return []
-            if not self.to_mark:
-                break
+            if self.blocked or not self.to_mark:
+                return
             # The plan is invalid until the new observations are marked; then look again.
             phase = self.phase
             yield from self._mark()
             self.phase = phase
             yield from self._fresh_slice(3)
+
+    def _delete_part(self, batch: list[tuple[str, int]]):
+        objects = self.store.objects
+        yield from self._recheck()
+        if self.blocked:
+            for _digest, size in batch:
+                self.stats["objectsKept"] += 1
+                self.stats["bytesKept"] += size
+            return []
         deleted = []
         done = 0
         for digest, size in batch:
@@ -557,6 +597,20 @@ class Collector:
         self._tick()
         yield from self._pause()
         return batch[done:]
+
+
+class _Later:
+    """`skip` for `read_body`: every reference list counts as skipped (named, not read), and the
+    ones not marked yet are queued as steps of their own. Nothing is deleted while any is queued."""
+
+    def __init__(self, collector: Collector, body: str):
+        self.collector, self.body = collector, body
+
+    def __contains__(self, ref_list) -> bool:
+        c = self.collector
+        if ref_list not in c.marked and ref_list not in c.marked_bodies:
+            c.to_mark.appendleft((ref_list, LIST))  # first: what the current head reaches, soonest
+        return True
 
 
 def collect_job(wb, cache: HeadCache | None = None, **options):

@@ -8,9 +8,10 @@ child (`collect/child.py`), so the parent can warm its cache from either:
 
 `mtime_ns` and `record_size` are the record file's, as the folder scan stats them: head records are
 immutable, so a cached entry is reused while a record of that seq with that size and modification time
-exists (a copied store keeps both, so its cache stays warm). `body_size` is the stored size of the
-body object (on disk, so compressed if it is), or -1 when it is missing. Nothing here reads a body: a cold scan reads only the
-tiny head records.
+exists (a copied store keeps both, so its cache stays warm). `body_size` is the raw size of the body
+object (what reading it returns, the same loose or packed, so a repack does not change it), or -1
+when it is missing. Nothing here reads a body: a cold scan reads only the tiny head records (and
+an envelope's header, or a pack index already in memory, for the size).
 """
 
 from __future__ import annotations
@@ -60,8 +61,10 @@ def list_heads(heads_dir: str | os.PathLike) -> dict[int, tuple[int, int]]:
     return out
 
 
-def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | None = None) -> list:
-    """One observation of head `seq` (see the module docstring for its shape)."""
+def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | None = None,
+            objects=None) -> list:
+    """One observation of head `seq` (see the module docstring for its shape); `objects` is the
+    store's object space (opened here when not given)."""
     root = Path(store_path)
     path = root / "heads" / head_name(seq)
     try:
@@ -79,11 +82,10 @@ def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | No
         return [seq, 0, None, "gone"]
     except (TurnbackError, OSError) as exc:
         return [seq, stamp[1] if stamp else 0, None, getattr(exc, "message", None) or str(exc)]
-    try:
-        body_size = os.stat(root / "objects" / rec.body[:2] / rec.body[2:],
-                            follow_symlinks=False).st_size
-    except FileNotFoundError:
-        body_size = -1
+    if objects is None:
+        objects = _objects_of(root)
+    size = objects.stat(rec.body)
+    body_size = -1 if size is None else size
     return [seq, mtime_ns, len(data), float(rec.created), rec.turn_count, rec.fork_point, rec.settled,
             rec.body, body_size]
 
@@ -107,4 +109,13 @@ def observe_many(store_path: str | os.PathLike, seqs=None) -> list[list]:
     """Observations of `seqs` (default: every head), in seq order. The batch child's whole job."""
     listed = list_heads(Path(store_path) / "heads")
     wanted = sorted(listed) if seqs is None else sorted(set(seqs))
-    return [observe(store_path, s, listed.get(s)) for s in wanted]
+    objects = _objects_of(Path(store_path))
+    return [observe(store_path, s, listed.get(s), objects) for s in wanted]
+
+
+def _objects_of(root: Path):
+    """The object space of the store at `root`, for sizes only (its seed is not needed for them)."""
+    from ..store.digest import Hasher
+    from ..store.objects import ObjectStore
+
+    return ObjectStore(root / "objects", Hasher(0))

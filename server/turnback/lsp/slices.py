@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
@@ -18,6 +19,21 @@ from typing import Any, Callable, Generator
 from ..store import fsio
 
 SLICE_BUDGET = 0.010  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
+# How long another thread may hold the interpreter lock before the loop's thread gets it back. The
+# owner's helper threads (the watcher's walks, the parallel reads, the repack's, a sync waiting)
+# hold it for Python work between their system calls; at CPython's default of 5 ms, every hop of a
+# request (read, parse, run, answer) could wait that long behind one of them.
+SWITCH_INTERVAL = 0.0005
+_preferred = False
+
+
+def prefer_the_loop() -> None:
+    """Give the loop's thread the interpreter lock within `SWITCH_INTERVAL` (process-wide, once: a
+    serving process's helpers are all background work)."""
+    global _preferred
+    if not _preferred:
+        _preferred = True
+        sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 @contextlib.contextmanager
@@ -129,6 +145,7 @@ async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGE
     after it, the job runs on, still in slices, and its outcome is the answer, as for a request
     that was never cancelled; a second cancel closes it, which finishes it at once."""
     stats = stats if stats is not None else SliceStats()
+    prefer_the_loop()
     if not hasattr(job, "send"):
         # A feature may return a plain value instead of a generator (nothing to do).
         return job

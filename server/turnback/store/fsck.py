@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptStore
-from . import fsio, journal
+from . import fsck_packs, fsio, journal, loose
 from .digest import is_digest
 from .heads import HeadStore
 from .layout import KNOWN_NAMES, SUBDIRS, Store
@@ -199,7 +199,7 @@ def _check_journals(root: Path, report: FsckReport) -> None:
 def _check_objects(store: Store, report: FsckReport) -> None:
     root = store.objects.root
     for fan in sorted(os.scandir(root), key=lambda e: e.name) if root.is_dir() else []:
-        if fsio.is_temp_name(fan.name):
+        if fsio.is_temp_name(fan.name) or fan.name == "pack":
             continue
         if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
             report.add(fan.path, "unexpected entry in objects/")
@@ -212,9 +212,11 @@ def _check_objects(store: Store, report: FsckReport) -> None:
                 report.add(Path(fan.path, entry), "unexpected file in objects/")
                 continue
             report.objects_checked += 1
-            damage = store.objects.damage(digest)
+            path = store.objects.path(digest)
+            damage = loose.damage(path, digest, store.hasher, store.objects.limit)
             if damage is not None:
-                report.add(store.objects.path(digest), f"object {digest} is damaged: {damage}")
+                report.add(path, f"object {digest} is damaged: {damage}")
+    fsck_packs.check_packs(store, report)  # objects/pack/: indexes, packs, objects inside them
 
 
 def _lease_epoch(root: Path) -> int | None:

@@ -20,8 +20,10 @@ from .heads import HeadStore
 from .objects import ObjectStore
 from .records import decode_record, encode_record
 
-FORMAT_VERSION = 2  # 2: objects may be zstd envelopes (store/envelope.py); images carry their modes
-READABLE_FORMATS = (1, 2)  # a format-1 store reads as it is; its owner's open upgrades it to 2
+# 2: objects may be zstd envelopes (store/envelope.py); images carry their modes.
+# 3: objects may live in packs (store/packs.py), some of them as deltas.
+FORMAT_VERSION = 3
+READABLE_FORMATS = (1, 2, 3)  # an older store reads as it is; its owner's open upgrades it to 3
 KINDS = ("heads", "pid")
 SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
@@ -43,7 +45,8 @@ class Store:
         self.store_id = store_id
         self.created = created
         self.hasher = Hasher(seed)
-        self.objects = ObjectStore(path / "objects", self.hasher, compress=version >= 2)
+        self.objects = ObjectStore(path / "objects", self.hasher, compress=version >= 2,
+                                   pack=version >= 3)
         self.heads = HeadStore(path / "heads")  # present for both kinds; pid stores leave it empty
         self.format_path = path / "FORMAT"
         self.journal_dir = path / "journal"
@@ -90,12 +93,15 @@ class Store:
         return store
 
     def _upgrade(self) -> None:
-        """Say format 2 in FORMAT (same id, seed and kind), then write envelopes. Every format-1
-        object stays valid as it is; only a turnback that reads format 2 may open the store after."""
+        """Say format 3 in FORMAT (same id, seed and kind), then write envelopes and packs. Every
+        older object stays valid as it is (the collector packs the small ones later); only a
+        turnback that reads format 3 may open the store after. One atomic replace: a crash leaves
+        the old FORMAT or the new one, and either reads."""
         body = decode_record(fsio.read_file(self.format_path), path=str(self.format_path), kind="format")
         fsio.write_atomic(self.format_path, encode_record("format", {**body, "format": FORMAT_VERSION}))
         self.version = FORMAT_VERSION
         self.objects.compress = True
+        self.objects.pack = True
 
     @classmethod
     def _create(cls, path: Path, kind: str) -> None:
@@ -146,7 +152,8 @@ class Store:
         in progress, which only the owner performs. Returns what was removed."""
         removed = []
         cutoff = time.time() - older_than
-        for folder in [self.path, *(self.path / n for n in SUBDIRS), *self._fanouts()]:
+        for folder in [self.path, *(self.path / n for n in SUBDIRS), *self._fanouts(),
+                       self.objects.packs.folder]:
             try:
                 entries = list(os.scandir(folder))
             except FileNotFoundError:
@@ -156,7 +163,22 @@ class Store:
                         and e.stat(follow_symlinks=False).st_mtime <= cutoff:
                     fsio.unlink(e.path, missing_ok=True)
                     removed.append(Path(e.path))
+        removed += self._orphan_packs()
         return removed
+
+    def _orphan_packs(self) -> list[Path]:
+        """A pack whose index never appeared (a crash between the two renames) holds nothing anyone
+        can see; the owner removes it at open."""
+        folder = self.objects.packs.folder
+        try:
+            names = set(os.listdir(folder))
+        except FileNotFoundError:
+            return []
+        orphans = [folder / n for n in sorted(names) if n.endswith(".pack") and len(n) == 37
+                   and not fsio.is_temp_name(n) and n[:-5] + ".idx" not in names]
+        for p in orphans:
+            fsio.unlink(p, missing_ok=True)
+        return orphans
 
     def _fanouts(self) -> list[Path]:
         try:

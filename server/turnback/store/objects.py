@@ -1,13 +1,17 @@
-"""Content-addressed, write-once object space: `objects/ab/cdef…` named by the seeded xxh3-128 digest.
+"""Content-addressed, write-once object space, named by the seeded xxh3-128 digest of the raw bytes.
+
+An object lives loose (`objects/ab/cdef…`, store/loose.py) or in a pack (`objects/pack/`,
+store/packs.py), or both for a while; nothing above this class sees the difference. A batch that
+writes many small objects (the first checkpoint above all) writes one pack; fewer, or big ones, are
+loose files; the collector moves small loose objects into packs later (collect/repack.py).
 
 Sharing is never trusted to the digest alone: before a put reuses an existing object it confirms size
-and bytes, so a crafted collision cannot make a restore return wrong bytes. An existing object that is
-torn or damaged (its bytes no longer hash to its name) is replaced atomically.
+and bytes, so a crafted collision cannot make a restore return wrong bytes. An existing copy that is
+torn or damaged (its bytes no longer hash to its name) does not count: the put writes a sound one.
+Every read verifies; a damaged copy is passed over when another copy is sound.
 
-With `compress` (store format 2) an object's file may hold a zstd envelope instead of the raw bytes
-(`envelope.py` says when and how). The name, the sizes this class reports and every comparison are of
-the RAW bytes, so nothing above this class sees the difference; a format-1 store's raw objects read as
-they always did, and one store may mix both.
+With `compress` (store format 2) a loose object's file may hold a zstd envelope (`envelope.py`); with
+`pack` (format 3) batches may write packs. A format-1 store's raw objects read as they always did.
 """
 
 from __future__ import annotations
@@ -19,25 +23,43 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
-from . import envelope, fsio
+from . import envelope, fsio, loose
 from .digest import Hasher, is_digest
 from .envelope import EnvelopeError
+from .loose import CHUNK, LooseDamage, same_bytes
+from .packs import PackDamage, PackSet
+from .packwrite import PackWriter
 
-CHUNK = 1 << 20  # streaming unit; files above this are never held whole in memory
+__all__ = ["CHUNK", "ObjectStore", "Staged"]
+
 _SYNCFS_FOLDERS = 16  # from this many new names' folders on, one syncfs beats a fsync per folder
+PACKED_MAX = 4 << 20  # objects up to this size may live in a pack (bigger ones stream, loose)
+PACK_AFTER = 32  # a batch writes a pack from this many small objects on (fewer: loose files)
+PACK_AFTER_BYTES = 1 << 20
+# A single write outside a batch (a capture on save) up to this size is stored raw: zstd would be
+# most of its latency (2.5 to 4 ms a MiB here), and the collector packs and compresses it later.
+RAW_LOOSE_MAX = 1 << 20
 
 
 class _Batch:
     """Objects written during `with store.batch():`, made durable together on exit."""
 
     def __init__(self) -> None:
-        self.pending: dict[str, tuple[Path, int]] = {}  # digest -> (temp path, raw size)
+        self.pending: dict[str, tuple[Path, int]] = {}  # loose: digest -> (temp path, raw size)
+        self.small: dict[str, bytes] = {}  # held until the batch knows whether it writes a pack
+        self.small_bytes = 0
+        self.pack: PackWriter | None = None
+        self.fanouts: set[str] | None = None  # loose fan-out folders (only this process adds any)
         self.depth = 0
-        self.new_fanouts = False  # fan-out folders created unsynced: the commit syncs objects/ too
+        self.new_fanouts = False  # folders created unsynced: the commit syncs objects/ too
+
+    def holds(self, digest: str) -> bool:
+        return digest in self.pending or digest in self.small or (
+            self.pack is not None and digest in self.pack)
 
 
 class Staged:
-    """An object hashed, encoded and written to a temp file by a worker thread, not yet named."""
+    """An object hashed by a worker thread, not yet named; `tmp` is its loose temp file, if any."""
 
     __slots__ = ("digest", "data", "tmp")
 
@@ -52,11 +74,13 @@ class Staged:
 
 class ObjectStore:
     def __init__(self, root: Path, hasher: Hasher, *, compress: bool = True,
-                 limit: int = envelope.LIMIT):
+                 limit: int = envelope.LIMIT, pack: bool = True):
         self.root = Path(root)
         self.hasher = hasher
         self.compress = compress  # write envelopes (format 2); reading understands both regardless
+        self.pack = pack  # batches may write packs (format 3); reading them needs no flag
         self.limit = limit  # no envelope may declare more raw bytes than this (decompression bombs)
+        self.packs = PackSet(self.root / "pack", hasher)
         self._batch: _Batch | None = None
         self.removals = 0  # objects this process removed: lets callers know when a cache may lie
 
@@ -68,21 +92,15 @@ class ObjectStore:
     # ------------------------------------------------------------ naming
 
     def path(self, digest: str) -> Path:
+        """Where the object's loose file is (or would be)."""
         if not is_digest(digest):
             raise InvalidParams(f"not an object digest: {digest!r}", data={"digest": str(digest)[:80]})
         return self.root / digest[:2] / digest[2:]
 
-    def _locate(self, digest: str) -> Path:
-        """Where the bytes are now: a pending temp file inside a batch, else the final name."""
-        if self._batch is not None and digest in self._batch.pending:
-            return self._batch.pending[digest][0]
-        return self.path(digest)
-
     # ------------------------------------------------------------ writing
 
     def encode(self, data: bytes) -> bytes:
-        """What the object's file holds for these raw bytes. Thread-safe: the first checkpoint's
-        pool compresses in worker threads and hands the result to `put_encoded`."""
+        """What a loose object's file holds for these raw bytes (thread-safe)."""
         if not self.compress:
             return data
         packed = envelope.pack(data)
@@ -93,51 +111,73 @@ class ObjectStore:
         return self.put_encoded(self.hasher.digest(data), data, None)
 
     def put_encoded(self, digest: str, data: bytes, stored: bytes | None) -> str:
-        """`put` of bytes already hashed to `digest` (and, unless `stored` is None, encoded): the
-        same confirmation of an existing name, the same batch."""
-        if self._batch is not None and digest in self._batch.pending:
-            self._confirm_equal(digest, self._batch.pending[digest][0], [data], len(data), pending=True)
+        """`put` of bytes already hashed to `digest` (and, unless `stored` is None, encoded as a
+        loose file): the same confirmation of an existing copy, the same batch."""
+        b = self._batch
+        if b is not None and b.holds(digest):
+            self._confirm_equal(digest, self._pending_chunks(b, digest), [data], len(data),
+                                pending=True)
+            return digest
+        if self._confirm_existing(digest, [data], len(data)):
+            return digest
+        if b is not None and self.pack and len(data) <= PACKED_MAX:
+            self._to_pack(b, digest, data)
             return digest
         final = self.path(digest)
-        if self._confirm_existing(digest, final, [data], len(data)):
-            return digest
         self._ensure_fanout(final.parent)
         if stored is None:
-            stored = self.encode(data)
-        if self._batch is None:
+            raw = b is None and self.pack and len(data) <= RAW_LOOSE_MAX \
+                and not envelope.is_envelope(data)
+            stored = data if raw else self.encode(data)
+        if b is None:
             fsio.write_atomic(final, stored)
         else:
-            self._batch.pending[digest] = (_write_temp(final, stored), len(data))
+            b.pending[digest] = (loose.write_temp(final, stored), len(data))
         return digest
+
+    def _to_pack(self, b: _Batch, digest: str, data: bytes) -> None:
+        if b.pack is not None:
+            b.pack.add(digest, data)
+            return
+        b.small[digest] = data
+        b.small_bytes += len(data)
+        if len(b.small) >= PACK_AFTER or b.small_bytes >= PACK_AFTER_BYTES:
+            b.pack = PackWriter(self.root / "pack")
+            b.new_fanouts = True  # the pack folder may be new
+            for d, x in b.small.items():
+                b.pack.add(d, x)
+            b.small.clear()
 
     # ------------------------------------------------------------ staging (worker threads)
 
-    def stage(self, data: bytes) -> "Staged":
-        """Hash, encode and write `data` to a temp file, from any thread; `adopt` (the batch's own
-        thread) then names it. Nothing is staged when the name already exists: `adopt` confirms it.
-        Only inside an open batch: the batch's commit is what makes staged objects durable."""
+    def stage(self, data: bytes) -> Staged:
+        """Hash `data` (and, for a store without packs, write its loose temp file), from any thread;
+        `adopt` (the batch's own thread) then names it. Only inside an open batch."""
         digest = self.hasher.digest(data)
+        if self.pack and len(data) <= PACKED_MAX:
+            return Staged(digest, data, None)  # packed by adopt: the pack compresses whole blocks
         final = self.path(digest)
         if os.path.lexists(final):
             return Staged(digest, data, None)
         stored = self.encode(data)
         self._ensure_fanout(final.parent, sync=False)
-        return Staged(digest, data, _write_temp(final, stored))
+        return Staged(digest, data, loose.write_temp(final, stored))
 
-    def adopt(self, staged: "Staged") -> str:
+    def adopt(self, staged: Staged) -> str:
         """Take a staged object into the open batch (or confirm the existing one); returns its name."""
-        if self._batch is None:
+        b = self._batch
+        if b is None:
             raise RuntimeError("adopt needs an open batch")
-        self._batch.new_fanouts = True  # stage() may have created fan-out folders without syncing
+        b.new_fanouts = True  # stage() may have created fan-out folders without syncing
         if staged.tmp is None:
             return self.put_encoded(staged.digest, staged.data, None)
         d = staged.digest
         try:
-            if d in self._batch.pending:
-                self._confirm_equal(d, self._batch.pending[d][0], [staged.data], len(staged.data),
+            if b.holds(d):
+                self._confirm_equal(d, self._pending_chunks(b, d), [staged.data], len(staged.data),
                                     pending=True)
-            elif not self._confirm_existing(d, self.path(d), [staged.data], len(staged.data)):
-                self._batch.pending[d] = (staged.tmp, len(staged.data))
+            elif not self._confirm_existing(d, [staged.data], len(staged.data)):
+                b.pending[d] = (staged.tmp, len(staged.data))
                 staged.tmp = None
         finally:
             if staged.tmp is not None:
@@ -182,121 +222,58 @@ class ObjectStore:
                 return None
 
     def _put_stream(self, fd: int, path, max_bytes: int | None) -> tuple[str, int]:
-        """Hash and store a big file chunk by chunk. Compressed when its first chunk compresses well
-        and its size holds still while it is read (the envelope declares the size up front); else,
-        or if it changed meanwhile, stored raw from a second read."""
+        """Hash and store a big file chunk by chunk, loose. Compressed when its first chunk
+        compresses well and its size holds still while it is read (the envelope declares the size
+        up front); else, or if it changed meanwhile, stored raw from a second read."""
         announced = os.fstat(fd).st_size
+        self._ensure_fanout(self.root)
+        too_large = lambda size: self._too_large(path, size, max_bytes)  # noqa: E731
+        got = None
         if self.compress and announced > 0:
             first = os.read(fd, CHUNK)
             os.lseek(fd, 0, os.SEEK_SET)
             if envelope.pack(first) is not None:
-                got = self._stream_into_temp(fd, path, max_bytes, envelope.StreamPacker(announced))
-                if got is not None:
-                    return got
-                os.lseek(fd, 0, os.SEEK_SET)
-        got = self._stream_into_temp(fd, path, max_bytes, None)
-        assert got is not None
-        return got
-
-    def _stream_into_temp(self, fd: int, path, max_bytes: int | None,
-                          packer: "envelope.StreamPacker | None") -> tuple[str, int] | None:
-        self._ensure_fanout(self.root)
-        tmp = fsio.temp_path(self.root / "stream")
-        out = fsio.create(tmp)
+                got = loose.stream_into_temp(self.root, fd, self.hasher, max_bytes,
+                                             envelope.StreamPacker(announced),
+                                             sync=self._batch is None, too_large=too_large)
+                if got is None:
+                    os.lseek(fd, 0, os.SEEK_SET)
+        if got is None:
+            got = loose.stream_into_temp(self.root, fd, self.hasher, max_bytes, None,
+                                         sync=self._batch is None, too_large=too_large)
+        tmp, digest, size = got
         placed = False
         try:
-            h, size = self.hasher.stream(), 0
-            try:
-                if packer is not None:
-                    fsio.append(out, packer.head())
-                while True:
-                    b = os.read(fd, CHUNK)
-                    if not b:
-                        break
-                    size += len(b)
-                    if max_bytes is not None and size > max_bytes:
-                        raise self._too_large(path, size, max_bytes)
-                    if packer is not None and size > packer.raw_size:
-                        return None  # grew while read: the declared size would lie
-                    h.update(b)
-                    fsio.append(out, packer.feed(b) if packer is not None else b)
-                if packer is not None:
-                    if size != packer.raw_size:
-                        return None
-                    fsio.append(out, packer.finish())
-                if self._batch is None:
-                    fsio.fsync(out)
-            finally:
-                os.close(out)
-            digest = h.hexdigest()
-            if self._batch is not None and digest in self._batch.pending:
-                self._confirm_equal(digest, self._batch.pending[digest][0], self._raw_chunks(tmp),
-                                    size, pending=True)
+            b = self._batch
+            if b is not None and b.holds(digest):
+                self._confirm_equal(digest, self._pending_chunks(b, digest),
+                                    loose.raw_chunks(tmp, self.limit), size, pending=True)
+                return digest, size
+            if self._confirm_existing(digest, loose.raw_chunks(tmp, self.limit), size):
                 return digest, size
             final = self.path(digest)
-            if self._confirm_existing(digest, final, self._raw_chunks(tmp), size):
-                return digest, size
             self._ensure_fanout(final.parent)
-            if self._batch is None:
+            if b is None:
                 fsio.rename(tmp, final)
                 placed = True
                 fsio.fsync_dir(final.parent)
                 fsio.fsync_dir(self.root)  # the temp name lived here; make its removal durable too
             else:
-                self._batch.pending[digest] = (tmp, size)
+                b.pending[digest] = (tmp, size)
                 placed = True
             return digest, size
         finally:
             if not placed:
                 fsio.discard(tmp)
 
-    def _chunks_of(self, path: Path) -> Iterator[bytes]:
-        """The file's stored bytes, as they are on disk."""
-        fd = fsio.open_read(path)
-        try:
-            while b := os.read(fd, CHUNK):
-                yield b
-        finally:
-            os.close(fd)
-
-    def _raw_chunks(self, path: Path) -> Iterator[bytes]:
-        """The object's raw bytes, decoding an envelope; EnvelopeError if the envelope is damaged.
-        Does not verify the digest."""
-        fd = fsio.open_read(path)
-        try:
-            head = os.read(fd, envelope.HEADER)
-            if not envelope.is_envelope(head):
-                if head:
-                    yield head
-                while b := os.read(fd, CHUNK):
-                    yield b
-                return
-            os.lseek(fd, 0, os.SEEK_SET)
-            with os.fdopen(os.dup(fd), "rb", buffering=0) as source:
-                yield from envelope.iter_unpack(source, self.limit, CHUNK)
-        finally:
-            os.close(fd)
-
-    def _raw_size(self, path: Path, st_size: int | None = None) -> int:
-        """The raw size of the object in `path`: its file size, or what its envelope declares (a
-        damaged envelope counts as size -1, which matches nothing)."""
-        fd = fsio.open_read(path)
-        try:
-            head = os.read(fd, envelope.HEADER)
-            if not envelope.is_envelope(head):
-                return os.fstat(fd).st_size if st_size is None else st_size
-            try:
-                return envelope.declared_size(head, self.limit)
-            except EnvelopeError:
-                return -1
-        finally:
-            os.close(fd)
-
     def _too_large(self, path, size: int, limit: int) -> TooLarge:
         return TooLarge(f"{path} is over the size limit ({size} > {limit} bytes)",
                         data={"path": str(path), "size": size, "limit": limit})
 
     def _ensure_fanout(self, folder: Path, *, sync: bool = True) -> None:
+        b = self._batch
+        if b is not None and b.fanouts is not None and folder.parent == self.root:
+            b.fanouts.add(folder.name)  # before it exists: a worker may be about to create it
         if not folder.is_dir():
             if self._batch is not None or not sync:
                 # Inside a batch the commit makes the new folder durable with everything else.
@@ -306,34 +283,76 @@ class ObjectStore:
             else:
                 fsio.mkdir(folder)
 
-    def _confirm_existing(self, digest: str, final: Path, new_chunks, size: int) -> bool:
-        """True if `final` already holds exactly these bytes; False if absent or damaged (rewrite it).
+    # ------------------------------------------------------------ confirming existing copies
 
-        Raises DigestCollision when a sound object with the same digest holds different bytes.
-        """
+    def _pending_chunks(self, b: _Batch, digest: str):
+        if digest in b.pending:
+            return loose.raw_chunks(b.pending[digest][0], self.limit)
+        if digest in b.small:
+            return [b.small[digest]]
+        return [b.pack.read(digest)]
+
+    def _confirm_existing(self, digest: str, new_chunks, size: int) -> bool:
+        """True if a sound copy holds exactly these bytes; False if there is none (write one).
+
+        Raises DigestCollision when a sound copy with the same digest holds different bytes."""
+        final = self.path(digest)
+        b = self._batch
         try:
-            st = os.stat(final, follow_symlinks=False)
+            if b is not None and b.fanouts is not None and digest[:2] not in b.fanouts:
+                st = None  # no such fan-out folder: one listing at the batch's start says so
+            else:
+                st = os.stat(final, follow_symlinks=False)
         except FileNotFoundError:
-            return False
-        return self._confirm_equal(digest, final, new_chunks, size, st_size=st.st_size)
+            st = None
+        if st is not None:
+            new_chunks = list(new_chunks)  # may be compared twice (loose, then a packed copy)
+            sized = loose.raw_size(final, self.limit, st.st_size) == size
+            if self._confirm_equal(digest, loose.raw_chunks(final, self.limit) if sized else None,
+                                   new_chunks, size,
+                                   sound=lambda: self._loose_sound(final, digest)):
+                return True
+        for pack, i in self._packed(digest, racy=False):
+            try:
+                raw = self.packs.read(pack, i)
+            except (PackDamage, FileNotFoundError):
+                continue  # a damaged or vanished copy does not count
+            if len(raw) == size and same_bytes([raw], new_chunks):
+                return True
+            self._collision(digest, pack.pack_path)
+        return False
 
-    def _confirm_equal(self, digest: str, where: Path, new_chunks, size: int, *,
-                       st_size: int | None = None, pending: bool = False) -> bool:
+    def _packed(self, digest: str, *, racy: bool = True) -> Iterator:
+        """The packs holding `digest`: the one a lookup finds, then (only if asked for more, when
+        that copy is damaged) every other."""
+        first = self.packs.locate(digest, racy=racy)
+        if first is None:
+            return
+        yield first
+        for hit in self.packs.locations(digest):
+            if hit[0] is not first[0]:
+                yield hit
+
+    def _confirm_equal(self, digest: str, existing, new_chunks, size: int, *,
+                       pending: bool = False, sound=None) -> bool:
+        """Whether `existing` (chunks, or None when its size already differs) holds the new bytes;
+        a sound copy that does not is a collision."""
         try:
-            if self._raw_size(where, st_size) == size and _same_bytes(self._raw_chunks(where),
-                                                                       new_chunks):
+            if existing is not None and same_bytes(existing, new_chunks):
                 return True
         except EnvelopeError:
-            pass  # damaged: not equal; _sound below says it is not sound either
-        if pending or self._sound(where, digest):
-            raise DigestCollision(
-                f"object {digest} already holds different bytes; refusing to share it",
-                data={"digest": digest, "path": str(where)})
-        return False  # the existing file is damaged; the caller replaces it atomically
+            pass  # damaged: not equal; `sound` below says it is not sound either
+        if pending or (sound is not None and sound()):
+            self._collision(digest, self.path(digest))
+        return False  # the existing copy is damaged; the caller writes a sound one
 
-    def _sound(self, where: Path, digest: str) -> bool:
+    def _collision(self, digest: str, where) -> None:
+        raise DigestCollision(f"object {digest} already holds different bytes; refusing to share it",
+                              data={"digest": digest, "path": str(where)})
+
+    def _loose_sound(self, where: Path, digest: str) -> bool:
         try:
-            return self._damage(where, digest) is None
+            return loose.damage(where, digest, self.hasher, self.limit) is None
         except OSError:
             return False
 
@@ -355,76 +374,150 @@ class ObjectStore:
             return
         self._batch = b = _Batch()
         try:
+            b.fanouts = set(os.listdir(self.root))
+        except FileNotFoundError:
+            b.fanouts = set()
+        try:
             yield
         except BaseException:
             self._batch = None
-            for tmp, _ in b.pending.values():
-                fsio.discard(tmp)
+            _discard(b)
             raise
         self._batch = None
         self._commit(b)
 
     def _commit(self, b: _Batch) -> None:
-        items = list(b.pending.items())
         try:
-            fsio.syncfs_or_fsync([tmp for _, (tmp, _) in items])
+            for digest, data in b.small.items():  # too few for a pack: loose, as ever
+                final = self.path(digest)
+                if not final.parent.is_dir():
+                    fsio.mkdir(final.parent, sync=False)
+                    b.new_fanouts = True  # synced with the names below
+                b.pending[digest] = (loose.write_temp(final, self.encode(data)), len(data))
+            b.small.clear()
+            items = list(b.pending.items())
+            temps = [tmp for _, (tmp, _) in items]
+            if b.pack is not None:
+                temps += b.pack.finish()
+            fsio.syncfs_or_fsync(temps)
             folders: set[Path] = set()
             for digest, (tmp, _) in items:
                 final = self.path(digest)
                 fsio.rename(tmp, final)
                 folders.add(final.parent)
                 folders.add(tmp.parent)
-            if b.new_fanouts:
+            if b.pack is not None:
+                b.pack.publish()
+                folders.add(b.pack.folder)
+            if b.new_fanouts or b.pack is not None:
                 folders.add(self.root)
-            # The new names: one fsync per folder when few, one syncfs when many (a first checkpoint
-            # touches all 256 fan-outs, and 256 folder fsyncs cost more than the objects did).
+            # The new names: one fsync per folder when few, one syncfs when many (a loose first
+            # checkpoint touched all 256 fan-outs, and 256 folder fsyncs cost more than the objects).
             if len(folders) >= _SYNCFS_FOLDERS:
                 fsio.syncfs_or_fsync(sorted(folders))
             else:
                 for folder in sorted(folders):
                     fsio.fsync_dir(folder)
         except BaseException:
-            for tmp, _ in b.pending.values():
-                fsio.discard(tmp)  # renamed ones are already gone; the rest must not linger
+            _discard(b)  # renamed ones are already gone; the rest must not linger
             raise
+        if b.pack is not None:
+            self.packs.added(b.pack.name)
+
+    def publish_pack(self, writer: PackWriter, *, also_sync: list[Path] = ()) -> None:
+        """Make a pack written outside a batch (the collector's repack) durable and visible: one
+        sync pass, the renames, the folder. The writer is discarded if any of it fails."""
+        try:
+            fsio.syncfs_or_fsync([*writer.finish(), *also_sync])
+            writer.publish()
+            fsio.fsync_dir(writer.folder)
+            fsio.fsync_dir(self.root)
+        except BaseException:
+            writer.discard()
+            raise
+        self.packs.added(writer.name)
 
     # ------------------------------------------------------------ reading
 
     def has(self, digest: str) -> bool:
-        return os.path.lexists(self._locate(digest))
+        b = self._batch
+        if b is not None and b.holds(digest):
+            return True
+        return os.path.lexists(self.path(digest)) or self.packs.locate(digest) is not None
 
     def stat(self, digest: str) -> int | None:
         """The object's raw size (what `get` returns), None if absent; -1 if its envelope is damaged."""
+        b = self._batch
+        if b is not None and b.holds(digest):
+            if digest in b.pending:
+                return loose.raw_size(b.pending[digest][0], self.limit)
+            return len(self._pending_chunks(b, digest)[0])
         try:
-            return self._raw_size(self._locate(digest))
+            return loose.raw_size(self.path(digest), self.limit)
         except FileNotFoundError:
-            return None
+            hit = self.packs.locate(digest)
+            return None if hit is None else self.packs.size_of(*hit)
 
     def stored_size(self, digest: str) -> int | None:
-        """The size of the object's file: what it costs on disk, compressed or not."""
+        """What the object costs on disk: its file, or its share of its pack."""
+        b = self._batch
+        if b is not None and digest in b.pending:
+            return os.stat(b.pending[digest][0], follow_symlinks=False).st_size
         try:
-            return os.stat(self._locate(digest), follow_symlinks=False).st_size
+            return os.stat(self.path(digest), follow_symlinks=False).st_size
         except FileNotFoundError:
-            return None
+            hit = self.packs.locate(digest)
+            return None if hit is None else self.packs.stored_size(*hit)
 
     def get(self, digest: str) -> bytes:
-        """The object's raw bytes, verified against its digest (CorruptObject otherwise)."""
-        where = self._locate(digest)
-        data = fsio.read_file(where)
-        if not envelope.is_envelope(data):
-            if self.hasher.digest(data) != digest:
-                raise self._corrupt(digest, where)
-            return data
+        """The object's raw bytes, verified against its digest (CorruptObject if no copy is sound,
+        FileNotFoundError if there is none)."""
+        b = self._batch
+        if b is not None and b.holds(digest):
+            if digest in b.pending:
+                return self._get_loose(digest, b.pending[digest][0])
+            return self._pending_chunks(b, digest)[0]
+        final = self.path(digest)
+        damage = None
         try:
-            raw = envelope.unpack(data, self.limit)
-        except EnvelopeError as exc:
-            raw, reason = None, str(exc)
-        if raw is not None and self.hasher.digest(raw) == digest:
-            return raw
-        if self.hasher.digest(data) == digest:
-            return data  # a format-1 raw object that happens to begin like an envelope
-        raise self._corrupt(digest, where,
-                            reason if raw is None else "its inflated bytes do not match its digest")
+            return self._get_loose(digest, final)
+        except FileNotFoundError:
+            pass
+        except CorruptObject as exc:
+            damage = exc
+        got = self._get_packed(digest)
+        if got is not None:
+            if isinstance(got, bytes):
+                return got
+            damage = damage or got
+        if damage is not None:
+            raise damage
+        raise FileNotFoundError(2, f"no object {digest}", str(final))
+
+    def _get_loose(self, digest: str, where: Path) -> bytes:
+        try:
+            return loose.read_verified(where, digest, self.hasher, self.limit)
+        except LooseDamage as exc:
+            raise self._corrupt(digest, where, exc.reason) from None
+
+    def _get_packed(self, digest: str) -> bytes | CorruptObject | None:
+        """The sound packed copy's bytes; the damage of the copies when none is sound; None when
+        no pack holds the object."""
+        first = None
+        for _attempt in range(2):
+            tried = 0
+            for pack, i in self._packed(digest):
+                tried += 1
+                try:
+                    return self.packs.read(pack, i)
+                except FileNotFoundError:
+                    first = first or self._corrupt(
+                        digest, pack.pack_path, "its index names a pack file that is missing")
+                except PackDamage as exc:
+                    first = first or self._corrupt(digest, pack.pack_path, exc.reason)
+            if not tried or not self.packs.refresh(force=True):
+                break  # a repack may have moved it meanwhile: look once more
+        return first
 
     def iter_chunks(self, digest: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
         """Stream the object's raw bytes; raises CorruptObject after the last chunk if the digest does
@@ -432,65 +525,57 @@ class ObjectStore:
 
         Consumers must not commit anything built from the chunks before the iteration has finished.
         """
-        where = self._locate(digest)
-        if self._is_small_envelope(where):
-            data = self.get(digest)  # whole: keeps the raw fallback of `get`
+        b = self._batch
+        where = b.pending[digest][0] if b is not None and digest in b.pending else self.path(digest)
+        if (b is not None and b.holds(digest) and digest not in b.pending) \
+                or not os.path.lexists(where) or loose.is_small_envelope(where):
+            data = self.get(digest)  # whole: packed, small, or with the raw fallback of `get`
             for i in range(0, len(data), chunk_size):
                 yield data[i:i + chunk_size]
             return
         h = self.hasher.stream()
         try:
-            for b in self._raw_chunks(where):
-                h.update(b)
-                yield b
+            for chunk in loose.raw_chunks(where, self.limit):
+                h.update(chunk)
+                yield chunk
         except EnvelopeError as exc:
-            raise self._corrupt(digest, where, str(exc)) from None
+            raise self._corrupt(digest, where, f"compressed object: {exc}") from None
         if h.hexdigest() != digest:
-            raise self._corrupt(digest, where)
-
-    def _starts_as_envelope(self, where: Path) -> bool:
-        fd = fsio.open_read(where)
-        try:
-            return envelope.is_envelope(os.read(fd, 4))
-        finally:
-            os.close(fd)
-
-    def _is_small_envelope(self, where: Path) -> bool:
-        fd = fsio.open_read(where)
-        try:
-            return envelope.is_envelope(os.read(fd, 4)) and os.fstat(fd).st_size <= CHUNK
-        finally:
-            os.close(fd)
+            raise self._corrupt(digest, where, "its bytes do not match its digest")
 
     def verify(self, digest: str) -> bool:
         return self.damage(digest) is None
 
     def damage(self, digest: str) -> str | None:
-        """None if the object is sound; else what is wrong with it, in a few words."""
+        """None if a copy of the object is sound; else what is wrong with it, in a few words."""
+        b = self._batch
+        if b is not None and digest in b.pending:
+            return loose.damage(b.pending[digest][0], digest, self.hasher, self.limit)
         try:
-            return self._damage(self._locate(digest), digest)
+            reason = loose.damage(self.path(digest), digest, self.hasher, self.limit)
         except FileNotFoundError:
-            return "missing"
-
-    def _damage(self, where: Path, digest: str) -> str | None:
-        h = self.hasher.stream()
-        try:
-            for b in self._raw_chunks(where):
-                h.update(b)
-        except EnvelopeError as exc:
-            reason = f"compressed object: {exc}"
+            reason = None if self.packs.locate(digest) is not None else "missing"
         else:
-            if h.hexdigest() == digest:
+            if reason is None:
                 return None
-            reason = ("compressed object: its inflated bytes do not match its digest"
-                      if self._starts_as_envelope(where) else "its bytes do not match its digest")
-        raw = self.hasher.stream()
-        for b in self._chunks_of(where):
-            raw.update(b)
-        return None if raw.hexdigest() == digest else reason
+        got = self._get_packed(digest)
+        if isinstance(got, bytes):
+            return None
+        if got is not None:
+            return got.data.get("reason") or got.message
+        return reason
 
     def list(self) -> Iterator[str]:
-        """Every final object name (pending batch objects and temp files are not listed)."""
+        """Every object name, loose or packed, each once (pending batch objects are not listed)."""
+        seen = set()
+        for digest in self.list_loose():
+            seen.add(digest)
+            yield digest
+        for digest in self.packs.digests():
+            if digest not in seen:
+                yield digest
+
+    def list_loose(self) -> Iterator[str]:
         try:
             fans = sorted(os.scandir(self.root), key=lambda e: e.name)
         except FileNotFoundError:
@@ -504,44 +589,18 @@ class ObjectStore:
                     yield digest
 
     def remove(self, digest: str) -> None:
-        """Delete an object. For the collector only, after it proved nothing references it."""
+        """Delete an object's loose file. For the collector only, after it proved nothing references
+        it (packed copies go when their pack is rewritten: collect/repack.py)."""
         self.removals += 1
         fsio.unlink(self.path(digest), missing_ok=True)
 
-    def _corrupt(self, digest: str, where: Path, reason: str | None = None) -> CorruptObject:
-        why = f"compressed object: {reason}" if reason else "its bytes do not match its digest"
-        return CorruptObject(f"object {digest} is damaged: {why} ({where})",
-                             data={"digest": digest, "path": str(where)})
+    def _corrupt(self, digest: str, where: Path, reason: str) -> CorruptObject:
+        return CorruptObject(f"object {digest} is damaged: {reason} ({where})",
+                             data={"digest": digest, "path": str(where), "reason": reason})
 
 
-def _same_bytes(a: Iterator[bytes], b) -> bool:
-    """Compare two chunk streams of possibly different chunking."""
-    ia, ib = iter(a), iter(b)
-    ba = bb = b""
-    while True:
-        if not ba:
-            ba = next(ia, b"")
-        if not bb:
-            bb = next(ib, b"")
-        if not ba or not bb:
-            return not ba and not bb and next(ia, b"") == b"" and next(ib, b"") == b""
-        n = min(len(ba), len(bb))
-        if ba[:n] != bb[:n]:
-            return False
-        ba, bb = ba[n:], bb[n:]
-
-
-def _write_temp(final, stored: bytes):
-    """Write `stored` to a fresh temp name beside `final` (not synced: the batch syncs it); removed
-    again if the write fails."""
-    tmp = fsio.temp_path(final)
-    fd = fsio.create(tmp)
-    try:
-        try:
-            fsio.append(fd, stored)
-        finally:
-            os.close(fd)
-    except BaseException:
+def _discard(b: _Batch) -> None:
+    for tmp, _ in b.pending.values():
         fsio.discard(tmp)
-        raise
-    return tmp
+    if b.pack is not None:
+        b.pack.discard()

@@ -222,7 +222,9 @@ class StateCodec:
         return _unpack(doc["refs"], digest)
 
     def read(self, body_digest: str) -> SessionState:
-        body = self.read_body(body_digest)
+        # Only the root is needed: the reference lists (every digest the state reaches, 250,000 of
+        # them in a big workspace) are not read here.
+        body = self.read_body(body_digest, skip=_EVERY_LIST)
         root = self._get(body["root"], "session")
         state = SessionState(session_id=root["sessionId"], created=root["created"],
                              config=dict(root.get("config", {})))
@@ -232,12 +234,12 @@ class StateCodec:
                          for k, v in root.get("between", {}).items()}
         state.between_modes = {int(k): dict(v) for k, v in root.get("betweenModes", {}).items()}
         state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
-        known, modes = {}, {}
+        state.known = known = KnownMap()  # shard by shard: no second copy of 250,000 paths
         for shard in _digests(root["known"], body_digest):
             doc = self._get(shard, "known")
             known.update(doc["map"])
-            modes.update(doc.get("modes", {}))  # format 1 stores carry none: modes unknown
-        state.known = KnownMap(known, modes)
+            for rel, mode in doc.get("modes", {}).items():  # format 1 stores carry none: unknown
+                known.set_mode(rel, mode)
         state.directives = {d["id"]: Directive.from_dict(d)
                             for d in self._get(root["directives"], "directives")["items"]}
         state.workflow = {k: list(v) for k, v in self._get(root["workflow"], "workflow").items()}
@@ -269,6 +271,16 @@ class StateCodec:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
         self._confirm(digest)
         return payload
+
+
+class _EveryList:
+    """`skip` for `read_body`: no reference list is read (a reader that needs only the root)."""
+
+    def __contains__(self, _digest) -> bool:
+        return True
+
+
+_EVERY_LIST = _EveryList()
 
 
 def _pack(digests) -> bytes:

@@ -157,6 +157,10 @@ class Workbench:
         owner = self.book.owner
         try:
             if owner is not None:
+                try:
+                    self._save_stat_cache()
+                except OSError:
+                    pass  # rebuildable: a full disk must not keep close from publishing
                 self.book.close()
         finally:
             if owner is not None:
@@ -356,11 +360,10 @@ class Workbench:
         if not self.options.sweep or not self.is_owner:
             return 0
         self.book.require_owner()  # before the sweep stores a single object
-        from ..capture.sweep import StatCache, iter_sweep
+        from ..capture.sweep import KeptCache, iter_sweep
 
-        cache_path = self.store.cache_dir / "stat.cbor"
         if getattr(self, "_stat_cache", None) is None:
-            self._stat_cache = StatCache.load(cache_path)
+            self._stat_cache = KeptCache(self.store.cache_dir / "stat.cbor")
         self.rules.invalidate()
         # One durability pass for every image the sweep stores, not one fsync per file. Mutating work
         # is serialised, so nothing else writes objects while the batch is open.
@@ -370,26 +373,41 @@ class Workbench:
         verify = getattr(self, "_verified_at", None) != removals
         # A live owner's watcher (capture/watcher.py) names the paths that may have changed.
         plan = self.watcher.begin() if getattr(self, "watcher", None) is not None else None
+        cache = self._stat_cache.for_sweep(plan is None or plan.full)
         with self.store.objects.batch():
             if plan is not None and not plan.full:
                 from ..capture.sweep import iter_dirty
 
-                result = yield from iter_dirty(self.ws, self.store.objects, self._stat_cache,
-                                               plan.dirty, max_bytes=self.options.max_file_bytes,
+                result = yield from iter_dirty(self.ws, self.store.objects, cache, plan.dirty,
+                                               max_bytes=self.options.max_file_bytes,
                                                rules=self.rules, verify_objects=verify)
             else:
-                result = yield from iter_sweep(self.ws, self.store.objects, self._stat_cache,
+                result = yield from iter_sweep(self.ws, self.store.objects, cache,
                                                max_bytes=self.options.max_file_bytes,
                                                rules=self.rules, verify_objects=verify)
         self._verified_at = removals
         full = plan is None or plan.full  # a full walk read every rule file that decides anything
-        changed = self.recorder.apply_sweep(result, self.rules.snapshot() if full else None)
-        # The cache is rebuildable; a watcher's small sweeps save it now and then, not each time.
-        if plan is None or plan.full or time.monotonic() - getattr(self, "_cache_saved", 0) >= 30:
-            self._stat_cache.save(cache_path)
-            self._cache_saved = time.monotonic()
+        changed = yield from self.recorder.iter_apply_sweep(result,
+                                                            self.rules.snapshot() if full else None)
+        if result.walked >= 10_000:
+            del result
+            from ..store.memory import give_back
+
+            give_back()  # a big sweep's tables: not kept resident in a live owner
+        # The cache is rebuildable: saved after a full walk and at close, never after a watcher's
+        # small sweep (encoding 250,000 entries held the loop 0.4 s; a lost one costs re-hashing
+        # only the files changed since, which the racy-git rule finds). With a healthy watcher it
+        # is not even held between full walks (capture/sweep.KeptCache).
+        if plan is None or plan.full:
+            watching = getattr(self, "watcher", None)
+            self._stat_cache.after_full_walk(spill=watching is not None and watching.healthy)
         self.emit_status()
         return changed
+
+    def _save_stat_cache(self) -> None:
+        kept = getattr(self, "_stat_cache", None)
+        if kept is not None and self.is_owner:
+            kept.save()
 
     # -- after rewind and redo ------------------------------------------------------------------
     def after_transaction(self, outcome, source: str, *, touched=(), conversation: bool = True,

@@ -1,0 +1,359 @@
+"""Repacking: the collector's last phase. Small loose objects move into a pack, packs whose objects
+are mostly garbage are rewritten, small packs are merged, and versions of one file become deltas.
+
+What is decided where:
+- the plan and the new pack are made on a helper thread (`Collector._off_loop`): reading objects,
+  inflating blocks, computing deltas and compressing are seconds of work on a big store, and the
+  thread rests a millisecond after every two, so the loop keeps the interpreter most of the time;
+- the new pack is made durable and visible before anything is removed (one sync pass, the renames,
+  the folders), so every object it holds is readable throughout;
+- the loose copies of the objects it now holds are then removed: they exist in the pack;
+- an old pack is deleted only when nothing it holds is referenced that is not now in the new pack:
+  just before, the collector looks again at everything that could have changed (ownership, new
+  heads, journals, intents, records, an open object batch), and a pack one of whose dropped objects
+  became referenced meanwhile is kept. Its index goes first and is made durable, then the pack, so a
+  power cut never leaves an index naming a missing pack.
+
+Deltas stay inside one pack (a delta's base is written to the same pack, before it), so deleting a
+pack can never leave a delta whose base it deleted. Which objects are versions of one another comes
+from the live session: a checkpoint entry's before-image and after-image are two versions of one
+path, and the older is stored as a delta against the newer (the newest version is whole, so the
+images a rewind restores most often read without a chain). A delta inside a rewritten pack keeps
+its base when the base survives; otherwise it is written whole.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..store import fsio
+from ..store.objects import RAW_LOOSE_MAX
+from ..store.packformat import DELTA, NONE
+from ..store.packwrite import PackWriter
+
+REPACK_MAX = RAW_LOOSE_MAX  # loose objects up to this size (stored) move into packs
+MIN_LOOSE = 64  # ...once there are this many of them
+MIN_LOOSE_BYTES = 4 << 20  # ...or this many bytes
+MERGE_BELOW = 64 << 20  # packs of fewer raw bytes are small: merged geometrically
+MERGE_AT = 4  # this many small packs are merged even without new loose objects
+DEAD_SHARE = 0.5  # a bigger pack is rewritten once half of its raw bytes are garbage
+BURST, REST = 0.002, 0.001  # the helper thread's pace (seconds of work, then of rest)
+
+
+@dataclass
+class Plan:
+    loose: list[str] = field(default_factory=list)  # kept loose objects to move
+    dups: list[str] = field(default_factory=list)  # loose copies of objects a sound pack holds
+    rewrite: list = field(default_factory=list)  # packs whose kept objects move, then they go
+    drop: list = field(default_factory=list)  # packs holding nothing kept: deleted, nothing written
+    hints: dict[str, str] = field(default_factory=dict)  # object -> the version to delta against
+    names: dict[str, str] = field(default_factory=dict)  # object -> a path it had (for ordering)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.loose or self.dups or self.rewrite or self.drop)
+
+
+@dataclass
+class Built:
+    writer: PackWriter | None
+    moved: set[str]  # objects the new pack holds
+    uncopied: dict[str, list[str]]  # old pack name -> its objects the new pack does not hold
+    deltas: int = 0
+
+
+def raw_bytes(pack) -> int:
+    doc = pack.doc
+    return sum(doc.segment(i).raw for i in range(doc.segment_count))
+
+
+def version_hints(state) -> tuple[dict[str, str], dict[str, str]]:
+    """(older image -> newer image, image -> a path it had) from a session state's checkpoints:
+    O(checkpoint entries), never O(files in the workspace), since it runs on the loop."""
+    hints: dict[str, str] = {}
+    names: dict[str, str] = {}
+    pairs = [(e.rel, e.before, e.after) for t in state.turns for e in t.files.values()]
+    pairs += [(rel, b, a) for changes in state.between.values() for rel, (b, a) in changes.items()]
+    for rel, before, after in pairs:
+        for image in (before, after):
+            if isinstance(image, str) and len(image) == 32:
+                names.setdefault(image, rel)
+        if isinstance(before, str) and isinstance(after, str) and len(before) == len(after) == 32 \
+                and before != after:
+            hints[before] = after
+    return hints, names
+
+
+def make_plan(objects, keeps, loose_kept: list[tuple[str, int]], t0: float, slack: float,
+              hints, names) -> Plan:
+    """What to repack; `keeps(digest)` says whether an object is referenced. Runs on the thread."""
+    plan = Plan(hints=dict(hints), names=names)
+    packs = objects.packs
+    packs.refresh(force=True)
+    candidates = []
+    for d, size in loose_kept:
+        if size > REPACK_MAX:
+            continue
+        if packs.locate(d) is not None and _sound_in_a_pack(objects, d):
+            plan.dups.append(d)  # left by an interrupted repack, or packed by a batch meanwhile
+        else:
+            candidates.append((d, size))
+    loose_bytes = sum(size for _d, size in candidates)
+    if len(candidates) >= MIN_LOOSE or loose_bytes >= MIN_LOOSE_BYTES:
+        plan.loose = [d for d, _size in candidates]
+    else:
+        loose_bytes = 0
+    small, whole = [], []
+    for pack in _oldest_first(packs.packs.values()):
+        try:
+            if pack.pack_path.stat().st_mtime >= t0 - slack:
+                continue  # written during this collection: its objects may not be recorded yet
+        except FileNotFoundError:
+            continue
+        doc = pack.doc
+        live = dead = 0
+        for i in range(doc.count):
+            size = doc.entry(i)[2]
+            if keeps(doc.digest_at(i).hex()):
+                live += size
+            else:
+                dead += size
+        if not live:
+            plan.drop.append(pack)
+        elif dead >= DEAD_SHARE * (live + dead):
+            plan.rewrite.append(pack)
+        elif live + dead < MERGE_BELOW:
+            small.append((live + dead, pack))
+        else:
+            whole.append(pack)
+    # A pack whose kept objects another pack that stays holds too (what an interrupted repack
+    # leaves) is dropped; the older of two such packs goes, never both.
+    going = set(plan.drop) | set(plan.rewrite)
+    for size, pack in list(small):
+        if _held_elsewhere(pack, keeps, [p for p in packs.packs.values()
+                                         if p is not pack and p not in going]):
+            plan.drop.append(pack)
+            going.add(pack)
+            small.remove((size, pack))
+    small.sort(key=lambda s: (s[0], s[1].name))
+    acc, chosen = loose_bytes, []
+    for size, pack in small:
+        if acc and size <= 2 * acc:
+            chosen.append(pack)
+            acc += size
+        elif not acc and len(small) >= MERGE_AT:
+            chosen.append(pack)
+            acc += size
+        else:
+            break
+    if len(chosen) == 1 and not plan.loose and not plan.rewrite:
+        chosen = []  # rewriting one small pack alone gains nothing
+    plan.rewrite += chosen
+    return plan
+
+
+def _oldest_first(packs) -> list:
+    def age(p):
+        try:
+            return (p.pack_path.stat().st_mtime_ns, p.name)
+        except FileNotFoundError:
+            return (0, p.name)
+    return sorted(packs, key=age)
+
+
+def _held_elsewhere(pack, keeps, others) -> bool:
+    """Whether every kept object of `pack` is in one of `others` as well."""
+    if not others:
+        return False
+    doc = pack.doc
+    for i in range(doc.count):
+        raw = doc.digest_at(i)
+        if keeps(raw.hex()) and not any(o.doc.find(raw) >= 0 for o in others):
+            return False
+    return True
+
+
+def _covered(objects, old, uncopied: dict[str, list[str]]) -> dict[str, set[str]]:
+    """For each old pack, its objects with a sound copy outside every old pack. Runs on the thread."""
+    names = {p.name for p in old}
+    staying = [p for p in objects.packs.packs.values() if p.name not in names]
+    out: dict[str, set[str]] = {}
+    for pack in old:
+        out[pack.name] = got = set()
+        for d in uncopied[pack.name]:
+            raw = bytes.fromhex(d)
+            for other in staying:
+                i = other.doc.find(raw)
+                if i >= 0 and _reads(objects, other, i):
+                    got.add(d)
+                    break
+            else:
+                path = objects.path(d)
+                if os.path.lexists(path) and objects._loose_sound(path, d):
+                    got.add(d)
+    return out
+
+
+def _reads(objects, pack, i) -> bool:
+    try:
+        objects.packs.read(pack, i)
+        return True
+    except Exception:  # noqa: BLE001 - damaged or gone: not a copy to rely on
+        return False
+
+
+def _sound_in_a_pack(objects, digest: str) -> bool:
+    for pack, i in objects.packs.locations(digest):
+        try:
+            objects.packs.read(pack, i)
+            return True
+        except Exception:  # noqa: BLE001 - damaged or gone: the loose copy is the one to keep
+            continue
+    return False
+
+
+def build(objects, plan: Plan, keeps) -> Built:
+    """Write the new pack (temp files, not synced) on the helper thread."""
+    wanted: dict[str, None] = {}
+    for pack in plan.rewrite:
+        doc = pack.doc
+        for i in sorted(range(doc.count), key=doc.segment_of):  # as the pack had them
+            d = doc.digest_at(i).hex()
+            if keeps(d):
+                wanted.setdefault(d)
+                seg, _start, _size, base = doc.entry(i)
+                if seg.kind == DELTA and base != NONE:
+                    plan.hints.setdefault(d, doc.digest_at(base).hex())
+    for d in sorted(plan.loose, key=lambda d: (plan.names.get(d, "\U0010ffff"), d)):
+        wanted.setdefault(d)
+    uncopied = {}
+    for pack in plan.rewrite + plan.drop:
+        doc = pack.doc
+        uncopied[pack.name] = [doc.digest_at(i).hex() for i in range(doc.count)
+                               if doc.digest_at(i).hex() not in wanted]
+    if not wanted:
+        return Built(None, set(), uncopied)
+    writer = PackWriter(objects.packs.folder)
+    deltas = 0
+    pace = time.perf_counter()
+    try:
+        for d in wanted:
+            chain = _chain(d, plan.hints, wanted, writer)
+            last = None
+            for x in chain:  # newest first: each older version against the one before it
+                data = objects.get(x)
+                if last is not None and writer.add_delta(x, data, last[0], last[1]):
+                    deltas += 1
+                else:
+                    writer.add(x, data)
+                last = (x, data)
+                if time.perf_counter() - pace >= BURST:
+                    time.sleep(REST)
+                    pace = time.perf_counter()
+    except BaseException:
+        writer.discard()
+        raise
+    return Built(writer, set(wanted), uncopied, deltas)
+
+
+def _chain(d: str, hints: dict[str, str], wanted, writer) -> list[str]:
+    """The versions to add for `d`, newest first, ending with `d`: its newer versions first (the
+    bases), as far as they are wanted and not in the pack yet."""
+    if d in writer:
+        return []
+    chain, seen = [d], {d}
+    x = hints.get(d)
+    while x is not None and x in wanted and x not in writer and x not in seen:
+        chain.append(x)
+        seen.add(x)
+        x = hints.get(x)
+    chain.reverse()
+    return chain
+
+
+def _empty_fanouts(col, fans: set[str]):
+    """Fan-out folders the repack emptied go too: each still costs a block on disk (256 of them
+    were a fifth of a long session's store). Never while an object batch is open: a job between
+    its slices may be about to write into one."""
+    objects = col.store.objects
+    for fan in sorted(fans):
+        if objects.batch_open:
+            return
+        folder = objects.root / fan
+        try:
+            if os.listdir(folder):
+                continue
+            fsio.rmdir(folder)
+        except OSError:
+            continue  # refilled meanwhile, or gone: nothing to do
+        if col._tick():
+            yield from col._pause()
+
+
+def phase(col):
+    """The collector's repack phase (a generator of slices); adds its figures to `col.stats`."""
+    col.phase = "pack"
+    objects = col.store.objects
+    if not objects.pack:
+        return
+    hints, names = version_hints(col.wb.book.state)
+    yield from col._fresh_slice(1)
+    plan = yield from col._off_loop(make_plan, objects, col._keeps, list(col.loose_kept), col.t0,
+                                    col.object_slack, hints, names)
+    if plan.empty:
+        return
+    built = yield from col._off_loop(build, objects, plan, col._keeps)
+    col.wb.book.require_owner()  # ownership before every mutation
+    s = col.stats
+    if built.writer is not None:
+        try:
+            yield from col._off_loop(objects.publish_pack, built.writer)
+        except BaseException:
+            built.writer.discard()
+            raise
+        s["packsWritten"] += 1
+        s["objectsPacked"] += len(built.moved)
+        s["deltas"] += built.deltas
+        s["packBytes"] += built.writer.pack_path.stat().st_size
+    # Loose copies of packed objects: every one of them is durable in a pack now.
+    removed = (plan.loose if built.writer is not None else []) + plan.dups
+    for d in removed:
+        objects.remove(d)
+        s["looseRemoved"] += 1
+        if col._tick():
+            yield from col._pause()
+    yield from _empty_fanouts(col, {d[:2] for d in removed})
+    old = plan.rewrite + plan.drop
+    if not old:
+        return
+    # The copies that make an old pack's objects safe to drop, verified now (slow, on the thread):
+    # in a pack that stays or a sound loose file. Nothing below yields until the packs are gone
+    # from this process's view, so no capture can take a new reference to one of them unseen.
+    covered = yield from col._off_loop(_covered, objects, old, built.uncopied)
+    yield from col._recheck()  # anything referenced since the plan keeps its pack
+    if col.blocked:
+        return
+    going = [p for p in old
+             if all(not col._keeps(d) or d in covered[p.name] for d in built.uncopied[p.name])]
+    if not going:
+        return
+    col.wb.book.require_owner()
+    for pack in going:
+        fsio.unlink(pack.index_path, missing_ok=True)
+    objects.packs.refresh(force=True)  # from here on no lookup in this process finds them
+    # The indexes' removal durable first: a power cut may then bring back a pack without its index
+    # (which the next owner removes), never an index naming a missing pack.
+    yield from col._off_loop(fsio.fsync_dir, objects.packs.folder)
+    dropped = []
+    for pack in going:
+        fsio.unlink(pack.pack_path, missing_ok=True)
+        dropped += built.uncopied[pack.name]
+        s["packsDeleted"] += 1
+    objects.packs.refresh(force=True)
+    objects.removals += 1  # a cached digest may name an object that is gone now
+    col.wb.book.codec.forget(dropped)
+    s["objectsDeleted"] += len(dropped)
+    col._tick()
+    yield from col._pause()

@@ -1,0 +1,58 @@
+"""Deltas: a new version of a file stored against its previous version.
+
+A delta is one zstd frame compressed with the base object's raw bytes as a raw-content dictionary
+(what `zstd --patch-from` does), so the bytes the two versions share cost a few bytes of match each.
+Decoding needs the base's raw bytes and inflates to exactly the declared size or it is damage.
+
+Chains are bounded (`MAX_CHAIN`): reading the tip of a chain of depth d inflates its base and d
+frames, so the bench reports what the deepest chain costs to read (`restore cost`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import zstandard
+
+LEVEL = 3
+MAX_CHAIN = 8  # a delta's base may itself be a delta, at most this deep
+MIN_BASE = 64  # tinier bases give zstd nothing to match against
+# Worth it only when the delta is clearly smaller than the object compressed alone would be.
+MAX_RATIO = 0.5
+
+_local = threading.local()
+
+
+class DeltaError(ValueError):
+    pass
+
+
+def _dict(base: bytes) -> zstandard.ZstdCompressionDict:
+    return zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+
+
+def encode(base: bytes, data: bytes) -> bytes:
+    """The delta frame of `data` against `base`."""
+    params = zstandard.ZstdCompressionParameters.from_level(
+        LEVEL, source_size=len(data), window_log=_window_log(len(base) + len(data)),
+        write_checksum=0, write_content_size=1, write_dict_id=0)
+    return zstandard.ZstdCompressor(compression_params=params, dict_data=_dict(base)).compress(data)
+
+
+def decode(base: bytes, frame: bytes, size: int) -> bytes:
+    """The raw bytes a delta frame makes of `base`; DeltaError unless exactly `size` bytes."""
+    try:
+        out = zstandard.ZstdDecompressor(dict_data=_dict(base), max_window_size=1 << 27) \
+            .decompress(frame, max_output_size=size)
+    except zstandard.ZstdError as exc:
+        raise DeltaError(f"the delta frame is damaged ({exc})") from None
+    if len(out) != size:
+        raise DeltaError(f"the delta inflates to {len(out)} bytes, the index declares {size}")
+    return out
+
+
+def _window_log(span: int) -> int:
+    log = 10
+    while (1 << log) < span and log < 27:
+        log += 1
+    return max(log, 17)

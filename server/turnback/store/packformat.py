@@ -1,0 +1,190 @@
+"""The bytes of a pack and of its index (store format 3): encoding and decoding, no I/O.
+
+A pack (`objects/pack/<id>.pack`) holds many objects in *segments*: solid zstd blocks (the raw bytes
+of several objects back to back, compressed as one frame so similar files share their bytes), delta
+frames (one object compressed with its base object's raw bytes as the dictionary), or raw bytes.
+Its index (`objects/pack/<id>.idx`) says where each object is. Both are written once, synced and
+renamed into place, the index last: an index names a complete pack, a pack without an index holds
+nothing anyone can see. docs/storage-format.md section 3b describes every byte.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+PACK_MAGIC = b"TBPK"
+INDEX_MAGIC = b"TBPX"
+VERSION = 1
+PACK_HEADER = 32  # magic, version, pack id, 8 reserved bytes
+TRAILER = 16  # xxh3-128 (seed 0) of everything before it
+NONE = 0xFFFFFFFF  # "no delta base"
+
+RAW, BLOCK, DELTA = 0, 1, 2  # segment kinds
+KINDS = (RAW, BLOCK, DELTA)
+
+_INDEX_HEAD = struct.Struct(">4sI16sQ16sII")  # magic, version, id, pack size, pack digest, S, N
+_SEGMENT = struct.Struct(">QIIB7xQ")  # offset, stored length, raw length, kind, xxh3-64 of stored
+_ENTRY = struct.Struct(">IIII")  # segment, start (in the segment's raw bytes), size, base entry
+SEGMENT_SIZE = _SEGMENT.size  # 32
+ENTRY_SIZE = _ENTRY.size  # 16
+DIGEST = 16
+FANOUT = 256 * 4
+MAX_SEGMENT_RAW = 64 << 20  # no segment may declare more raw bytes (a bomb reads as damage)
+
+
+class PackFiles:
+    """The two files of pack `name` in `folder` (a reader's pack and a writer's share this)."""
+
+    __slots__ = ()
+    folder: Path
+    name: str
+
+    @property
+    def pack_path(self) -> Path:
+        return self.folder / f"{self.name}.pack"
+
+    @property
+    def index_path(self) -> Path:
+        return self.folder / f"{self.name}.idx"
+
+
+class PackFormatError(ValueError):
+    """A pack or index is damaged; the message names what is wrong, in a few words."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    offset: int
+    stored: int
+    raw: int
+    kind: int
+    check: int  # xxh3-64 (seed 0) of the stored bytes
+
+
+def pack_header(pack_id: bytes) -> bytes:
+    return PACK_MAGIC + struct.pack(">I", VERSION) + pack_id + bytes(8)
+
+
+def segment_check(stored: bytes) -> int:
+    return xxhash.xxh3_64_intdigest(stored)
+
+
+@dataclass
+class IndexDoc:
+    """A decoded index: tables kept as bytes and read in place (no Python object per entry, so a
+    250,000-object index costs its 12 MB and loads in a few milliseconds). The checksum covers
+    everything; each entry and segment is checked for sense when it is used."""
+
+    pack_id: bytes
+    pack_size: int
+    pack_digest: bytes
+    segment_table: bytes
+    fanout: tuple[int, ...]
+    digests: bytes  # N sorted 16-byte digests
+    entries: bytes  # N 16-byte entries, in digest order
+
+    @property
+    def count(self) -> int:
+        return len(self.digests) // DIGEST
+
+    @property
+    def segment_count(self) -> int:
+        return len(self.segment_table) // SEGMENT_SIZE
+
+    def digest_at(self, i: int) -> bytes:
+        return self.digests[i * DIGEST:(i + 1) * DIGEST]
+
+    def segment(self, i: int) -> Segment:
+        if not 0 <= i < self.segment_count:
+            raise PackFormatError(f"the index names segment {i} of {self.segment_count}")
+        off, stored, raw, kind, check = _SEGMENT.unpack_from(self.segment_table, i * SEGMENT_SIZE)
+        if kind not in KINDS or off < PACK_HEADER or off + stored + TRAILER > self.pack_size \
+                or raw > MAX_SEGMENT_RAW or (kind == RAW and stored != raw):
+            raise PackFormatError(f"the index describes an impossible segment {i}")
+        return Segment(off, stored, raw, kind, check)
+
+    def entry(self, i: int) -> tuple[Segment, int, int, int]:
+        """(segment, start, size, base entry or NONE) of entry `i`, checked for sense."""
+        seg_no, start, size, base = _ENTRY.unpack_from(self.entries, i * ENTRY_SIZE)
+        seg = self.segment(seg_no)
+        if start + size > seg.raw or (base != NONE and base >= self.count) \
+                or (seg.kind == DELTA) != (base != NONE) or (seg.kind == DELTA and start != 0):
+            raise PackFormatError(f"the index's entry {i} does not fit its segment")
+        return seg, start, size, base
+
+    def segment_of(self, i: int) -> int:
+        return _ENTRY.unpack_from(self.entries, i * ENTRY_SIZE)[0]
+
+    def find(self, raw: bytes) -> int:
+        """The entry index of digest `raw` (16 bytes), or -1."""
+        first = raw[0]
+        lo = self.fanout[first - 1] if first else 0
+        hi = self.fanout[first]
+        d = self.digests
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = d[mid * DIGEST:(mid + 1) * DIGEST]
+            if probe < raw:
+                lo = mid + 1
+            elif probe > raw:
+                hi = mid
+            else:
+                return mid
+        return -1
+
+
+def encode_index(pack_id: bytes, pack_size: int, pack_digest: bytes, segments: list[Segment],
+                 objects: list[tuple[bytes, int, int, int, bytes | None]]) -> bytes:
+    """The index of a pack. `objects`: (digest, segment, start, size, base digest or None), any
+    order; a base must be an object of the same pack."""
+    ordered = sorted(objects, key=lambda o: o[0])
+    position = {o[0]: i for i, o in enumerate(ordered)}
+    if len(position) != len(ordered):
+        raise ValueError("an object appears twice in one pack")
+    fanout, counts = [], [0] * 256
+    for o in ordered:
+        counts[o[0][0]] += 1
+    total = 0
+    for c in counts:
+        total += c
+        fanout.append(total)
+    parts = [_INDEX_HEAD.pack(INDEX_MAGIC, VERSION, pack_id, pack_size, pack_digest, len(segments),
+                              len(ordered))]
+    parts += [_SEGMENT.pack(s.offset, s.stored, s.raw, s.kind, s.check) for s in segments]
+    parts.append(struct.pack(">256I", *fanout))
+    parts += [o[0] for o in ordered]
+    for digest, seg, start, size, base in ordered:
+        parts.append(_ENTRY.pack(seg, start, size, NONE if base is None else position[base]))
+    body = b"".join(parts)
+    return body + xxhash.xxh3_128_digest(body)
+
+
+def decode_index(data: bytes) -> IndexDoc:
+    """Decode an index and check its frame (magic, checksum, counts); PackFormatError if off."""
+    if len(data) < _INDEX_HEAD.size + FANOUT + TRAILER:
+        raise PackFormatError("the index is truncated")
+    if data[:4] != INDEX_MAGIC:
+        raise PackFormatError("the index does not start with its magic")
+    if xxhash.xxh3_128_digest(data[:-TRAILER]) != data[-TRAILER:]:
+        raise PackFormatError("the index fails its checksum")
+    _magic, version, pack_id, pack_size, pack_digest, n_seg, n_obj = _INDEX_HEAD.unpack_from(data)
+    if version != VERSION:
+        raise PackFormatError(f"index version {version} is not one this turnback reads")
+    want = _INDEX_HEAD.size + n_seg * SEGMENT_SIZE + FANOUT + n_obj * (DIGEST + ENTRY_SIZE) + TRAILER
+    if len(data) != want:
+        raise PackFormatError(f"the index is {len(data)} bytes, its counts say {want}")
+    at = _INDEX_HEAD.size
+    table = data[at:at + n_seg * SEGMENT_SIZE]
+    at += n_seg * SEGMENT_SIZE
+    fanout = struct.unpack_from(">256I", data, at)
+    at += FANOUT
+    if fanout[-1] != n_obj or any(b < a for a, b in zip(fanout, fanout[1:])):
+        raise PackFormatError("the index's fan-out table is inconsistent")
+    digests = data[at:at + n_obj * DIGEST]
+    at += n_obj * DIGEST
+    return IndexDoc(pack_id, pack_size, pack_digest, table, fanout, digests,
+                    data[at:at + n_obj * ENTRY_SIZE])

@@ -1,0 +1,111 @@
+"""The lean `turn begin` / `turn capture` (cli/turnwire.py): one request, nothing heavy imported, and
+exactly what the general path prints, errors included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from turnback.cli.minijson import decode
+from turnback.cli.turnwire import encode
+
+TB = [sys.executable, "-m", "turnback"]
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10 ** 12, 10 ** 12) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner,
+                                                                 max_size=5),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_the_small_json_writer_and_reader_agree_with_json(value):
+    assert json.loads(encode(value)) == value
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False),
+                 json.dumps(value, indent=2)):
+        assert decode(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "{", "[1,", '{"a" 1}', '"open', "tru", "[1] 2", "{'a': 1}"])
+def test_the_small_reader_refuses_what_is_not_json(bad):
+    with pytest.raises((ValueError, KeyError, IndexError)):
+        decode(bad)
+
+
+def tb(root: Path, *args, check=True):
+    proc = subprocess.run([*TB, "--workspace", str(root), *args], capture_output=True, text=True,
+                          cwd=root, timeout=120)
+    if check:
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc
+
+
+@pytest.fixture
+def owner(tmp_path):
+    root = (tmp_path / "ws").resolve()
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    (root / "sub dir").mkdir()
+    (root / "sub dir" / "é.txt").write_text("accent\n")
+    tb(root, "--json", "serve", "--background", "--idle-exit", "120")
+    yield root
+    tb(root, "daemon", "stop", check=False)
+
+
+def _imports(root: Path, *args) -> tuple[set[str], subprocess.CompletedProcess]:
+    code = ("import sys; sys.argv = ['turnback', *%r]; from turnback.cli.fast import main; "
+            "code = main(); print('MODULES', ' '.join(sorted(sys.modules))); sys.exit(code)"
+            % (["--workspace", str(root), *args],))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                          timeout=120)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("MODULES ")]
+    return set(line[0].split()[1:]) if line else set(), proc
+
+
+def test_begin_and_capture_take_one_request_and_import_nothing_heavy(owner):
+    for args in (["turn", "begin", "--prompt", 'say "hi"\n\tthen é'],
+                 ["turn", "capture", "a.txt", str(owner / "sub dir" / "é.txt")]):
+        modules, proc = _imports(owner, *args)
+        assert proc.returncode == 0, proc.stderr
+        heavy = {"json", "re", "enum", "socket", "argparse", "pathlib", "turnback.cli.remote",
+                 "turnback.remote.client", "turnback.errors", "turnback.store"} & modules
+        assert not heavy, heavy
+    log = json.loads(tb(owner, "--json", "log").stdout)
+    assert log["turns"][-1]["prompt"] == 'say "hi"\n\tthen é'
+
+
+def test_the_lean_path_prints_what_the_general_path_prints(owner):
+    """`--store` sends a command down the general path (it needs the owner's info): the same words."""
+    store = ["--store", str(owner / ".turnback")]
+    lean = tb(owner, "turn", "begin", "--prompt", "one")
+    assert lean.stdout == "1\n"
+    (owner / "a.txt").write_text("two\n")
+    paths = ["a.txt", str(owner / "sub dir" / "é.txt"), "missing.txt"]
+    lean = tb(owner, "turn", "capture", *paths)
+    general = tb(owner, *store, "turn", "capture", *paths)
+    assert lean.stdout == general.stdout and "checkpoint 1:a.txt@v1" in lean.stdout
+    assert "sub dir/é.txt" in lean.stdout and "missing.txt  (absent)" in lean.stdout
+    # An error reply: the same words, the same status.
+    lean_err = tb(owner, "turn", "begin", "--prompt", "two", check=False)
+    general_err = tb(owner, *store, "turn", "begin", "--prompt", "two", check=False)
+    assert (lean_err.returncode, lean_err.stderr) == (general_err.returncode, general_err.stderr)
+    assert lean_err.returncode == 1 and "turn-running" in lean_err.stderr
+    # A path outside the workspace is refused by the general path, before anything is sent.
+    outside = tb(owner, "turn", "capture", "/etc/hostname", check=False)
+    assert outside.returncode == 1 and "outside-workspace" in outside.stderr
+
+
+def test_without_an_owner_the_direct_path_runs_the_command(tmp_path):
+    root = (tmp_path / "ws").resolve()
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    assert tb(root, "turn", "begin", "--prompt", "direct").stdout == "1\n"
+    assert tb(root, "turn", "capture", "a.txt").stdout.startswith("a.txt  ")
+    assert os.path.isfile(root / ".turnback" / "FORMAT")

@@ -1,0 +1,274 @@
+"""The collector's repack: small loose objects move into a pack, versions of a file become deltas, a
+pack with garbage is rewritten and then deleted, and no interruption (a failed operation, a device
+that stays broken, a full disk, a crash, a power cut) loses a referenced object or leaves a delta
+whose base is gone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from turnback.collect import repack
+from turnback.store import fsio
+from turnback.store.layout import Store
+from turnback.store.packformat import DELTA
+
+from .conftest import (assert_sound, expected_live, expire_lease, open_wb, rewind, run_py, turn)
+
+BASE = "".join(f"line {i} of a long module that changes a little every turn\n" for i in range(300))
+
+
+def age(store_path, seconds=3600.0):
+    """Every object (loose or packed) looks old: the collector leaves newer ones alone."""
+    t = time.time() - seconds
+    for folder, _dirs, files in os.walk(store_path / "objects"):
+        for f in files:
+            os.utime(os.path.join(folder, f), (t, t))
+
+
+def edits(tag, t, files=6):
+    return [(f"m{k}.py", BASE + f"# {tag} {t} file {k}\n" * (t + 1)) for k in range(files)]
+
+
+def save_between_turns(wb, root, tag, files=6):
+    """The user saves every file while no turn runs: the current head names these versions until
+    the next save replaces them (then only retired heads name them: garbage)."""
+    for rel, text in edits(tag, 0, files):
+        (root / rel).write_text(text)
+        wb.turns.capture({"uris": [(root / rel).as_uri()]})
+
+
+def kinds(store):
+    """(objects packed whole, objects packed as deltas) over every pack."""
+    whole = deltas = 0
+    for pack in store.objects.packs.packs.values():
+        for i in range(pack.doc.count):
+            if pack.doc.entry(i)[0].kind == DELTA:
+                deltas += 1
+            else:
+                whole += 1
+    return whole, deltas
+
+
+def test_a_collection_packs_loose_objects_and_stores_versions_as_deltas(ws):
+    wb = open_wb(ws)
+    for t in range(5):
+        turn(wb, ws, f"t{t}", edits("turn", t))
+    loose_before = len(list(wb.store.objects.list_loose()))
+    age(wb.store.path)
+    stats = wb.collection.run()
+    assert stats["packsWritten"] == 1 and stats["deltas"] >= 10, stats
+    live = expected_live(wb.store, wb.state)
+    assert all(wb.store.objects.verify(d) for d in live)
+    assert len(list(wb.store.objects.list_loose())) < loose_before / 4
+    whole, deltas = kinds(wb.store)
+    assert deltas >= 10
+    # Each older version costs a frame of a few hundred bytes against its successor.
+    image = wb.state.turn(2).files["m0.py"].before
+    assert wb.store.objects.stored_size(image) < 600
+    r = rewind(wb, 2)
+    assert r["status"] == "committed" and (ws / "m0.py").read_text() == BASE + "# turn 0 file 0\n"
+    wb.close()
+    assert_sound(ws / ".turnback")
+
+
+def _pack_then_garbage(ws, monkeypatch, before: int, after: int):
+    """Turns, saves between turns, a collection that packs them; then new saves (the first ones
+    become garbage in that pack) and more turns. Returns the workbench and the first pack."""
+    monkeypatch.setattr(repack, "DEAD_SHARE", 0.01)
+    wb = open_wb(ws)
+    for t in range(before):
+        turn(wb, ws, f"t{t}", edits("turn", t))
+    save_between_turns(wb, ws, "saved once")
+    age(wb.store.path)
+    wb.collection.run()
+    (first,) = wb.store.objects.packs.packs.values()
+    save_between_turns(wb, ws, "saved again")  # the first saves become garbage
+    for t in range(after):
+        turn(wb, ws, f"u{t}", edits("again", t))
+    age(wb.store.path)
+    return wb, first
+
+
+def test_a_pack_whose_objects_became_garbage_is_rewritten_then_deleted_and_no_delta_loses_its_base(
+        ws, monkeypatch):
+    wb, first = _pack_then_garbage(ws, monkeypatch, 4, 4)
+    assert kinds(wb.store)[1] > 0
+    stats = wb.collection.run()
+    assert stats["packsDeleted"] >= 1 and not first.pack_path.exists(), stats
+    live = expected_live(wb.store, wb.state)
+    assert all(wb.store.objects.verify(d) for d in live)
+    # Every delta of every pack reads, so its base is there (fsck reads every packed object too).
+    for pack in wb.store.objects.packs.packs.values():
+        for i in range(pack.doc.count):
+            wb.store.objects.packs.read(pack, i)
+    wb.close()
+    assert_sound(ws / ".turnback")
+
+
+def test_an_object_referenced_again_before_its_pack_goes_keeps_its_pack(ws, monkeypatch):
+    """Between the plan and the deletion, a capture brings back the bytes of a garbage object: the
+    look again before the deletion sees its journal frame, and the old pack stays."""
+    wb, first = _pack_then_garbage(ws, monkeypatch, 3, 2)
+    lost = edits("saved once", 0)[0][1]  # in the first pack, garbage since the second save
+    job = wb.collection.job()
+    real = repack._covered
+
+    def covered_then_capture(*args):
+        out = real(*args)
+        gate.append(True)
+        return out
+    gate: list = []
+    monkeypatch.setattr(repack, "_covered", covered_then_capture)
+    n = wb.run(wb.turns.begin_job({"prompt": "bring it back"}))["turn"]
+    try:
+        while True:
+            next(job)
+            if gate == [True]:
+                gate.append("captured")
+                (ws / "m0.py").write_text(lost)
+                wb.turns.capture({"uris": [(ws / "m0.py").as_uri()]})
+    except StopIteration as done:
+        stats = done.value
+    assert "captured" in gate
+    digest = wb.store.hasher.digest(lost.encode())
+    assert wb.store.objects.get(digest) == lost.encode()
+    assert first.pack_path.exists() or os.path.exists(wb.store.objects.path(digest)), stats
+    wb.run(wb.turns.settle_job({"turn": n}))
+    wb.close()
+    assert_sound(ws / ".turnback")
+
+
+# ---------------------------------------------------------------- fault loops
+
+@pytest.fixture
+def template(fast_tmp, monkeypatch):
+    """A store with a pack holding deltas, later turns that made much of it garbage, and new loose
+    objects: the next collection repacks, rewrites the pack, deletes it, and drops loose copies.
+    Small on purpose (the loops run it a hundred times): the thresholds are lowered to match."""
+    monkeypatch.setattr(repack, "MIN_LOOSE", 16)
+    monkeypatch.setattr(repack, "DEAD_SHARE", 0.01)
+    ws = fast_tmp / "template"
+    ws.mkdir()
+    wb = open_wb(ws)
+    for t in range(3):
+        turn(wb, ws, f"t{t}", edits("turn", t, files=4))
+    save_between_turns(wb, ws, "saved once", files=4)
+    age(wb.store.path)
+    wb.collection.run()
+    save_between_turns(wb, ws, "saved again", files=4)
+    rewind(wb, 2)
+    for t in range(3):
+        turn(wb, ws, f"u{t}", edits("again", t, files=4))
+    wb.close()
+    age(ws / ".turnback")
+    return ws, fast_tmp
+
+
+def _reference(template, monkeypatch):
+    ws0, scratch = template
+    ref = scratch / "reference"
+    shutil.copytree(ws0, ref, symlinks=True)
+    wb = open_wb(ref)
+    with fsio.faults() as plan:
+        stats = wb.collection.run()
+    live = expected_live(wb.store, wb.state)
+    wb.close()
+    assert stats["packsWritten"] == 1 and stats["packsDeleted"] >= 1 and stats["deltas"] > 0, stats
+    return live, _points(plan.log)
+
+
+def _points(log: list[str]) -> list[int]:
+    """The operations to fault: every one of the repack's own (the new pack and its index written,
+    synced and renamed; the old pack's index removed and synced, then the pack), and every 6th of
+    the rest (retirements, loose deletions, the loose copies removed one by one: the same
+    operation again and again, which tests/collect/test_faults.py faults one by one)."""
+    own = {n for n, line in enumerate(log, 1) if "/objects/pack" in line or line.startswith("syncfs")}
+    own |= {n + 1 for n in own} | {n - 1 for n in own}
+    return sorted({n for n in own if 1 <= n <= len(log)} | set(range(1, len(log) + 1, 6)))
+
+
+def _after(ws, live):
+    """Sound, every referenced object reads exactly, and the next collection finishes the work."""
+    assert_sound(ws / ".turnback")
+    store = Store.open(ws / ".turnback", create=False)
+    assert all(store.objects.verify(d) for d in live)
+    wb = open_wb(ws)
+    wb.collection.run()
+    again = expected_live(wb.store, wb.state)
+    wb.close()
+    assert_sound(ws / ".turnback")
+    store = Store.open(ws / ".turnback", create=False)
+    assert live <= again and all(store.objects.verify(d) for d in again)
+    temps = [p for p in (ws / ".turnback").rglob("*") if fsio.is_temp_name(p.name)]
+    assert temps == []
+
+
+@pytest.mark.parametrize("model", ["fail", "sticky", "disk-full"])
+def test_every_operation_of_a_repacking_collection_fails(template, monkeypatch, model):
+    live, chosen = _reference(template, monkeypatch)
+    ws0, scratch = template
+    points = faulted = 0
+    for n in chosen:
+        ws = scratch / f"{model}{n}"
+        shutil.copytree(ws0, ws, symlinks=True)
+        wb = open_wb(ws)
+        kw = {"fail_at": n} if model == "fail" else (
+            {"fail_at": n, "sticky": True} if model == "sticky" else {"disk_full_at": n})
+        with fsio.faults(**kw) as plan:
+            try:
+                wb.collection.run()
+            except OSError:
+                pass
+        points += 1
+        faulted += plan.faulted > 0
+        try:
+            wb.close()
+        except OSError:
+            pass
+        expire_lease(ws / ".turnback")
+        _after(ws, live)
+        shutil.rmtree(ws)
+    print(f"{model}: {points} points, {faulted} faulted")
+    assert points >= 20 and faulted >= 0.8 * points, (faulted, points)
+
+
+CRASH = """
+import sys
+from turnback.collect import repack
+from turnback.store import fsio
+from turnback.workbench import Options, Workbench
+repack.DEAD_SHARE, repack.MIN_LOOSE = 0.01, 16
+wb = Workbench.open({ws!r}, Options(grace_heads=0, grace_seconds=0.0, publish_interval=0.0))
+fsio.install(fsio.FaultPlan(crash_at={n}, lose_unsynced={lose}))
+wb.collection.run()
+print("finished")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lose", [False, True], ids=["process-death", "power-cut"])
+def test_a_crash_at_every_operation_of_a_repacking_collection(template, monkeypatch, lose):
+    live, chosen = _reference(template, monkeypatch)
+    ws0, scratch = template
+    points = crashed = 0
+    finished = False
+    n = 0
+    for n in chosen + list(range(chosen[-1] + 1, chosen[-1] + 40)):
+        if finished:
+            break
+        ws = scratch / f"crash{n}"
+        shutil.copytree(ws0, ws, symlinks=True)
+        r = run_py(CRASH.format(ws=str(ws), n=n, lose=lose))
+        assert r.returncode in (0, fsio.CRASH_EXIT), (n, r.stderr)
+        points += 1
+        crashed += r.returncode == fsio.CRASH_EXIT
+        finished = r.returncode == 0 and n > chosen[-1]  # past the end: it runs to completion
+        expire_lease(ws / ".turnback")
+        _after(ws, live)
+        shutil.rmtree(ws)
+    print(f"{points} crash points, {crashed} crashed")
+    assert points >= 20 and crashed >= 0.8 * points and finished, (crashed, points, n)

@@ -1,0 +1,222 @@
+"""Packs (store format 3): what a batch writes, how it reads, and every kind of damage found by fsck
+and by a read, never answered with wrong bytes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from turnback.errors import CorruptObject, DigestCollision
+from turnback.store import delta, fsio
+from turnback.store.fsck import fsck
+from turnback.store.layout import Store
+from turnback.store.objects import PACK_AFTER
+from turnback.store.packformat import PACK_HEADER, TRAILER, decode_index
+from turnback.store.packwrite import PackWriter
+
+SOURCE = "".join(f"def function_{i}(value):\n    return value * {i} + {i % 7}\n" for i in range(400))
+
+
+def blobs(n=PACK_AFTER + 8, tag="v1"):
+    return [(SOURCE + f"# file {i} {tag}\n").encode() for i in range(n)]
+
+
+def packed(store, datas):
+    with store.objects.batch():
+        return [store.objects.put(d) for d in datas]
+
+
+def only_pack(store):
+    (pack,) = store.objects.packs.packs.values()
+    return pack
+
+
+def errors_of(store):
+    return [p.what for p in fsck(store.path).errors]
+
+
+def test_a_big_batch_is_one_pack_and_reads_back(store):
+    datas = blobs()
+    digests = packed(store, datas)
+    assert list(store.objects.list_loose()) == []  # no loose file at all
+    pack = only_pack(store)
+    assert pack.doc.count == len(set(digests))
+    assert {d: store.objects.get(d) for d in digests} == dict(zip(digests, datas))
+    assert all(store.objects.has(d) and store.objects.stat(d) == len(x)
+               for d, x in zip(digests, datas))
+    assert sorted(store.objects.list()) == sorted(set(digests))
+    assert sum(store.objects.stored_size(d) for d in digests) < sum(map(len, datas)) / 10
+    assert fsck(store.path).ok
+    # A fresh process sees the pack too (its own listing of objects/pack/).
+    again = Store.open(store.path, create=False)
+    assert again.objects.get(digests[5]) == datas[5]
+    assert b"".join(again.objects.iter_chunks(digests[7])) == datas[7]
+
+
+def test_a_small_batch_stays_loose(store):
+    digests = packed(store, blobs(PACK_AFTER - 1))
+    assert sorted(store.objects.list_loose()) == sorted(digests)
+    assert not store.objects.packs.folder.exists() or not os.listdir(store.objects.packs.folder)
+
+
+def test_a_put_of_a_packed_object_confirms_its_bytes(store):
+    datas = blobs()
+    digests = packed(store, datas)
+    assert store.objects.put(datas[3]) == digests[3]
+    assert not store.objects.path(digests[3]).exists()  # confirmed in the pack, not written again
+    # A crafted collision: a digest the pack holds, other bytes. Refused, never shared.
+    with pytest.raises(DigestCollision):
+        store.objects.put_encoded(digests[3], b"other bytes", None)
+
+
+def test_objects_of_a_batch_read_before_the_pack_is_named(store):
+    datas = blobs(PACK_AFTER * 3)
+    with store.objects.batch():
+        digests = [store.objects.put(d) for d in datas]
+        assert store.objects.get(digests[0]) == datas[0] and store.objects.has(digests[-1])
+        assert store.objects.put(datas[1]) == digests[1]  # a duplicate in the same batch
+        assert not store.objects.packs.packs  # not visible to anyone yet
+    assert store.objects.get(digests[-1]) == datas[-1]
+
+
+# ---------------------------------------------------------------- damage, found by fsck and a read
+
+def _flip(path, offset):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    os.chmod(path, 0o600)
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_byte_inside_a_packed_object_is_named_and_never_read(store):
+    datas = blobs()
+    digests = packed(store, datas)
+    pack = only_pack(store)
+    _flip(pack.pack_path, PACK_HEADER + 10)  # inside the first block
+    fresh = Store.open(store.path, create=False)
+    with pytest.raises(CorruptObject) as info:
+        fresh.objects.get(digests[0])
+    assert "checksum" in info.value.message
+    problems = errors_of(fresh)
+    assert any(digests[0] in p and pack.name in p for p in problems), problems
+    assert any("fails its checksum" in p for p in problems)
+    # A sound loose copy of the object wins over the damaged packed one.
+    fsio.mkdir(fresh.objects.path(digests[0]).parent)
+    fsio.write_atomic(fresh.objects.path(digests[0]), datas[0])
+    assert fresh.objects.get(digests[0]) == datas[0]
+
+
+def test_a_truncated_pack_is_named_and_never_read(store):
+    digests = packed(store, blobs())
+    pack = only_pack(store)
+    os.truncate(pack.pack_path, pack.pack_path.stat().st_size // 2)
+    fresh = Store.open(store.path, create=False)
+    with pytest.raises(CorruptObject) as info:
+        fresh.objects.get(digests[0])
+    assert "truncated" in info.value.message
+    assert any("truncated" in p for p in errors_of(fresh))
+
+
+def test_an_index_that_names_a_missing_pack(store):
+    digests = packed(store, blobs())
+    pack = only_pack(store)
+    os.unlink(pack.pack_path)
+    fresh = Store.open(store.path, create=False)
+    with pytest.raises(CorruptObject) as info:
+        fresh.objects.get(digests[2])
+    assert "missing" in info.value.message
+    assert any("names a missing pack" in p for p in errors_of(fresh))
+    assert fresh.objects.damage(digests[2]) is not None
+
+
+def test_a_damaged_index_is_named_and_its_objects_are_not_trusted(store):
+    digests = packed(store, blobs())
+    pack = only_pack(store)
+    _flip(pack.index_path, 60)
+    fresh = Store.open(store.path, create=False)
+    assert not fresh.objects.has(digests[0])
+    with pytest.raises(FileNotFoundError):
+        fresh.objects.get(digests[0])
+    assert any("index is damaged" in p and "checksum" in p for p in errors_of(fresh))
+
+
+def test_a_pack_without_its_index_is_a_warning_the_owner_removes(store):
+    packed(store, blobs())
+    pack = only_pack(store)
+    os.unlink(pack.index_path)
+    report = fsck(store.path)
+    assert report.ok and any("without an index" in p.what for p in report.problems)
+    assert pack.pack_path in store.sweep_temp()
+    assert not pack.pack_path.exists()
+
+
+def _delta_pack(store, versions):
+    """One pack in which each version is a delta against the next (newest whole)."""
+    writer = PackWriter(store.objects.packs.folder)
+    digests = [store.hasher.digest(v) for v in versions]
+    writer.add(digests[-1], versions[-1])
+    for i in range(len(versions) - 2, -1, -1):
+        assert writer.add_delta(digests[i], versions[i], digests[i + 1], versions[i + 1])
+    store.objects.publish_pack(writer)
+    return digests
+
+
+def test_deltas_read_back_and_cost_little(store):
+    versions = [(SOURCE + "".join(f"# edit {j}\n" for j in range(i))).encode() for i in range(6)]
+    digests = _delta_pack(store, versions)
+    pack = only_pack(store)
+    assert [store.objects.get(d) for d in digests] == versions
+    frames = [store.objects.stored_size(d) for d in digests[:-1]]
+    assert max(frames) < 200  # each delta costs a few bytes, not a file
+    assert fsck(store.path).ok
+    assert pack.doc.entry(pack.doc.find(bytes.fromhex(digests[0])))[3] != 0xFFFFFFFF
+
+
+def test_a_delta_whose_base_is_damaged_is_named_and_never_read(store):
+    versions = [(SOURCE + f"# edit {i}\n").encode() for i in range(3)]
+    digests = _delta_pack(store, versions)
+    pack = only_pack(store)
+    doc = decode_index(pack.index_path.read_bytes())
+    base_seg = doc.entry(doc.find(bytes.fromhex(digests[-1])))[0]
+    _flip(pack.pack_path, base_seg.offset + base_seg.stored // 2)
+    fresh = Store.open(store.path, create=False)
+    with pytest.raises(CorruptObject) as info:
+        fresh.objects.get(digests[0])
+    assert "delta base" in info.value.message and digests[1] in info.value.message
+    problems = errors_of(fresh)
+    assert any(digests[0] in p and "delta base" in p for p in problems), problems
+
+
+def test_a_delta_chain_is_bounded(store):
+    versions = [(SOURCE + f"# edit {i}\n").encode() for i in range(delta.MAX_CHAIN + 3)]
+    writer = PackWriter(store.objects.packs.folder)
+    digests = [store.hasher.digest(v) for v in versions]
+    writer.add(digests[-1], versions[-1])
+    made = []
+    for i in range(len(versions) - 2, -1, -1):
+        made.append(writer.add_delta(digests[i], versions[i], digests[i + 1], versions[i + 1]))
+        if not made[-1]:
+            writer.add(digests[i], versions[i])  # too deep: whole, and a new chain starts
+    assert made.count(False) == 1 and max(writer.depth.values()) == delta.MAX_CHAIN
+    store.objects.publish_pack(writer)
+    assert [store.objects.get(d) for d in digests] == versions
+
+
+def test_an_index_whose_pack_is_longer_than_it_says(store):
+    packed(store, blobs())
+    pack = only_pack(store)
+    with open(pack.pack_path, "ab") as f:
+        f.write(b"x")
+    assert any("grown" in p for p in errors_of(store))
+
+
+def test_pack_trailer_covers_every_byte(store):
+    digests = packed(store, blobs())
+    pack = only_pack(store)
+    size = pack.pack_path.stat().st_size
+    _flip(pack.pack_path, size - TRAILER - 1)  # the last stored byte
+    fresh = Store.open(store.path, create=False)
+    assert any("fails its checksum" in p for p in errors_of(fresh))
+    ok = sum(1 for d in digests if fresh.objects.verify(d))
+    assert ok < len(digests)  # the damaged block's objects are refused
