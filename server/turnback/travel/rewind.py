@@ -24,8 +24,8 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
-from .disk import current_mode, disk_images_job, drain, read_text
-from .user_edits import USER_EDIT_WORDS, keep_user_edits, user_edit_fields
+from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
+from .user_edits import USER_EDIT_WORDS, keep_user_edits, keep_words, merge_plan_job, user_edit_fields
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
 
@@ -38,14 +38,17 @@ class Derived:
     # (rel, target image) -> the permission bits to write it with (the transaction reads the
     # backups' own bits from disk, for a rollback)
     modes: dict = dataclasses.field(default_factory=dict)
+    # rel -> user_edits.MergeOutcome: what keeping the user's edits writes (travel/user_edits.py)
+    merges: dict = dataclasses.field(default_factory=dict)
 
     @property
     def noop(self) -> bool:
         return bool(self.candidate.get("noop"))
 
-    def keeping_user_edits(self, state: SessionState) -> "Derived":
-        """The same plan with the user's edits left as they are now (`keepUserEdits`)."""
-        return keep_user_edits(self, state)
+    def keeping_user_edits(self, state: SessionState, *, markers: bool = False) -> "Derived":
+        """The same plan with the user's edits carried onto it (`keepUserEdits`), conflicts left as
+        they are now unless `markers` (`conflictMarkers`)."""
+        return keep_user_edits(self, state, markers=markers)
 
 
 def keep_count(state: SessionState, boundary: dict) -> int:
@@ -121,6 +124,10 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
+    merges = yield from merge_plan_job(
+        state, ws, objects, files, keep, max_bytes=max_bytes,
+        read_disk=lambda rel: read_bytes(ws, rel, max_bytes=max_bytes))
+
     for turn in discarded:
         gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
     gaps.extend(g for g in state.live_gaps.values() if g.turn is None or g.turn <= keep)
@@ -164,7 +171,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         candidate["noop"] = True
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
-    return Derived(candidate, new_state, changes, modes)
+    return Derived(candidate, new_state, changes, modes, merges)
 
 
 # Gaps that stop the file restore from putting a path back.
@@ -311,7 +318,8 @@ def summary(c: dict) -> str:
                      + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
                                               if f.get("userEditBy") in USER_EDIT_WORDS else "")
                                  for f in edits)
-                     + "; keeping your edits leaves them as they are.")
+                     + "; keeping your edits: " + "; ".join(
+                         f"{f['path']} {keep_words(f)}" for f in edits) + ".")
     if c["gaps"]:
         parts.append("Cannot undo: " + "; ".join(
             f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")

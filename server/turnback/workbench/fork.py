@@ -20,6 +20,7 @@ from ..errors import TurnbackError
 from ..store import lineage
 from ..travel import fork as plan_fork
 from ..travel import transaction
+from ..travel.user_edits import kept_report
 from . import params as P
 from .sessions import PRIVATE_CONFIG, parked_record
 
@@ -84,9 +85,8 @@ class ForkFeature:
     def _in_place_job(self, plan, keep: bool = False):
         wb, book, store = self.wb, self.wb.book, self.wb.store
         report = plan.report
-        # The user's edits (travel/user_edits.py) stay as they are now: the rewind's own rule.
+        # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
         derived = plan.derived.keeping_user_edits(book.state) if keep else plan.derived
-        kept = getattr(derived, "kept", [])
         try:
             if book.dirty:
                 book.publish()
@@ -148,8 +148,8 @@ class ForkFeature:
                   "branch": {"sessionId": branch.session_id, "parentId": parent.session_id,
                              "worktree": None, "turnCount": wb.state.turn_count},
                   "droppedSends": report["droppedSends"], "report": report}
-        if kept:
-            result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+        if keep:  # what keeping the user's edits did: kept, merged, conflicts (travel/user_edits.py)
+            result.update(kept_report(derived, wb.ws.to_uri))
         return result
 
     def _complete(self, record: dict, parent, head_seq) -> None:

@@ -13,11 +13,11 @@ from ..travel import transaction
 from ..travel.disk import put_image
 from ..travel.rewind import derive_job
 from ..travel.settle import settle
-from ..travel.user_edits import keep_user_edits
+from ..travel.user_edits import keep_user_edits, kept_report
 from . import params as P
 
 
-def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None):
+def _commit_job(wb, operation: str, changes, new_state, kept=None, modes=None):
     """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
     touched = {d.rel for d in wb.state.directives.values()}
     done: dict = {}
@@ -35,17 +35,24 @@ def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None):
     return _report(wb, outcome, operation, touched, kept)
 
 
-def _report(wb, outcome, operation: str, touched, kept=()) -> dict:
+def _report(wb, outcome, operation: str, touched, kept=None) -> dict:
     result = wb.after_transaction(outcome, operation, touched=touched)
     if outcome.message:
         result["message"] = outcome.message
-    if kept and result.get("status") == "committed":
-        result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+    if kept is not None and result.get("status") == "committed":
+        # what keeping the user's edits did: kept as they were, merged, conflicts (with markers)
+        result.update(kept_report(kept, wb.ws.to_uri))
     return result
 
 
 def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
+
+
+def _conflict_markers(p: dict) -> bool:
+    """`conflictMarkers`: with keepUserEdits, a conflicting file gets conflict markers instead of
+    staying as it is now (travel/user_edits.py)."""
+    return P.field(p, "conflictMarkers", bool, default=False)
 
 
 class RewindFeature:
@@ -73,6 +80,7 @@ class RewindFeature:
         boundary = P.field(p, "boundary", dict)
         plan = P.field(p, "planHash", str)
         keep = _keep_user_edits(p)
+        markers = _conflict_markers(p)
         wb = self.wb
         wb.book.require_owner()
         derived = yield from self._derive_job(boundary)
@@ -81,9 +89,9 @@ class RewindFeature:
         if derived.noop:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
-            derived = derived.keeping_user_edits(wb.state)
+            derived = derived.keeping_user_edits(wb.state, markers=markers)
         return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                       getattr(derived, "kept", ()), derived.modes))
+                                       derived if keep else None, derived.modes))
 
 
 class RedoFeature:
@@ -138,7 +146,7 @@ class RedoFeature:
         if keep:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                       getattr(plan, "kept", ()), plan.modes))
+                                       plan if keep else None, plan.modes))
 
 
 class RecoveryFeature:
