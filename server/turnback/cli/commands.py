@@ -262,13 +262,17 @@ def cmd_rewind(ctx) -> int:
         r = _renderer(wb)
         steps = step_index(wb.turns.log({}))
         keep = bool(ctx.args.keep_user_edits)
+        markers = bool(getattr(ctx.args, "conflict_markers", False))
+        if markers and not keep:
+            raise InvalidParams("--conflict-markers goes with --keep-user-edits")
         if candidate.get("noop"):  # the current state: no question, no commit, no epoch
             ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
                 else ctx.print("Nothing to rewind: turn "
                                f"{candidate['keep']['turnCount']} is the current state.")
             return EXIT_OK
         if not ctx.json:
-            ctx.print(*r.candidate(candidate, steps, keep_user_edits=keep))
+            ctx.print(*r.candidate(candidate, steps, keep_user_edits=keep, conflict_markers=markers,
+                                   directives=directive_names(wb)))
         answer = _decide(ctx, ctx.args.yes, "Rewind?")
         if answer != "yes":
             if ctx.json:
@@ -278,7 +282,8 @@ def cmd_rewind(ctx) -> int:
             return EXIT_OK
         ctx.require_owner(wb)
         result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
-                                   "keepUserEdits": keep})
+                                   "keepUserEdits": keep,
+                                   **({"conflictMarkers": True} if markers else {})})
     finally:
         wb.close()
     if ctx.json:
@@ -289,6 +294,15 @@ def cmd_rewind(ctx) -> int:
         if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
             ctx.print(f"Resume Claude Code at this point: {resume.get('command') or resume['note']}")
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
+
+
+def directive_names(wb) -> dict[str, str]:
+    """Directive id -> its request, to name directives by their text (local or through an owner)."""
+    out = {}
+    for did, d in wb.state.directives.items():
+        request = d.get("request") if isinstance(d, dict) else getattr(d, "request", "")
+        out[did] = (request or "").strip().split("\n")[0]
+    return out
 
 
 def cmd_redo(ctx) -> int:
@@ -448,5 +462,8 @@ COMMANDS["takeover"] = cmd_takeover
 from .fork_cmd import COMMANDS as _FORK_COMMANDS  # noqa: E402  (fork, branch, compare)
 
 COMMANDS.update(_FORK_COMMANDS)
+from .diff_cmd import COMMANDS as _DIFF_COMMANDS  # noqa: E402  (diff)
+
+COMMANDS.update(_DIFF_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

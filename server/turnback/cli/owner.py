@@ -17,7 +17,7 @@ from ..remote import client
 from .remote import CODE_CLASSES
 
 # Commands whose `ctx.open()` returns an OwnerWorkbench when an owner answers.
-ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork"}
+ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork", "diff"}
 
 
 class _Job:
@@ -108,6 +108,7 @@ class OwnerWorkbench:
                                           "list": "turnback/directive/list"})
         self.sessions = _Feature(self, {"log": "turnback/session/log", "list": "turnback/session/list"})
         self.collection = _Feature(self, {"run": "turnback/collect/run"})
+        self.diffs = _Feature(self, {"diff_job": "turnback/diff", "image": "turnback/image/read"})
         self.fork = _Feature(self, {"prepare": "turnback/fork/prepare",
                                     "prepare_job": "turnback/fork/prepare",
                                     "confirm": "turnback/fork/confirm",

@@ -9,16 +9,8 @@ from __future__ import annotations
 import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
-# What each effect bucket means, in the order the confirmation shows them (see effects/partition.py).
-EFFECT_TEXT = {
-    "restored": "undone: the rewind puts back what they changed on this machine",
-    "droppedBeforeCrossing": "held back and never sent: dropped from the queue, nothing left this machine",
-    "crossedUncompensated": "already left this machine (or may have) and stay done: nothing undoes them",
-    "crossedCompensated": "left this machine, but a logged step compensates them (listed, not re-run)",
-    "wouldCrossOnRewind": "their undo would itself leave this machine, so the rewind does not run it",
-    "unrestored": "changed this machine in a way the rewind cannot put back",
-    "provablyEmpty": "changed nothing: nothing to undo",
-}
+from ..effects.words import shown_buckets
+from ..travel.user_edits import keep_words
 
 GAP_TEXT = {
     "unknown-before-image": "turnback never saw this file before it changed, so it cannot put it back",
@@ -151,8 +143,8 @@ class Renderer:
 
     # -- rewind -----------------------------------------------------------------------------------
     def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
-                  keep_user_edits: bool = False) -> list[str]:
-        steps = steps or {}
+                  keep_user_edits: bool = False, conflict_markers: bool = False,
+                  directives: dict[str, str] | None = None) -> list[str]:
         keep, discard = c["keep"], c["discard"]
         out = ["Keeps:"]
         if keep.get("turnCount"):
@@ -169,31 +161,52 @@ class Renderer:
         else:
             out.append("  no turns")
         out.extend(self.files(c.get("files", [])))
-        out.extend(self.user_edits(c.get("files", []), keep_user_edits))
+        out.extend(self.user_edits(c.get("files", []), keep_user_edits, conflict_markers))
         gaps = c.get("gaps", [])
         out.append(f"What this rewind cannot undo ({len(gaps)} gap(s)):" if gaps
                    else "Gaps: none, every captured file can be put back")
         for g in gaps:
             out.append(f"  {self.gap(g)}")
-        effects = c.get("effects", {})
-        shown = [(b, ids) for b, ids in effects.items() if ids]
-        if shown:
-            out.append("Steps of the discarded turns:")
-            for bucket, ids in shown:
-                out.append(f"  {bucket}: {EFFECT_TEXT.get(bucket, '')}")
-                for sid in ids:
-                    s = steps.get(sid)
-                    desc = f" {s['kind']} (scope {s['scope']})" + (f": {clip(s.get('summary'), 50)}"
-                                                                  if s.get("summary") else "") if s else ""
-                    out.append(f"    {sid}{desc}")
-        for d in c.get("directives", []):
-            out.append(f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} attempt(s) discarded, "
-                       f"state afterwards {d.get('stateAfter')}")
+        out.extend(self.effects(c, steps))
+        out.extend(self.directive_lines(c.get("directives", []), directives))
         cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
         if cleared:
             out.append("Workflow cleared: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
         if c.get("summary"):
             out.append("In short: " + c["summary"])
+        return out
+
+    def effects(self, c: dict, steps: dict[str, dict] | None = None) -> list[str]:
+        """The steps of the discarded turns by what they did, under the people's name of each
+        bucket that holds one (effects/words.py); nothing at all when no step is discarded."""
+        described = {s["id"]: s for s in c.get("steps") or []}
+        shown = shown_buckets(c.get("effects") or {})
+        if not shown:
+            return []
+        out = ["What the discarded steps did:"]
+        for _key, name, ids in shown:
+            out.append(f"  {name}:")
+            for sid in ids:
+                out.append(f"    {self.step_line(sid, described.get(sid), (steps or {}).get(sid))}")
+        return out
+
+    @staticmethod
+    def step_line(sid: str, described: dict | None, logged: dict | None) -> str:
+        if described:
+            turn = f" (turn {described['turn']})" if described.get("turn") else ""
+            return clip(described.get("what"), 90) + turn
+        if logged:  # an older server: the log's summary
+            return clip(logged.get("summary") or logged.get("kind"), 90)
+        return f"step {sid}"
+
+    @staticmethod
+    def directive_lines(consequences: list[dict], names: dict[str, str] | None) -> list[str]:
+        out = []
+        for d in consequences:
+            name = (names or {}).get(d.get("id"))
+            what = f"\u201c{clip(name, 60)}\u201d" if name else d.get("id")
+            out.append(f"Directive {what}: {d.get('attemptsDiscarded')} attempt(s) discarded, "
+                       f"state afterwards {d.get('stateAfter')}")
         return out
 
     def files(self, files: list[dict]) -> list[str]:
@@ -204,27 +217,49 @@ class Renderer:
         width = max(len(self.path(f)) for f in files)
         for f in files:
             action = ACTION_TEXT.get(f.get("action"), f.get("action"))
-            line = f"  {action:<8} {self.path(f):<{width}}  {short(f.get('from'))} -> {short(f.get('to'))}"
+            if f.get("action") == "restore" and f.get("from") == "absent":
+                action = "recreate"
+            line = f"  {action:<8} {self.path(f)}"
             if f.get("userEdit") and f.get("action") != "unchanged":
-                line += "  ! your edit (" + USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
+                line = f"{line:<{width + 12}}  ! your edit (" + \
+                    USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
             out.append(line)
         return out
 
-    def user_edits(self, files: list[dict], keep: bool) -> list[str]:
-        """The changes no discarded turn made: overwritten, or (with --keep-user-edits) kept."""
+    def user_edits(self, files: list[dict], keep: bool, markers: bool = False) -> list[str]:
+        """The changes no discarded turn made: overwritten, or (with --keep-user-edits) carried
+        onto the restored files, each with what keeping does to it (travel/user_edits.py)."""
         edits = [f for f in files if f.get("userEdit") and f.get("action") != "unchanged"]
-        if keep:
-            head = "Your edits that stay as they are (--keep-user-edits):"
-        else:
-            head = "Your edits that will be overwritten (--keep-user-edits leaves them):"
         if not edits:
             return ["Your edits that will be overwritten: none"]
-        return [head] + [f"  {self.path(f)}  ({USER_EDIT_TEXT.get(f.get('userEditBy'), 'no turn made it')})"
-                         for f in edits]
+        if keep:
+            head = "Your edits, kept (--keep-user-edits):"
+        else:
+            head = "Your edits that will be overwritten (--keep-user-edits keeps them):"
+        out = [head]
+        for f in edits:
+            who = USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it")
+            out.append(f"  {self.path(f)}  ({who})")
+            if f.get("merge"):
+                words = keep_words(f)
+                if markers and f["merge"].get("result") == "conflict":
+                    words = f"conflict with the discarded turns: written with conflict markers"
+                out.append(f"    keeping it: {words}")
+        if any((f.get("merge") or {}).get("result") == "conflict" for f in edits) and not markers:
+            out.append("  (--conflict-markers writes a conflicting file with markers where the "
+                       "changes meet, instead of leaving it as it is now)")
+        return out
 
     def kept(self, result: dict) -> list[str]:
-        """The user's edits a commit left as they were (`keepUserEdits`)."""
-        return [f"  kept as it was: {self.path(u)}" for u in result.get("kept", [])]
+        """What keeping the user's edits did: kept, merged, conflict markers, conflicts left."""
+        conflicts = set(result.get("conflicts", []))
+        out = [f"  merged your edit onto the restored file: {self.path(u)}"
+               for u in result.get("merged", [])]
+        out += [f"  conflict, written with conflict markers: {self.path(u)}"
+                for u in result.get("conflictMarkers", [])]
+        out += [f"  conflict, left as it was (resolve it by hand): {self.path(u)}" if u in conflicts
+                else f"  kept as it was: {self.path(u)}" for u in result.get("kept", [])]
+        return out
 
     def commit(self, result: dict, what: str) -> list[str]:
         status = result.get("status")

@@ -31,13 +31,14 @@ def lines(data: bytes | None) -> list[str]:
     return [] if not data else data.decode("utf-8").splitlines(keepends=True)
 
 
-def unified(before: bytes | None, after: bytes | None, label_before: str, label_after: str,
-            *, context: int = 3) -> str:
-    """A unified diff of two text images (absent is None), with the two labels as its file names.
-    A last line without an ending gets git's `\\ No newline at end of file` marker."""
+def unified(before: bytes | None, after: bytes | None, name: str, label_before: str,
+            label_after: str, *, context: int = 3) -> str:
+    """A unified diff of two text images (absent is None) of the file `name`, each side's label in
+    the header's date field (`--- app.py<TAB>before turn 3`, which diff-mode and patch read as the
+    file name plus a note). A last line without an ending gets git's `\\ No newline` marker."""
     out = []
-    for line in difflib.unified_diff(lines(before), lines(after), label_before, label_after,
-                                     n=context):
+    for line in difflib.unified_diff(lines(before), lines(after), name, name, label_before,
+                                     label_after, n=context):
         if line.endswith(("\n", "\r")):
             out.append(line)
         else:

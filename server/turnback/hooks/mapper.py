@@ -18,6 +18,7 @@ well as it can be and logged; nothing raises out of a handler except a failed ca
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -305,18 +306,34 @@ class Mapper:
             pending = s["pending"][key] = {"seq": s["seq"], "batch": s["seq"], "tool": self.ev.tool,
                                            "done": None}
         outside = self._capture(use.paths, "after") if use.restorable else []
-        pending["done"] = self._step_params(use, outside, failed)
+        written = self._shell_writes(use) if use.group == "shell" else None
+        pending["done"] = self._step_params(use, outside, failed, written)
         self._flush(s)
 
     def on_tool_failed(self, s: dict) -> None:
         self.on_post_tool(s, failed=True)
 
-    def _step_params(self, use: ToolUse, outside: list[str], failed: bool) -> dict:
+    def _shell_writes(self, use: ToolUse) -> tuple[list[str], list[str]]:
+        """The files a shell command writes by redirection (`printf … > CHANGELOG.md`), captured
+        now: (inside the workspace, outside it). The step names the inside ones, so the rewind that
+        puts them back counts the step as restored (docs/effects.md)."""
+        paths = [os.path.normpath(os.path.join(self.ev.cwd, t))
+                 for t in self.config.shell_writes(use.command or "")]
+        outside = self._capture(paths, "after") if paths else []
+        return [p for p in paths if p not in outside], outside
+
+    def _step_params(self, use: ToolUse, outside: list[str], failed: bool,
+                     written: tuple[list[str], list[str]] | None = None) -> dict:
         params = {"kind": use.kind, "summary": use.summary}
         if use.group == "shell":
             scope, why = self.config.shell_scope(use.command or "")
+            inside, beyond = written or ([], [])
+            if scope == "host" and beyond:  # its redirect left the workspace: we cannot say more
+                scope, why = "unknown", f"writes outside the workspace: {', '.join(beyond)}"
             params["scope"] = scope
             params["summary"] = f"{use.summary} [scope {scope}: {why}]"
+            if scope == "host" and inside:
+                params["uris"] = [_uri(p) for p in inside]
         elif use.restorable and outside:
             # A write outside the workspace cannot be restored: no scope, so the turn gets a gap.
             params["summary"] += " (writes outside the workspace: " + ", ".join(outside) + ")"

@@ -75,6 +75,9 @@ METHODS: list[Method] = [
            "turnback: preparing the redo"),
     Method("turnback/redo/commit", "job", lambda wb, p: wb.redo.commit_job(p),
            "turnback: redo"),
+    # what a turn (or every turn from K on) changed, and one image's bytes (workbench/diffs.py)
+    Method("turnback/diff", "job", lambda wb, p: wb.diffs.diff_job(p), "turnback: diffing"),
+    Method("turnback/image/read", "read", lambda wb, p: wb.diffs.image(p)),
     Method("turnback/directive/upsert", "mutate", lambda wb, p: wb.directives.upsert(p)),
     Method("turnback/directive/record", "mutate", lambda wb, p: wb.directives.record(p)),
     Method("turnback/directive/list", "read", lambda wb, p: wb.directives.list(p)),

@@ -19,6 +19,7 @@ import cbor2
 
 from ..directives import rules as directive_rules
 from ..effects.partition import partition
+from ..effects.words import describe
 from ..errors import InvalidParams, TurnRunning, UnknownTurn
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
@@ -137,6 +138,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     gaps = _unique(gaps)
 
     effects = tail_effects(state, keep, target, gaps)
+    steps = describe([s for t in discarded for s in t.steps], effects)
 
     texts = {}
     for d in state.directives.values():
@@ -162,6 +164,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         "files": files,
         "gaps": [_wire_gap(ws, g) for g in gaps],
         "effects": effects,
+        "steps": steps,  # each discarded step in words, with its bucket (effects/words.py)
         "directives": consequences,
         "workflowCleared": workflow,
     }
@@ -184,9 +187,17 @@ def tail_effects(state: SessionState, keep: int, target: dict, gaps) -> dict:
     steps = [s for t in state.turns[keep:] for s in t.steps]
     restorable_paths = {rel for rel, to in target.items() if to not in (UNKNOWN, None)} - \
         {g.rel for g in gaps if g.reason in BLOCKING_GAPS}
+    blocked_turns = {g.turn for g in gaps if g.reason in BLOCKING_GAPS}
+
+    def restorable(s) -> bool:
+        if s.kind == "shell":  # what the sweeps saw its turn change, and what it names
+            turn = state.turn(s.turn)
+            paths = set(s.rels) | set(turn.files if turn else ())
+            return s.turn not in blocked_turns and all(r in restorable_paths for r in paths)
+        return bool(s.rels) and all(r in restorable_paths for r in s.rels)
+
     return partition(
-        steps, log=[s for t in state.turns[:keep] for s in t.steps],
-        restorable=lambda s: bool(s.rels) and all(r in restorable_paths for r in s.rels),
+        steps, log=[s for t in state.turns[:keep] for s in t.steps], restorable=restorable,
         runs_inverse=lambda s: False)  # the only host inverse turnback runs is the file restore
 
 
@@ -325,8 +336,9 @@ def summary(c: dict) -> str:
             f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")
     crossed = c["effects"]["crossedUncompensated"] + c["effects"]["wouldCrossOnRewind"]
     if crossed:
+        what = {s["id"]: s["what"] for s in c.get("steps") or []}  # the steps in words
         parts.append(f"{len(crossed)} step(s) already left this machine and stay done: "
-                     + ", ".join(crossed) + ".")
+                     + ", ".join(what.get(sid, sid) for sid in crossed) + ".")
     cleared = {k: v for k, v in c["workflowCleared"].items() if v}
     if cleared:
         parts.append("Clears live " + ", ".join(f"{v} {k}" for k, v in cleared.items()) + ".")

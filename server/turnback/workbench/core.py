@@ -97,6 +97,7 @@ class Workbench:
         self.live: dict = {}  # what a serving process adds to info: its socket, clients, watcher
         self._last_status: dict | None = None
         from .collection import CollectionFeature
+        from .diffs import DiffFeature
         from .directives import DirectivesFeature
         from .fork import ForkFeature
         from .sessions import SessionsFeature
@@ -111,6 +112,7 @@ class Workbench:
         self.collection = CollectionFeature(self)
         self.sessions = SessionsFeature(self)
         self.fork = ForkFeature(self)
+        self.diffs = DiffFeature(self)
         self._watch_ownership()
 
     # -- opening and closing ----------------------------------------------------------------------
