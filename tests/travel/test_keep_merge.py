@@ -267,3 +267,15 @@ def test_a_fault_at_every_operation_of_a_merging_keep_leaves_old_or_new(tmp_path
         shutil.rmtree(work)
     assert faulted >= 0.8 * (tried - 1) and seen["old"] > 3, (tried, faulted, seen)
     print(f"faulted {faulted} of {tried} points: {seen}")
+
+
+def test_redo_groups_say_which_turns_they_bring_back(agent):
+    a = agent()
+    issue_session(a)
+    c = a.wb.rewind.prepare({"boundary": BEFORE_3})
+    a.wb.rewind.commit({"boundary": BEFORE_3, "planHash": c["planHash"]})
+    groups = {g["turnCount"]: g for g in a.wb.redo.list()["groups"]}
+    assert sorted(groups) == [3, 4]  # the state after turn 3 and the one after turn 4
+    # the two kept turns are shared; Redo brings back turns 3-4 (or 3), and says which files change
+    assert groups[4]["sharedTurns"] == 2 and groups[3]["sharedTurns"] == 2
+    assert set(groups[4]["changes"]["paths"]) == {"README.md", "src/app.py", "tests/test_app.py"}

@@ -64,11 +64,22 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         theirs = _outline(codec, h)
         if mine is not None and theirs is not None:
             group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])]
+            # the turns both states share: Redo brings back turns sharedTurns+1..turnCount
+            group["sharedTurns"] = _shared(mine[0], theirs[0])
             group["changes"] = _differing_paths(codec, mine[1], theirs[1], current)
             if group["ancestor"] and not everything:
                 continue
         out.append(group)
     return sorted(out, key=lambda g: -g["headSeq"])
+
+
+def _shared(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _forked_from(store, current: SessionState | None) -> set:
