@@ -77,6 +77,30 @@ class NotFound(TurnbackError):
     code = "not-found"
 
 
+class UnsavedChanges(TurnbackError):
+    """A restore or rewind would write a file the editor holds unsaved changes of (`dirty`)."""
+
+    code = "unsaved-changes"
+
+
+class UnknownPath(TurnbackError):
+    """A path turnback has no image of at the boundary (never seen, or its image there is unknown)."""
+
+    code = "unknown-path"
+
+
+class NoMatch(TurnbackError):
+    """A glob or folder that held no file at the boundary."""
+
+    code = "no-match"
+
+
+class BadConfig(TurnbackError):
+    """turnback.toml (or the store's config.toml) says something turnback cannot use."""
+
+    code = "bad-config"
+
+
 # --- storage floor (turnback.store) ---
 
 

@@ -6,6 +6,7 @@ brings it all back."""
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 from hookkit import hook_log, replay_fixture, tb, tb_json, workspace_files
@@ -55,7 +56,13 @@ def test_claude_code_session(tmp_path, env):
     recording, rep = replay_fixture(tmp_path, "claude-code", env=env)
     root = rep.workspace
     assert all(s.returncode == 0 for s in rep.sent), [s.stderr for s in rep.sent if s.returncode]
-    assert all(not s.stdout.strip() for s in rep.sent), "nothing printed when there is nothing to say"
+    said = [(s.payload.get("hook_event_name"), s.payload.get("tool_input", {}).get("command"),
+             json.loads(s.stdout)) for s in rep.sent if s.stdout.strip()]
+    # nothing printed when there is nothing to say; the guard's default warns before the push
+    assert [(name, command) for name, command, _ in said] == [("PreToolUse", "git push origin main")]
+    warning = said[0][2]
+    assert "turnback cannot rewind this" in warning["systemMessage"]
+    assert "permissionDecision" not in warning["hookSpecificOutput"]  # a warning never stops it
     log = tb_json(root, "log")
     assert [t["state"] for t in log["turns"]] == ["settled", "settled"]
     t1, t2 = log["turns"]

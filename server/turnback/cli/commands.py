@@ -257,8 +257,19 @@ def _declined(ctx, answer: str, what: str, flag: str) -> None:
 def cmd_rewind(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
-        boundary = boundary_of(wb, ctx.args)
-        candidate = wb.rewind.prepare({"boundary": boundary})
+        mode = ctx.args.mode or "all"
+        if (ctx.args.after_response, ctx.args.before_prompt, ctx.args.before_directive) == (None,) * 3:
+            from .restore_cmd import pick_boundary
+
+            chosen = pick_boundary(ctx, wb, restore=False, mode=mode, flags=(
+                "--after-response N, --before-prompt N or --before-directive ID"))
+            if chosen is None:
+                ctx.print("Cancelled: nothing changed.")
+                return EXIT_OK
+            boundary, mode = chosen
+        else:
+            boundary = boundary_of(wb, ctx.args)
+        candidate = wb.rewind.prepare({"boundary": boundary, "mode": mode})
         r = _renderer(wb)
         steps = step_index(wb.turns.log({}))
         keep = bool(ctx.args.keep_user_edits)
@@ -267,7 +278,7 @@ def cmd_rewind(ctx) -> int:
             raise InvalidParams("--conflict-markers goes with --keep-user-edits")
         if candidate.get("noop"):  # the current state: no question, no commit, no epoch
             ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
-                else ctx.print("Nothing to rewind: turn "
+                else ctx.print(candidate["summary"] if mode == "files" else "Nothing to rewind: turn "
                                f"{candidate['keep']['turnCount']} is the current state.")
             return EXIT_OK
         if not ctx.json:
@@ -282,7 +293,7 @@ def cmd_rewind(ctx) -> int:
             return EXIT_OK
         ctx.require_owner(wb)
         result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
-                                   "keepUserEdits": keep,
+                                   "keepUserEdits": keep, "mode": mode,
                                    **({"conflictMarkers": True} if markers else {})})
     finally:
         wb.close()
@@ -465,5 +476,8 @@ COMMANDS.update(_FORK_COMMANDS)
 from .diff_cmd import COMMANDS as _DIFF_COMMANDS  # noqa: E402  (diff)
 
 COMMANDS.update(_DIFF_COMMANDS)
+from .restore_cmd import COMMANDS as _RESTORE_COMMANDS  # noqa: E402  (restore)
+
+COMMANDS.update(_RESTORE_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -78,8 +78,13 @@ class Context:
                                "workspace yet (start with `turnback turn begin` or an editor)",
                                data={"path": str(store)})
             kind = self.args.store_kind or "heads"
-        return Workbench.open(root, Options(store_kind=kind, store_path=str(store)),
-                              take_ownership=own)
+        wb = Workbench.open(root, Options(store_kind=kind, store_path=str(store)),
+                            take_ownership=own)
+        if own:  # this process commits, so it runs [hooks] after-rewind (and waits: it exits next)
+            from ..hooks import after_rewind
+
+            after_rewind.attach(wb, background=False)
+        return wb
 
     @staticmethod
     def require_owner(wb) -> None:

@@ -103,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("log", "the turns, their files (checkpoints, before/after digests) and gaps")
 
-    p = add("rewind", "show what a rewind would do; commit it with --yes or an interactive yes")
-    b = p.add_mutually_exclusive_group(required=True)
+    p = add("rewind", "show what a rewind would do; commit it with --yes or an interactive yes "
+            "(no boundary on a terminal: pick the prompt from a list)")
+    b = p.add_mutually_exclusive_group()
     b.add_argument("--after-response", type=int, metavar="N", help="keep turn N and its answer")
     b.add_argument("--before-prompt", type=int, metavar="N", help="discard turn N and all later ones")
     b.add_argument("--before-directive", metavar="ID",
@@ -116,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "leaves that file as it is now)")
     p.add_argument("--conflict-markers", action="store_true",
                    help="with --keep-user-edits: write a conflicting file with conflict markers")
+    m = p.add_mutually_exclusive_group()
+    m.add_argument("--files-only", dest="mode", action="store_const", const="files",
+                   help="put the files back and keep every turn of the conversation")
+    m.add_argument("--conversation-only", dest="mode", action="store_const", const="conversation",
+                   help="discard the turns and leave every file as it is now")
+    from .restore_cmd import add_parsers as add_restore_parsers
+
+    add_restore_parsers(sub, add)  # `restore`
 
     p = add("redo", "list what rewinds left behind, or bring one back with --head")
     p.add_argument("--head", type=int, metavar="SEQ")

@@ -17,7 +17,7 @@ from ..remote import client
 from .remote import CODE_CLASSES
 
 # Commands whose `ctx.open()` returns an OwnerWorkbench when an owner answers.
-ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork", "diff"}
+ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork", "restore", "diff"}
 
 
 class _Job:
@@ -101,6 +101,10 @@ class OwnerWorkbench:
         self.redo = _Feature(self, {"list": "turnback/redo/list", "prepare": "turnback/redo/prepare",
                                     "prepare_job": "turnback/redo/prepare",
                                     "commit": "turnback/redo/commit", "commit_job": "turnback/redo/commit"})
+        self.restore = _Feature(self, {"prepare": "turnback/restore/prepare",
+                                       "prepare_job": "turnback/restore/prepare",
+                                       "commit": "turnback/restore/commit",
+                                       "commit_job": "turnback/restore/commit"})
         self.recovery = _Feature(self, {"list": "turnback/recovery/list",
                                         "resolve": "turnback/recovery/resolve"})
         self.directives = _Feature(self, {"upsert": "turnback/directive/upsert",

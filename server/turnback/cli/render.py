@@ -25,12 +25,16 @@ GAP_TEXT = {
     "git-internal": "inside a .git folder: git's own files are never captured or restored",
 }
 
-ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep"}
+ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep", "kept": "keep"}
+MODE_TEXT = {"files": "Files only: every turn of the conversation stays.",
+             "conversation": "Conversation only: every file stays as it is now."}
 
 # Who made a user edit (FilePlan.userEditBy), in words.
 USER_EDIT_TEXT = {"editor-save": "saved in the editor", "disk-change": "changed on disk",
                   "capture-request": "captured between turns",
-                  "uncaptured": "changed on disk, not captured yet"}
+                  "uncaptured": "changed on disk, not captured yet",
+                  "restore": "put back by turnback restore",
+                  "kept-on-rewind": "kept by a conversation-only rewind"}
 
 # Why a collection kept a head (collect/retention.py), in words, most important first.
 KEPT_TEXT = {"current": "the current state", "group": "Redo state(s)", "recent": "newest state(s)",
@@ -139,14 +143,28 @@ class Renderer:
                 out.append(f"  steps:    {t['steps']}")
             for g in t.get("gaps", []):
                 out.append(f"  gap:      {self.gap(g)}")
+            for rec in (x for x in log.get("restores", []) if x.get("afterTurn") == t["turn"]):
+                out.extend(self.restore_record(rec))
         return out
+
+    def restore_record(self, rec: dict) -> list[str]:
+        """One restore that kept every turn, as the log shows it after the turn it followed."""
+        from ..travel.rewind import boundary_words
+
+        paths = [self.path(p) for p in rec.get("paths", [])]
+        more = rec.get("count", len(paths)) - len(paths)
+        what = "restore" if rec.get("operation") == "restore" else "files-only rewind"
+        return [f"  then a {what} ({when(rec.get('created'))}): {rec.get('count', len(paths))} "
+                f"file(s) back to how they were {boundary_words(rec.get('boundary') or {})}"
+                + (": " + ", ".join(paths) + (f" and {more} more" if more > 0 else "") if paths else "")]
 
     # -- rewind -----------------------------------------------------------------------------------
     def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
                   keep_user_edits: bool = False, conflict_markers: bool = False,
                   directives: dict[str, str] | None = None) -> list[str]:
         keep, discard = c["keep"], c["discard"]
-        out = ["Keeps:"]
+        out = [MODE_TEXT[c["mode"]]] if c.get("mode") in MODE_TEXT else []
+        out.append("Keeps:")
         if keep.get("turnCount"):
             last = keep["last"]
             out.append(f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
@@ -183,7 +201,8 @@ class Renderer:
         shown = shown_buckets(c.get("effects") or {})
         if not shown:
             return []
-        out = ["What the discarded steps did:"]
+        out = ["What the later turns' steps did (they stay; their files go back):"
+               if c.get("mode") == "files" else "What the discarded steps did:"]
         for _key, name, ids in shown:
             out.append(f"  {name}:")
             for sid in ids:
@@ -223,6 +242,8 @@ class Renderer:
             if f.get("userEdit") and f.get("action") != "unchanged":
                 line = f"{line:<{width + 12}}  ! your edit (" + \
                     USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
+            if f.get("pushed"):
+                line += f"  ! committed and pushed to {f['pushed']}: this change has left the machine"
             out.append(line)
         return out
 
@@ -264,7 +285,9 @@ class Renderer:
     def commit(self, result: dict, what: str) -> list[str]:
         status = result.get("status")
         if status == "committed":
-            out = [f"{what} committed (epoch {result.get('epoch')}, head {result.get('headSeq')})"]
+            where = ([f"epoch {result['epoch']}"] if "epoch" in result else []) + \
+                [f"head {result.get('headSeq')}"]
+            out = [f"{what} committed ({', '.join(where)})"]
             out.extend(self.kept(result))
         elif status == "nothing-to-do":
             out = [f"nothing to {what}: this is the current state"]

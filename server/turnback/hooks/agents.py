@@ -59,6 +59,7 @@ def claude_code(raw) -> Event:
     ev.agent_id = pick(raw, "agent_id", "agentId")
     ev.agent_transcript = pick(raw, "agent_transcript_path", "agentTranscriptPath")
     ev.error = pick(raw, "error")
+    ev.permission_mode = pick(raw, "permission_mode", "permissionMode")
     return ev
 
 

@@ -13,6 +13,12 @@ the same tables (docs/agents/README.md):
     [hooks]
     block = false                 # true: a turnback failure blocks the agent's action (exit 2)
     start_owner = true            # a hook that finds no live sidecar starts a background one
+    after-rewind = "./scripts/reset-todo.sh"   # run after a committed rewind, restore, Redo, fork
+    after-rewind-timeout = 10     # seconds before that command is stopped
+
+    [guard]                       # before a tool call of that scope: allow, warn, ask or deny
+    crossing = "ask"              # (hooks/guard.py; the defaults are DEFAULT_GUARD below)
+    unknown = "warn"
 
 A rule is a command prefix, compared word by word (`git push` matches `git push origin main`, not
 `git pushy`). The longest matching rule wins; a file's rule beats a shipped one of the same length.
@@ -46,6 +52,12 @@ DEFAULT_CROSSING = (
     "terraform apply", "aws", "gcloud", "az",
 )
 SCOPE_ORDER = {"none": 0, "host": 1, "unknown": 2, "crossing": 3}  # worst wins in a pipeline
+GUARD_ACTIONS = ("allow", "warn", "ask", "deny")
+# What the pre-tool guard does per scope unless turnback.toml says otherwise (docs/agents/README.md,
+# "The guard"): warn before what leaves the machine, never stop the agent unless told to, and say
+# nothing about the rest.
+DEFAULT_GUARD = {"crossing": "warn", "unknown": "allow", "host": "allow", "none": "allow"}
+AFTER_REWIND_TIMEOUT = 10.0  # seconds
 _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _REDIRECT = re.compile(r"(?<![0-9&])>{1,2}(?!&)|\btee\b")
 _DEV_NULL = re.compile(r"[0-9&]?>{1,2}\s*/dev/null")
@@ -70,6 +82,11 @@ class HookConfig:
         self.start_owner = True
         self.files: list[str] = []  # the files that were read
         self.problems: list[str] = []  # what could not be read, for the log
+        self.errors: list[str] = []  # what was read but names something unknown (`bad-config`)
+        self.guard = dict(DEFAULT_GUARD)
+        self.guard_source = {scope: "default" for scope in DEFAULT_GUARD}
+        self.after_rewind: str | None = None
+        self.after_rewind_timeout = AFTER_REWIND_TIMEOUT
 
     def shell_scope(self, command: str) -> tuple[str, str]:
         """The scope of a shell command line and why: each part of a pipeline or `&&` chain is
@@ -206,7 +223,53 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
             config.block = hooks["block"]
         if isinstance(hooks.get("start_owner"), bool):
             config.start_owner = hooks["start_owner"]
+        _after_rewind(config, hooks, path)
+        _guard(config, data.get("guard"), path)
     return config
+
+
+def _bad(config: HookConfig, text: str) -> None:
+    config.errors.append(text)
+    config.problems.append(text)
+
+
+def _after_rewind(config: HookConfig, hooks: dict, path: Path) -> None:
+    for dashed in ("after-rewind", "after-rewind-timeout"):  # start_owner's spelling works too
+        if dashed.replace("-", "_") in hooks and dashed not in hooks:
+            hooks = dict(hooks, **{dashed: hooks[dashed.replace("-", "_")]})
+    if "after-rewind" in hooks:
+        command = hooks["after-rewind"]
+        if isinstance(command, str):
+            config.after_rewind = command.strip() or None
+        else:
+            _bad(config, f"{path}: [hooks] after-rewind must be a command line (a string)")
+    if "after-rewind-timeout" in hooks:
+        limit = hooks["after-rewind-timeout"]
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit <= 3600:
+            config.after_rewind_timeout = float(limit)
+        else:
+            _bad(config, f"{path}: [hooks] after-rewind-timeout must be a number of seconds "
+                         "between 0 and 3600")
+
+
+def _guard(config: HookConfig, table, path: Path) -> None:
+    """`[guard]`: scope = action. A scope or an action turnback does not know is a `bad-config`
+    error, named with the file; the entry is ignored (the hook goes on with the rest)."""
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        _bad(config, f"{path}: [guard] must be a table of scope = action")
+        return
+    for scope, action in table.items():
+        if scope not in SCOPE_ORDER:
+            _bad(config, f"{path}: [guard] names an unknown scope {scope!r}; the scopes are "
+                         + ", ".join(SCOPE_ORDER))
+        elif action not in GUARD_ACTIONS:
+            _bad(config, f"{path}: [guard] {scope} = {action!r} is not one of "
+                         + ", ".join(GUARD_ACTIONS))
+        else:
+            config.guard[scope] = action
+            config.guard_source[scope] = str(path)
 
 
 def _parse_toml(raw: bytes) -> dict:

@@ -30,6 +30,7 @@ class Event:
         "source": None,  # session start: startup, resume, clear, compact, fork
         "agent_id": None, "agent_transcript": None,  # a helper agent (subagent)
         "error": None,
+        "permission_mode": None,  # Claude Code: default, plan, acceptEdits, auto, dontAsk, bypassPermissions
     }
 
     def __init__(self, agent: str, kind: str, name: str, session: str, cwd: str, **fields):

@@ -22,7 +22,7 @@ import os
 import time
 from pathlib import Path
 
-from . import transcript
+from . import guard, transcript
 from .event import Event
 from .port import PortError
 from .tools import ToolUse, classify
@@ -279,6 +279,8 @@ class Mapper:
     def on_pre_tool(self, s: dict) -> None:
         self._ensure_turn(s)
         use = classify(self.ev.tool, self.ev.tool_input, self.ev.cwd)
+        if guard.check(self, s, use) == "deny":
+            return  # refused before it ran (hooks/guard.py): there is nothing to record
         key = self.ev.tool_key()
         if key in s["pending"]:
             self.log(f"{self.key}: a second PreToolUse for tool call {key}; the first is kept")

@@ -20,6 +20,7 @@ import sys
 import time
 
 from ..errors import TurnbackError
+from ..hooks import after_rewind
 from ..remote import client
 from ..remote.paths import run_dir, store_dir
 from ..store import fsio
@@ -96,6 +97,7 @@ def run(workspace: str, store: str, *, store_kind: str | None, idle: float) -> i
     server.wb = wb
     server.background = True
     wb.events.subscribe(server.forward)
+    after_rewind.attach(wb, background=True)
     wb.live.update(background=True, idleExit=idle)
     try:
         asyncio.run(_serve(server, idle))

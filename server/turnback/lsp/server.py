@@ -27,6 +27,7 @@ from .. import __version__
 from ..capture.ignore import IgnoreRules
 from ..capture.watcher import Watcher  # imported here: compiling it on the loop held requests 14 ms
 from ..errors import InvalidParams, NotOwner, TurnbackError
+from ..hooks import after_rewind
 from ..store import fsio
 from ..workbench import Options, Workbench
 from .errors import NotInitialized, to_rpc
@@ -43,7 +44,7 @@ COLLECT_IDLE_SECONDS = 1.0
 RECLAIM_QUIET_SECONDS = 60  # this long with no mutation: time for one full gc pass (slices.py)
 PROGRESS_EVERY_SECONDS = 0.2
 NOTIFICATIONS = {"status": "turnback/status", "epoch": "turnback/epoch",
-                 "directives": "turnback/directives"}
+                 "directives": "turnback/directives", "rewound": "turnback/rewound"}
 
 
 class TurnbackServer(LanguageServer):
@@ -505,6 +506,7 @@ def create_server() -> TurnbackServer:
         except Exception as exc:
             raise to_rpc(exc, "initialize") from None
         server.wb.events.subscribe(server.forward)
+        after_rewind.attach(server.wb, background=True)  # [hooks] after-rewind, off the loop
         log.info("workspace %s opened as %s", root, server.wb.info()["ownership"])
 
     @server.feature(types.INITIALIZED)

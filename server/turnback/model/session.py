@@ -54,6 +54,10 @@ class SessionState:
     # Where this session came from: {parentId, forkTurn, worktree, parentStore, meta, notPreserved};
     # empty for a session nobody forked. Part of the published state, so it commits with the session.
     lineage: dict = field(default_factory=dict)
+    # File restores that kept every turn (`turnback restore`, a files-only rewind), oldest first:
+    # {afterTurn, operation, mode, boundary, paths (the first few), count, created, forkPointBefore,
+    # forkPoint}. Redo reads it to offer the state each one left behind (travel/redo.py).
+    restores: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.known, KnownMap):

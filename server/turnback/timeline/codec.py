@@ -108,6 +108,8 @@ class StateCodec:
         }
         if state.lineage:
             root["lineage"] = state.lineage
+        if state.restores:
+            root["restores"] = state.restores
         root_digest = put("session", root)
         # The body names the small things directly and every turn's and shard's reference list by
         # the list object's digest: those lists are shared by every publication whose turn or shard
@@ -239,6 +241,7 @@ class StateCodec:
         state.last_op = root.get("lastOp", 0)
         state.frozen = root.get("frozen", False)
         state.lineage = dict(root.get("lineage") or {})
+        state.restores = [dict(r) for r in root.get("restores") or []]
         return state
 
     def outline(self, body_digest: str) -> tuple[list[str], list[str]]:

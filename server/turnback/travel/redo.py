@@ -54,6 +54,9 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
         if key not in best or best[key].seq < head.seq:
             best[key] = head
     here = (current.settled_turn_count, current.fork_point) if current else None
+    # The state just before each file restore that kept every turn: same turns, other files. It was
+    # left behind like a rewind's, so it is offered, not hidden as an earlier moment of this line.
+    restored = {(r.get("afterTurn"), r.get("forkPointBefore")) for r in (current.restores if current else ())}
     mine = _outline(codec, current_head)
     out = []
     for key, h in best.items():
@@ -63,7 +66,7 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
                  "created": h.created, "lastPrompt": h.last_prompt}
         theirs = _outline(codec, h)
         if mine is not None and theirs is not None:
-            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])]
+            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])] and key not in restored
             # the turns both states share: Redo brings back turns sharedTurns+1..turnCount
             group["sharedTurns"] = _shared(mine[0], theirs[0])
             group["changes"] = _differing_paths(codec, mine[1], theirs[1], current)

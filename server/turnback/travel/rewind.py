@@ -14,19 +14,22 @@ import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 
 import cbor2
 
 from ..directives import rules as directive_rules
 from ..effects.partition import partition
 from ..effects.words import describe
-from ..errors import InvalidParams, TurnRunning, UnknownTurn
+from ..errors import InvalidParams, TurnRunning, UnknownTurn, UnsavedChanges
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
-from .user_edits import USER_EDIT_WORDS, keep_user_edits, keep_words, merge_plan_job, user_edit_fields
+from .filestate import files_changed_state, keep_as_they_are
+from .user_edits import (USER_EDIT_WORDS, keep_in_rebuild, keep_user_edits, keep_words,
+                         merge_plan_job, user_edit_fields)
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
 
@@ -41,15 +44,22 @@ class Derived:
     modes: dict = dataclasses.field(default_factory=dict)
     # rel -> user_edits.MergeOutcome: what keeping the user's edits writes (travel/user_edits.py)
     merges: dict = dataclasses.field(default_factory=dict)
+    # For plans that keep every turn (a files-only rewind, a restore): the new state for a chosen
+    # subset of `changes`, so keeping the user's edits leaves them out of the restore altogether.
+    rebuild: Callable | None = None
+    kept: list = dataclasses.field(default_factory=list)  # user edits left as they are (keepUserEdits)
 
     @property
     def noop(self) -> bool:
         return bool(self.candidate.get("noop"))
 
     def keeping_user_edits(self, state: SessionState, *, markers: bool = False) -> "Derived":
-        """The same plan with the user's edits carried onto it (`keepUserEdits`), conflicts left as
-        they are now unless `markers` (`conflictMarkers`)."""
-        return keep_user_edits(self, state, markers=markers)
+        """The same plan with the user's edits carried onto it (`keepUserEdits`): merged where a
+        three-way merge is clean, left as they are otherwise (conflicts with markers, when
+        `markers`, that is `conflictMarkers`)."""
+        if self.rebuild is None:
+            return keep_user_edits(self, state, markers=markers)
+        return keep_in_rebuild(self, markers=markers)
 
 
 def keep_count(state: SessionState, boundary: dict) -> int:
@@ -80,12 +90,24 @@ def keep_count(state: SessionState, boundary: dict) -> int:
     return n - 1
 
 
-def derive(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int) -> Derived:
-    return drain(derive_job(state, ws, objects, boundary, max_bytes=max_bytes))
+MODES = ("all", "files", "conversation")  # what a rewind puts back: both, the files, the conversation
+# Gaps that concern the conversation when no file is touched (a conversation-only rewind).
+CONVERSATION_GAPS = ("step-scope-unknown",)
 
 
-def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int):
-    """`derive` as a job: it yields while it hashes the files on disk (the only slow part)."""
+def derive(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int, **kw) -> Derived:
+    return drain(derive_job(state, ws, objects, boundary, max_bytes=max_bytes, **kw))
+
+
+def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int,
+               mode: str = "all", dirty=()):
+    """`derive` as a job: it yields while it hashes the files on disk (the only slow part).
+
+    `mode` is what the rewind puts back (docs/rewind.md, "Code only, conversation only"): `all`, the
+    `files` alone (every turn stays), or the `conversation` alone (every file stays, listed `kept`).
+    `dirty` names paths with unsaved changes in an editor: a plan that would write one is refused."""
+    if mode not in MODES:
+        raise InvalidParams("mode must be all, files or conversation", data={"field": "mode"})
     keep = keep_count(state, boundary)
     discarded = state.turns[keep:]
     target = checkpoint(state, keep + 1)  # C(keep+1): the files as they were when turn keep ended
@@ -99,7 +121,6 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     unreachable: set[str] = set()
     for rel in sorted(target):
         to = target[rel]
-        known = state.known.get(rel)
         now, problem = on_disk[rel]
         if problem is not None:
             unreachable.add(rel)
@@ -136,28 +157,51 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         gaps.append(Gap("", "git-head-and-index", None,
                         "a rewind does not restore Git HEAD or the index"))
     gaps = _unique(gaps)
-
-    effects = tail_effects(state, keep, target, gaps)
-    steps = describe([s for t in discarded for s in t.steps], effects)
-
-    texts = {}
-    for d in state.directives.values():
-        if d.rel not in texts:
-            texts[d.rel] = _text_after(ws, objects, d.rel, target, max_bytes)
-    directives, consequences = directive_rules.prune_for_rewind(
-        state.directives, discard_from_turn=keep + 1, texts=texts)
-    workflow = {name: len(state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
-
     for f in files:
         f["mode"] = target_modes.get(f["path"]) if f["to"] != ABSENT else None
     settled_target = {rel: to for rel, to in target.items() if rel not in unreachable}
-    new_state = _new_state(state, keep, settled_target, directives)
-    for rel in settled_target:
-        if target.get(rel) not in (UNKNOWN, None, ABSENT) and target_modes.get(rel) is not None:
-            new_state.known.set_mode(rel, target_modes[rel])
+
+    if mode == "conversation":  # every file stays as it is now: listed, never written
+        files = [dict(f, action="kept", userEdit=False) for f in files
+                 if f["action"] in ("restore", "delete")]
+        for f in files:
+            f.pop("userEditBy", None)
+            f.pop("merge", None)  # nothing is written: there is nothing to merge
+        changes, modes = [], {}
+        gaps = [g for g in gaps if g.reason in CONVERSATION_GAPS]
+    refuse_unsaved(ws, files, dirty)
+    effects = tail_effects(state, keep, {} if mode == "conversation" else target, gaps)
+    steps = describe([s for t in state.turns[keep:] for s in t.steps], effects)  # in words
+    workflow = {name: len(state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
+    rebuild = None
+    if mode == "files":  # every turn stays; the restored files are a change between turns
+        discarded, workflow = [], {name: 0 for name in WORKFLOW_LISTS}
+        record = {"operation": "rewind", "mode": "files", "boundary": boundary}
+
+        def rebuild(chosen):
+            directives, _ = directives_after(state, ws, objects, dict(chosen), max_bytes,
+                                             discard_from=state.turn_count + 1)
+            return files_changed_state(state, chosen, modes, record=record, directives=directives)
+
+        _, consequences = directives_after(state, ws, objects, dict(changes), max_bytes,
+                                           discard_from=state.turn_count + 1)
+        new_state = rebuild(changes)
+    else:
+        written = {} if mode == "conversation" else target  # the text each directive's file will hold
+        directives, consequences = directives_after(state, ws, objects, written, max_bytes,
+                                                    discard_from=keep + 1)
+        new_state = _new_state(state, keep, settled_target, directives)
+        for rel in settled_target:
+            if target.get(rel) not in (UNKNOWN, None, ABSENT) and target_modes.get(rel) is not None:
+                new_state.known.set_mode(rel, target_modes[rel])
+        if mode == "conversation":  # the full rewind's state, with every file left as it is now
+            keep_as_they_are(new_state, state, [f["path"] for f in files], by="kept")
+    kept_turns = state.turn_count if mode == "files" else keep
     candidate = {
-        "keep": {"turnCount": keep,
-                 "last": ({"turn": keep, "prompt": state.turns[keep - 1].prompt} if keep else None)},
+        "mode": mode,
+        "keep": {"turnCount": kept_turns,
+                 "last": ({"turn": kept_turns, "prompt": state.turns[kept_turns - 1].prompt}
+                          if kept_turns else None)},
         "discard": {"turnCount": len(discarded),
                     "first": ({"turn": keep + 1, "prompt": discarded[0].prompt} if discarded else None)},
         "boundary": boundary,
@@ -168,13 +212,38 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         "directives": consequences,
         "workflowCleared": workflow,
     }
-    if not discarded:
-        # The boundary is the current state: nothing to rewind, no confirmation, no epoch.
+    if (not changes) if mode == "files" else (not discarded):
+        # The boundary is the current state (or, for files alone, every file already is as it was
+        # there): nothing to rewind, no confirmation, no epoch.
         candidate["files"] = []
         candidate["noop"] = True
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
-    return Derived(candidate, new_state, changes, modes, merges)
+    return Derived(candidate, new_state, changes, modes, merges, rebuild=rebuild)
+
+
+def refuse_unsaved(ws, files: list[dict], dirty) -> None:
+    """A plan that would write or delete a file the editor holds unsaved changes of is refused before
+    anything is written: the buffer would silently disagree with the disk (docs/rewind.md)."""
+    dirty = set(dirty or ())
+    hit = [f["path"] for f in files if f["action"] in ("restore", "delete") and f["path"] in dirty]
+    if hit:
+        raise UnsavedChanges(
+            f"{', '.join(hit)} {'has' if len(hit) == 1 else 'have'} unsaved changes in the editor; "
+            "save or revert them first, nothing was changed", data={"uris": [ws.to_uri(r) for r in hit]})
+
+
+def directives_after(state: SessionState, ws, objects, target: dict, max_bytes: int, *,
+                     discard_from: int):
+    """The directives (and the consequences to show) after a plan that writes `target` and discards
+    the attempts of turns >= `discard_from`; anchors are reattached against the text each file will
+    hold."""
+    texts = {}
+    for d in state.directives.values():
+        if d.rel not in texts:
+            texts[d.rel] = _text_after(ws, objects, d.rel, target, max_bytes)
+    return directive_rules.prune_for_rewind(state.directives, discard_from_turn=discard_from,
+                                            texts=texts)
 
 
 # Gaps that stop the file restore from putting a path back.
@@ -238,6 +307,7 @@ def _new_state(state: SessionState, keep: int, target: dict, directives) -> Sess
     new.workflow = {name: [] for name in WORKFLOW_LISTS}
     new.agents = {k: a for k, a in new.agents.items() if a.turn <= keep}
     new.live_gaps = {k: g for k, g in new.live_gaps.items() if g.turn is None or g.turn <= keep}
+    new.restores = [r for r in new.restores if r.get("afterTurn", 0) <= keep]
     new.epoch += 1
     new.fork_point = uuid.uuid4().hex
     return new
@@ -306,12 +376,19 @@ def _unique(gaps: list[Gap]) -> list[Gap]:
 
 
 def summary(c: dict) -> str:
+    mode = c.get("mode", "all")
     if c.get("noop"):
+        if mode == "files":
+            return ("Nothing to rewind: every file already is as it was at this boundary. No file "
+                    "changes and every turn stays.")
         return ("Nothing to rewind: this is the current state of the session. No file changes and "
                 "no turn is discarded.")
     keep, discard = c["keep"], c["discard"]
     parts = []
-    if keep["turnCount"]:
+    if mode == "files":
+        parts.append(f"Files only: every turn stays (the conversation is not changed); the files go "
+                     f"back to how they were {boundary_words(c['boundary'])}.")
+    elif keep["turnCount"]:
         span = "turn 1" if keep["turnCount"] == 1 else f"turns 1–{keep['turnCount']}"
         parts.append(f"Keeps {span}, ending with turn {keep['last']['turn']} "
                      f"(\u201c{_short(keep['last']['prompt'])}\u201d).")
@@ -320,20 +397,7 @@ def summary(c: dict) -> str:
     if discard["turnCount"]:
         parts.append(f"Discards {discard['turnCount']} turn(s) from turn {discard['first']['turn']} "
                      f"(\u201c{_short(discard['first']['prompt'])}\u201d) on, with their answers.")
-    restore = [f for f in c["files"] if f["action"] == "restore"]
-    delete = [f for f in c["files"] if f["action"] == "delete"]
-    edits = [f for f in c["files"] if f.get("userEdit") and f["action"] != "unchanged"]
-    parts.append(f"Restores {len(restore)} file(s) and deletes {len(delete)}.")
-    if edits:
-        parts.append("Overwrites edits no discarded turn made (yours, or another program's): "
-                     + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
-                                              if f.get("userEditBy") in USER_EDIT_WORDS else "")
-                                 for f in edits)
-                     + "; keeping your edits: " + "; ".join(
-                         f"{f['path']} {keep_words(f)}" for f in edits) + ".")
-    if c["gaps"]:
-        parts.append("Cannot undo: " + "; ".join(
-            f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")
+    parts.extend(file_sentences(c))
     crossed = c["effects"]["crossedUncompensated"] + c["effects"]["wouldCrossOnRewind"]
     if crossed:
         what = {s["id"]: s["what"] for s in c.get("steps") or []}  # the steps in words
@@ -343,6 +407,42 @@ def summary(c: dict) -> str:
     if cleared:
         parts.append("Clears live " + ", ".join(f"{v} {k}" for k, v in cleared.items()) + ".")
     return " ".join(parts)
+
+
+def file_sentences(c: dict, who: str = "no discarded turn") -> list[str]:
+    """What a plan does to files, in sentences: shared by every rewind mode and by restore."""
+    if c.get("mode") == "conversation":
+        kept = [f["path"] for f in c["files"]]
+        return [f"Conversation only: every file stays as it is now ({len(kept)} file(s) the "
+                "discarded turns changed are kept" + (": " + ", ".join(kept[:8]) + ("…" if len(kept) > 8
+                                                                                   else "")
+                                                       if kept else "") + ")."]
+    parts = []
+    restore = [f for f in c["files"] if f["action"] == "restore"]
+    delete = [f for f in c["files"] if f["action"] == "delete"]
+    edits = [f for f in c["files"] if f.get("userEdit") and f["action"] != "unchanged"]
+    parts.append(f"Restores {len(restore)} file(s) and deletes {len(delete)}.")
+    if edits:
+        parts.append(f"Overwrites edits {who} made (yours, or another program's): "
+                     + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
+                                              if f.get("userEditBy") in USER_EDIT_WORDS else "")
+                                 for f in edits)
+                     + "; keeping your edits: " + "; ".join(
+                         f"{f['path']} {keep_words(f)}" for f in edits) + ".")
+    if c["gaps"]:
+        parts.append("Cannot undo: " + "; ".join(
+            f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")
+    return parts
+
+
+def boundary_words(boundary: dict) -> str:
+    """A boundary as a person says it."""
+    n = boundary.get("turn")
+    if boundary.get("kind") == "afterResponse":
+        return f"at the end of turn {n}"
+    if boundary.get("kind") == "beforeDirectiveAttempt":
+        return f"before the attempt at directive {boundary.get('directiveId')} (turn {n})"
+    return f"before prompt {n}"
 
 
 def _short(text: str, n: int = 60) -> str:

@@ -82,7 +82,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
         body, backups, backup_modes, before = yield from _prepare(
-            book, ws, changes, new_state, max_bytes, operation in ("rewind", "redo"))
+            book, ws, changes, new_state, max_bytes, operation in ("rewind", "redo", "restore"))
         if before is not None:
             book.commit_body(*before)  # the disk as it is now, for Redo (see the module doc)
     except OSError as exc:

@@ -19,17 +19,22 @@ are now, and the plan says so. A redo plan has no merge entries: there, keeping 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..diffs.text import MAX_DIFF_BYTES, is_text
 from ..model.images import ABSENT, UNKNOWN, is_digest
+from .filestate import keep_as_they_are
+
+from .filestate import keep_as_they_are
 
 # Who made a change between turns (the capture source), in the contract's words, and in a person's.
 USER_EDIT_BY = {"save": "editor-save", "watch": "disk-change", "sweep": "disk-change",
-                "hook": "capture-request"}
+                "hook": "capture-request", "restore": "restore", "kept": "kept-on-rewind"}
 USER_EDIT_WORDS = {"editor-save": "saved in the editor", "disk-change": "changed on disk",
                    "capture-request": "captured between turns", "uncaptured": "changed on disk, "
-                   "not captured yet"}
+                   "not captured yet", "restore": "put back by turnback restore",
+                   "kept-on-rewind": "kept by a conversation-only rewind"}
 
 # FilePlan.merge.result: what keeping the user's edits does to one file.
 MERGE_RESULTS = ("yours", "merged", "conflict", "binary", "unmergeable")
@@ -211,20 +216,10 @@ def keep_words(f: dict) -> str:
 
 
 # -- committing with the user's edits kept -------------------------------------------------------------
-def keep_user_edits(derived, state, *, markers: bool = False):
-    """A copy of a derived rewind (or redo plan) that keeps every user edit.
-
-    A file with a clean merge gets the merged image (stored now: the commit is under way); a conflict
-    gets its conflict-marker version when `markers`, else it stays as it is now, as do binary and
-    unmergeable files and every user-edited file of a redo plan. What stays is not written; the new
-    state remembers each kept or merged file as a change between turns (nobody's turn made it), so a
-    later rewind to an earlier boundary still lists it as the user's."""
-    files = derived.candidate["files"] if hasattr(derived, "candidate") else derived.result["files"]
-    edited = set(kept_paths(files))
-    if not edited:
-        return derived
+def _written(derived, edited: set[str], markers: bool) -> dict[str, str]:
+    """The user-edited files the commit writes anew, rel -> image (stored now: the commit is under
+    way): a clean merge, or a conflict with its markers when `markers`. The rest stay as they are."""
     merges: dict = getattr(derived, "merges", None) or {}
-    clone = copy.copy(derived)
     written: dict[str, str] = {}
     for rel in sorted(edited):
         o = merges.get(rel)
@@ -235,35 +230,65 @@ def keep_user_edits(derived, state, *, markers: bool = False):
         else:
             continue  # stays as it is now
         written[rel] = ABSENT if data is None else o.objects.put(data)
-    clone.changes = [(rel, written.get(rel, to)) for rel, to in derived.changes
-                     if rel not in edited or rel in written]
-    new = copy.deepcopy(derived.new_state)
-    keep = new.turn_count
-    modes = dict(getattr(derived, "modes", {}) or {})
-    for rel in edited:
-        now = written.get(rel, state.known.get(rel))
-        if now is None:
-            continue
-        target = new.known.get(rel)
-        if target is not None and target != now:
-            bucket = new.between.setdefault(keep, {})
-            bucket[rel] = (bucket[rel][0] if rel in bucket else target, now)
-            by = _latest_by(state, rel)
-            if by is not None:
-                new.between_by[(keep, rel)] = by
-        new.known[rel] = now
-        bits = state.known.mode(rel)
-        new.known.set_mode(rel, bits)
-        if rel in written and written[rel] != ABSENT and bits is not None:
-            modes[(rel, written[rel])] = bits
-    clone.new_state = new
-    clone.modes = modes
+    return written
+
+
+def _report_on(clone, derived, edited: set[str], written: dict[str, str]):
+    merges: dict = getattr(derived, "merges", None) or {}
     clone.kept = sorted(edited - set(written))
     clone.merged = sorted(r for r in written if merges[r].result == "merged")
     clone.marked = sorted(r for r in written if merges[r].result == "conflict")
     clone.conflicts = sorted(r for r in edited - set(written)
                              if r in merges and merges[r].result == "conflict")
     return clone
+
+
+def keep_user_edits(derived, state, *, markers: bool = False):
+    """A copy of a derived rewind (or redo plan) that keeps every user edit.
+
+    A file with a clean merge gets the merged image; a conflict gets its conflict-marker version when
+    `markers`, else it stays as it is now, as do binary and unmergeable files and every user-edited
+    file of a redo plan. What stays is not written; the new state remembers each kept or merged file
+    as a change between turns (nobody's turn made it, travel/filestate.py), named for who made it, so
+    a later rewind to an earlier boundary still lists it as the user's."""
+    files = derived.candidate["files"] if hasattr(derived, "candidate") else derived.result["files"]
+    edited = set(kept_paths(files))
+    if not edited:
+        return derived
+    written = _written(derived, edited, markers)
+    clone = copy.copy(derived)
+    clone.changes = [(rel, written.get(rel, to)) for rel, to in derived.changes
+                     if rel not in edited or rel in written]
+    new = copy.deepcopy(derived.new_state)
+    keep_as_they_are(new, state, edited, images=written)
+    for rel in edited:
+        by = _latest_by(state, rel)
+        if (new.turn_count, rel) in new.between_by or by is None:
+            continue
+        if rel in new.between.get(new.turn_count, {}):
+            new.between_by[(new.turn_count, rel)] = by
+    modes = dict(getattr(derived, "modes", {}) or {})
+    for rel, image in written.items():
+        bits = state.known.mode(rel)
+        if image != ABSENT and bits is not None:
+            modes[(rel, image)] = bits
+    clone.new_state = new
+    clone.modes = modes
+    return _report_on(clone, derived, edited, written)
+
+
+def keep_in_rebuild(derived, *, markers: bool = False):
+    """`keep_user_edits` for a plan that keeps every turn (a files-only rewind, a restore): the kept
+    files are left out of the restore, the merged ones restored to their merge, and the new state
+    rebuilt for exactly those changes."""
+    edited = set(kept_paths(derived.candidate["files"]))
+    if not edited:
+        return derived
+    written = _written(derived, edited, markers)
+    chosen = [(rel, written.get(rel, to)) for rel, to in derived.changes
+              if rel not in edited or rel in written]
+    clone = dataclasses.replace(derived, changes=chosen, new_state=derived.rebuild(chosen))
+    return _report_on(clone, derived, edited, written)
 
 
 def _latest_by(state, rel: str) -> str | None:
@@ -274,7 +299,10 @@ def _latest_by(state, rel: str) -> str | None:
 
 
 def kept_report(clone, to_uri) -> dict:
-    """The commit result's lists of what keeping the user's edits did (only the non-empty ones)."""
+    """The commit result's lists of what keeping the user's edits did (only the non-empty ones);
+    `clone` is the plan that kept them, or a plain list of the paths left as they are."""
+    if isinstance(clone, (list, tuple)):
+        return {"kept": [to_uri(rel) for rel in clone]} if clone else {}
     out = {}
     for key, attr in (("kept", "kept"), ("merged", "merged"), ("conflictMarkers", "marked"),
                       ("conflicts", "conflicts")):
@@ -285,5 +313,5 @@ def kept_report(clone, to_uri) -> dict:
 
 
 __all__ = ["USER_EDIT_WORDS", "MERGE_RESULTS", "MergeOutcome", "user_edit_fields", "kept_paths",
-           "merge_plan_job", "merge3_images", "keep_words", "keep_user_edits", "kept_report",
-           "UNKNOWN"]
+           "merge_plan_job", "merge3_images", "keep_words", "keep_user_edits", "keep_in_rebuild",
+           "kept_report", "UNKNOWN"]

@@ -100,6 +100,7 @@ class Workbench:
         from .diffs import DiffFeature
         from .directives import DirectivesFeature
         from .fork import ForkFeature
+        from .restore import RestoreFeature
         from .sessions import SessionsFeature
         from .travel import RecoveryFeature, RedoFeature, RewindFeature
         from .turns import TurnsFeature
@@ -113,6 +114,7 @@ class Workbench:
         self.sessions = SessionsFeature(self)
         self.fork = ForkFeature(self)
         self.diffs = DiffFeature(self)
+        self.restore = RestoreFeature(self)
         self._watch_ownership()
 
     # -- opening and closing ----------------------------------------------------------------------
@@ -353,23 +355,41 @@ class Workbench:
         return changed
 
     # -- after rewind and redo ------------------------------------------------------------------
-    def after_transaction(self, outcome, source: str, *, touched=()) -> dict:
-        """What every committed or rolled-back transaction reports; the epoch is sent only here, and
-        only for a commit."""
+    def after_transaction(self, outcome, source: str, *, touched=(), conversation: bool = True,
+                          announce: dict | None = None) -> dict:
+        """What every committed or rolled-back transaction reports; the epoch is sent only here, only
+        for a commit, and only when the conversation changed (a restore or a files-only rewind keeps
+        it). `announce` ({operation, mode, boundary, files: [rel]}) is what `turnback/rewound` and
+        the after-rewind hook are told of a commit."""
         result = {"status": outcome.status}
         if outcome.status == "committed":
-            result["epoch"] = self.state.epoch
             result["headSeq"] = outcome.head_seq
-            resume = agent_resume(self, self.state.turn_count)
-            if resume is not None:
-                result["agentResume"] = resume  # the agent's conversation, resumed at the boundary
-            self.events.emit("epoch", {"source": source, "sessionId": self.state.session_id,
-                                       "turnCount": self.state.turn_count, "epoch": self.state.epoch})
+            resume = None
+            if conversation:
+                result["epoch"] = self.state.epoch
+                resume = agent_resume(self, self.state.turn_count)
+                if resume is not None:
+                    result["agentResume"] = resume  # the agent's conversation, resumed at the boundary
+                self.events.emit("epoch", {"source": source, "sessionId": self.state.session_id,
+                                           "turnCount": self.state.turn_count,
+                                           "epoch": self.state.epoch})
             self.collection.schedule(source)
             self.directives.notify(set(touched) | {d.rel for d in self.state.directives.values()})
+            if announce is not None:
+                self.announce_rewound(announce, resume)
         else:
             result["reason"] = outcome.reason
         if outcome.recovery:
             result["recovery"] = [self.recovery.wire(r) for r in outcome.recovery]
         self.emit_status()
         return result
+
+    def announce_rewound(self, what: dict, resume: dict | None = None) -> None:
+        """`turnback/rewound` to every client, and the after-rewind hook (docs/rewind.md): after a
+        committed rewind, restore, Redo or fork. `what` is {operation, mode, boundary, files: [rel]}
+        plus anything the operation adds; paths travel as URIs."""
+        doc = dict(what, files=[self.ws.to_uri(rel) for rel in what.get("files", ())],
+                   turnCount=self.state.turn_count, sessionId=self.state.session_id)
+        if resume is not None:
+            doc["agentResume"] = resume
+        self.events.emit("rewound", doc)

@@ -15,10 +15,16 @@ from ..travel.rewind import derive_job
 from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits, kept_report
 from . import params as P
+from .restore import left_the_machine_job, rewind_args
 
 
-def _commit_job(wb, operation: str, changes, new_state, kept=None, modes=None):
-    """The shared tail of a confirmed rewind or redo: the transaction, then its report and notices."""
+def _commit_job(wb, operation: str, changes, new_state, kept=None, modes=None, *,
+                conversation: bool = True, announce: dict | None = None):
+    """The shared tail of a confirmed rewind, redo or restore: the transaction, then its report and
+    notices (`announce`: what `turnback/rewound` says, its files filled in from `changes`). `kept`
+    is what keeping the user's edits made (a plan with kept, merged, … lists, or a list of paths)."""
+    if announce is not None:
+        announce = dict(announce, files=[rel for rel, _ in changes])
     touched = {d.rel for d in wb.state.directives.values()}
     done: dict = {}
     try:
@@ -30,16 +36,17 @@ def _commit_job(wb, operation: str, changes, new_state, kept=None, modes=None):
         # Closed (cancelled, disconnected, shut down) after the first file was touched: the
         # transaction ran on to its outcome; clients still hear of it.
         if "outcome" in done:
-            _report(wb, done["outcome"], operation, touched, kept)
+            _report(wb, done["outcome"], operation, touched, kept, conversation, announce)
         raise
-    return _report(wb, outcome, operation, touched, kept)
+    return _report(wb, outcome, operation, touched, kept, conversation, announce)
 
 
-def _report(wb, outcome, operation: str, touched, kept=None) -> dict:
-    result = wb.after_transaction(outcome, operation, touched=touched)
+def _report(wb, outcome, operation: str, touched, kept=None, conversation=True, announce=None) -> dict:
+    result = wb.after_transaction(outcome, operation, touched=touched, conversation=conversation,
+                                  announce=announce)
     if outcome.message:
         result["message"] = outcome.message
-    if kept is not None and result.get("status") == "committed":
+    if kept and result.get("status") == "committed":
         # what keeping the user's edits did: kept as they were, merged, conflicts (with markers)
         result.update(kept_report(kept, wb.ws.to_uri))
     return result
@@ -59,31 +66,31 @@ class RewindFeature:
     def __init__(self, wb):
         self.wb = wb
 
-    def _derive_job(self, boundary):
+    def _derive_job(self, boundary, mode: str = "all", dirty=()):
         wb = self.wb
         return derive_job(wb.state, wb.ws, wb.store.objects, boundary,
-                          max_bytes=wb.options.max_file_bytes)
+                          max_bytes=wb.options.max_file_bytes, mode=mode, dirty=dirty)
 
     def prepare(self, params) -> dict:
         return self.wb.run(self.prepare_job(params))
 
     def prepare_job(self, params):
         p = P.obj(params)
-        derived = yield from self._derive_job(P.field(p, "boundary", dict))
-        return derived.candidate
+        derived = yield from self._derive_job(*rewind_args(self.wb, p))
+        return (yield from left_the_machine_job(self.wb, derived.candidate))
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
 
     def commit_job(self, params):
         p = P.obj(params)
-        boundary = P.field(p, "boundary", dict)
+        boundary, mode, dirty = rewind_args(self.wb, p)
         plan = P.field(p, "planHash", str)
         keep = _keep_user_edits(p)
         markers = _conflict_markers(p)
         wb = self.wb
         wb.book.require_owner()
-        derived = yield from self._derive_job(boundary)
+        derived = yield from self._derive_job(boundary, mode, dirty)
         if derived.candidate["planHash"] != plan:
             return {"status": "stale", "candidate": derived.candidate}
         if derived.noop:
@@ -91,7 +98,10 @@ class RewindFeature:
         if keep:
             derived = derived.keeping_user_edits(wb.state, markers=markers)
         return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                       derived if keep else None, derived.modes))
+                                       derived if keep else None, derived.modes,
+                                       conversation=mode != "files",
+                                       announce={"operation": "rewind", "mode": mode,
+                                                 "boundary": boundary}))
 
 
 class RedoFeature:
@@ -146,7 +156,9 @@ class RedoFeature:
         if keep:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                       plan if keep else None, plan.modes))
+                                       plan if keep else None, plan.modes,
+                                       announce={"operation": "redo", "mode": "all",
+                                                 "boundary": None, "headSeq": head_seq}))
 
 
 class RecoveryFeature:

@@ -248,4 +248,7 @@ class TurnsFeature:
         out = {"turns": turns, "sessionId": state.session_id}
         if state.lineage:
             out["lineage"] = state.lineage
+        if state.restores:  # file restores that kept every turn (travel/filestate.py)
+            out["restores"] = [dict(r, paths=[to_uri(p) for p in r.get("paths", [])])
+                               for r in state.restores]
         return out

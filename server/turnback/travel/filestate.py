@@ -1,0 +1,80 @@
+"""The session state after a plan that moves files and turns apart.
+
+Two shapes, both recorded as changes *between turns* (nobody's turn made them), so every later
+checkpoint, user-edit flag and Redo group stays true:
+
+* files change, every turn stays (`turnback restore`, a files-only rewind): each restored path gets
+  an entry `between[N]` (N = the turn count) from its image now to the restored one, marked with who
+  did it (`restore`), and the restore is listed in `state.restores`. A new fork point is minted, so
+  the state before it is a Redo group of its own;
+* turns go, every file stays (a conversation-only rewind, and `keepUserEdits`): each kept path gets an
+  entry `between[keep]` from its image at the boundary to its image now, so a later rewind further
+  back still puts it back (and names it a change no turn made).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+
+from ..model.images import ABSENT
+from ..model.session import SessionState
+
+RECORD_PATHS = 20  # paths a restore record names; the record is in every later publication
+
+
+def files_changed_state(state: SessionState, changes, modes: dict, *, record: dict,
+                        directives=None, by: str = "restore") -> SessionState:
+    """`state` with `changes` (rel, image) applied as one change between turns after its last turn."""
+    new = copy.deepcopy(state)
+    n = state.turn_count
+    bucket = new.between.setdefault(n, {})
+    bucket_modes = new.between_modes.setdefault(n, {})
+    for rel, to in changes:
+        if rel not in bucket:
+            bucket_modes[rel] = state.known.mode(rel)
+        first = bucket[rel][0] if rel in bucket else state.known.get(rel, ABSENT)
+        bucket[rel] = (first, to)
+        new.between_by[(n, rel)] = by
+        new.known[rel] = to
+        if to == ABSENT:
+            new.known.set_mode(rel, None)
+        elif (rel, to) in modes:
+            new.known.set_mode(rel, modes[(rel, to)])
+    if not bucket:
+        del new.between[n]
+    if not any(v is not None for v in bucket_modes.values()):
+        new.between_modes.pop(n, None)
+    if directives is not None:
+        new.directives = directives
+    rels = [rel for rel, _ in changes]
+    new.fork_point = uuid.uuid4().hex  # a new line: the state before it is a Redo group of its own
+    new.restores = list(state.restores) + [dict(
+        record, afterTurn=n, paths=rels[:RECORD_PATHS], count=len(rels), created=time.time(),
+        forkPointBefore=state.fork_point, forkPoint=new.fork_point)]
+    return new
+
+
+def keep_as_they_are(new: SessionState, state: SessionState, rels, *, by: str | None = None,
+                     images: dict | None = None) -> None:
+    """In `new` (a state whose turns end at `new.turn_count`), leave each of `rels` as `state` knows it
+    now (or as `images` says, for a file the commit writes anew: a merge of the user's edit): its
+    change since the boundary becomes a change between turns after the last kept turn."""
+    keep = new.turn_count
+    for rel in rels:
+        now = (images or {}).get(rel, state.known.get(rel))
+        if now is None:
+            continue
+        target = new.known.get(rel)
+        if target is not None and target != now:
+            bucket = new.between.setdefault(keep, {})
+            if rel not in bucket:
+                bits = new.known.mode(rel)
+                if bits is not None:
+                    new.between_modes.setdefault(keep, {})[rel] = bits
+            bucket[rel] = (bucket[rel][0] if rel in bucket else target, now)
+            if by is not None:
+                new.between_by[(keep, rel)] = by
+        new.known[rel] = now
+        new.known.set_mode(rel, state.known.mode(rel))
