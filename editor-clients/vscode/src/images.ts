@@ -31,11 +31,13 @@ export function imageUriParts(ref: ImageRef): { scheme: string; path: string; qu
 
 export function parseImageQuery(path: string, query: string): ImageRef {
     const q = new URLSearchParams(query);
+    const image = q.get("image");
+    const session = q.get("session");
     return {
         path: path.replace(/^\/+/, ""),
-        image: q.get("image") ?? undefined,
+        ...(image ? { image } : {}),
         label: q.get("label") ?? "",
-        sessionId: q.get("session") ?? undefined,
+        ...(session ? { sessionId: session } : {}),
     };
 }
 
