@@ -103,22 +103,24 @@ its unified diff."
 ;;;###autoload
 (defun turnback-diff-turn (turn)
   "Show what TURN changed (every file), in a diff-mode buffer."
-  (interactive (list (turnback--choose "Diff of turn: "
-                                       (turnback-prompt-choices
-                                        (turnback--request (turnback-current-server) :turnback/session/log)))))
-  (let ((server (turnback-current-server)))
-    (turnback--show-diff server (turnback--request server :turnback/diff (list :turn turn))
-                         (format "What turn %s changed" turn))))
+  (interactive (list (turnback--choose-turn "Diff of turn: ")))
+  (turnback--diff-range (list :turn turn) (format "What turn %s changed" turn)))
 
 ;;;###autoload
 (defun turnback-diff-since (turn)
   "Show every change from TURN on, your own edits between turns included."
-  (interactive (list (turnback--choose "Every change since turn: "
-                                       (turnback-prompt-choices
-                                        (turnback--request (turnback-current-server) :turnback/session/log)))))
+  (interactive (list (turnback--choose-turn "Every change since turn: ")))
+  (turnback--diff-range (list :since turn) (format "Every change from turn %s on" turn)))
+
+(defun turnback--choose-turn (prompt)
+  "A turn of the current session, chosen with PROMPT."
+  (turnback--choose prompt (turnback-prompt-choices
+                            (turnback--request (turnback-current-server) :turnback/session/log))))
+
+(defun turnback--diff-range (params title)
+  "Show the `turnback/diff' of PARAMS (a turn, or since a turn) under TITLE."
   (let ((server (turnback-current-server)))
-    (turnback--show-diff server (turnback--request server :turnback/diff (list :since turn))
-                         (format "Every change from turn %s on" turn))))
+    (turnback--show-diff server (turnback--request server :turnback/diff params) title)))
 
 (defun turnback--image-buffer (server side path change)
   "A read-only buffer holding SIDE (a `turnback/diff' side) of PATH, from SERVER."

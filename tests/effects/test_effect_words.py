@@ -4,32 +4,21 @@ is shown by what it did; buckets by people's names, only when they hold a step."
 
 from __future__ import annotations
 
-import io
-import json
+import sys
+from pathlib import Path
 
-import pytest
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
+
+from test_bad_input import claude, ws  # noqa: E402,F401  (the hook's workspace fixture)
+from test_bad_input import hook as hook_run  # noqa: E402
 
 from turnback.cli.render import Renderer
 from turnback.effects.words import BUCKET_WORDS, describe, shown_buckets, step_words
-from turnback.hooks.runtime import run
 from turnback.model.steps import Step
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    monkeypatch.setenv("TURNBACK_HOOK_DIRECT", "1")
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "turnback.toml").write_text("")
-    (root / "app.py").write_text("v = 1\n")
-    return root
-
-
 def hook(ws, event: str, **fields) -> None:
-    body = json.dumps({"session_id": "s-1", "transcript_path": None, "cwd": str(ws),
-                       "hook_event_name": event, **fields}).encode()
-    assert run("claude-code", stdin=io.BytesIO(body), stdout=io.StringIO(),
-               stderr=io.StringIO()) == 0
+    assert hook_run("claude-code", claude(ws, event, **fields))[0] == 0
 
 
 def bash(ws, tid: str, command: str, effect=None) -> None:
