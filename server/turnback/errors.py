@@ -59,6 +59,12 @@ class TurnRunning(TurnbackError):
     code = "turn-running"
 
 
+class CannotContinue(TurnbackError):
+    """A settled turn cannot go on (something changed after it ended, or it is not the last)."""
+
+    code = "cannot-continue"
+
+
 class NoTurnRunning(TurnbackError):
     code = "no-turn-running"
 

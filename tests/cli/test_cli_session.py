@@ -27,7 +27,8 @@ def scripted_session(cli, ws: Path) -> dict:
                   "--summary", "edit a").strip() == "s1.1"
     cli.ok("turn", "respond", "done with a")
     cli.ok("turn", "settle")
-    assert cli.json("turn", "begin", "--prompt", "run a script") == {"turn": 2}
+    begun = cli.json("turn", "begin", "--prompt", "run a script")
+    assert begun == {"turn": 2, "started": begun["started"]} and isinstance(begun["started"], float)
     (ws / "b.txt").write_text("made behind turnback's back\n")  # no capture: the settle sweep sees it
     os.symlink("a.txt", ws / "link")
     assert cli.ok("turn", "step", "--turn", "2", "--kind", "shell").strip() == "s2.1"  # no scope

@@ -74,12 +74,13 @@ def test_claude_code_session(tmp_path, env):
     assert kinds == [("file-write", "host"), ("file-write", "host"), ("shell", "unknown"),
                      ("shell", "none")]
     assert "sed -i" in _steps(log, 1)[2]["summary"]
+    assert _steps(log, 1)[2]["paths"] == ["README.md"]  # Claude Code said which file it changed
     steps2 = _steps(log, 2)
     # the parallel Edits are both recorded, in the order of their tool ids (A before B)
     assert [s["summary"] for s in steps2[:2]] == ["Edit src/util.py", "Edit conf/app.ini"]
     assert "git push origin main" in steps2[2]["summary"] and "never finished" in steps2[2]["summary"]
     assert steps2[2]["scope"] == "unknown"
-    assert steps2[3]["summary"].startswith("Task")
+    assert steps2[3]["summary"].startswith("Agent")
     assert "failed: Command failed with exit code 127" in steps2[4]["summary"]
     assert (steps2[5]["kind"], steps2[5]["scope"]) == ("network-fetch", "none")
     assert (steps2[6]["kind"], steps2[6]["scope"]) == ("other", "unknown")

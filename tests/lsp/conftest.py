@@ -48,6 +48,7 @@ class Tb:
         self.status: list[dict] = []
         self.epochs: list[dict] = []
         self.directives: list[dict] = []
+        self.rewound: list[dict] = []
         self.registrations: list = []
         self.init_result = None
 
@@ -136,7 +137,7 @@ async def start_server(root: Path, flavour: str = "emacs", *, init_options: dict
     tb = Tb(client, root, flavour)
 
     for method, sink in (("turnback/status", tb.status), ("turnback/epoch", tb.epochs),
-                         ("turnback/directives", tb.directives)):
+                         ("turnback/directives", tb.directives), ("turnback/rewound", tb.rewound)):
         def handler(params, sink=sink, method=method):
             params = _plain(params)
             _record({"kind": "notification", "method": method, "params": params})

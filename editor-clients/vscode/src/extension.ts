@@ -246,13 +246,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 tree.refresh();
             }
         }),
-        // A capture changes no field of turnback/status, so no notification follows a save: refresh
-        // the view ourselves (the server has the didSave before the refresh's session/log request).
+        // A capture changes no field of turnback/status, so no notification follows a save or a change
+        // the file watcher reports (the agent's, between turns): refresh the view ourselves, soon and
+        // once (the server has the event before the refresh's session/log request).
         vscode.workspace.onDidSaveTextDocument((doc) => {
             if (doc.uri.scheme === "file") {
                 tree.refreshSoon();
             }
         }),
+        ...watchForTheView(),
         vscode.workspace.onDidChangeConfiguration(async (e) => {
             if (!e.affectsConfiguration("turnback")) {
                 return;
@@ -270,6 +272,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }),
     );
     await startClient(context);
+}
+
+/** Files changed on disk (by the agent, by you outside the editor): the view follows them. */
+function watchForTheView(): vscode.Disposable[] {
+    const watcher = vscode.workspace.createFileSystemWatcher("**/*");
+    const changed = (uri: vscode.Uri) => {
+        if (!uri.path.includes("/.turnback/") && !uri.path.includes("/.git/")) {
+            tree.refreshSoon();
+        }
+    };
+    return [watcher, watcher.onDidCreate(changed), watcher.onDidChange(changed), watcher.onDidDelete(changed)];
 }
 
 export async function deactivate(): Promise<void> {

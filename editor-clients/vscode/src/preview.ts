@@ -9,8 +9,8 @@
 import type { Confirmation } from "./render";
 
 /** More lines (or characters) than this and the plan goes to the preview. */
-export const MODAL_MAX_LINES = 18;
-export const MODAL_MAX_CHARS = 1400;
+export const MODAL_MAX_LINES = 26;
+export const MODAL_MAX_CHARS = 2200;
 /** The button of the short modal that leaves it for the preview. */
 export const READ_WHOLE_PLAN = "Read the Whole Plan";
 /** The preview's minimum: below this the window is too small for any plan. */

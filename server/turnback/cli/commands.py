@@ -254,6 +254,26 @@ def _declined(ctx, answer: str, what: str, flag: str) -> None:
         ctx.print(f"Nothing changed. Run again with {flag} to {what}.")
 
 
+def confirmed(ctx, wb, candidate: dict, lines, what: str, noop_text: str) -> bool:
+    """Show a plan (`lines`) and ask; True when the commit may go ahead (the owner checked). A plan
+    with nothing to do, a no and --json without --yes answer here and return False."""
+    if candidate.get("noop"):  # the current state: no question, no commit, no epoch
+        ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
+            else ctx.print(noop_text)
+        return False
+    if not ctx.json:
+        ctx.print(*lines)
+    answer = _decide(ctx, ctx.args.yes, f"{what.capitalize()}?")
+    if answer != "yes":
+        if ctx.json:
+            ctx.emit({"candidate": candidate, "commit": None})
+        else:
+            _declined(ctx, answer, what, "--yes")
+        return False
+    ctx.require_owner(wb)
+    return True
+
+
 def cmd_rewind(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
@@ -276,22 +296,13 @@ def cmd_rewind(ctx) -> int:
         markers = bool(getattr(ctx.args, "conflict_markers", False))
         if markers and not keep:
             raise InvalidParams("--conflict-markers goes with --keep-user-edits")
-        if candidate.get("noop"):  # the current state: no question, no commit, no epoch
-            ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
-                else ctx.print(candidate["summary"] if mode == "files" else "Nothing to rewind: turn "
-                               f"{candidate['keep']['turnCount']} is the current state.")
+        noop = candidate["summary"] if mode == "files" else \
+            f"Nothing to rewind: turn {candidate['keep']['turnCount']} is the current state."
+        if not confirmed(ctx, wb, candidate, r.candidate(candidate, steps, keep_user_edits=keep,
+                                                        conflict_markers=markers,
+                                                        directives=directive_names(wb)),
+                         "rewind", noop):
             return EXIT_OK
-        if not ctx.json:
-            ctx.print(*r.candidate(candidate, steps, keep_user_edits=keep, conflict_markers=markers,
-                                   directives=directive_names(wb)))
-        answer = _decide(ctx, ctx.args.yes, "Rewind?")
-        if answer != "yes":
-            if ctx.json:
-                ctx.emit({"candidate": candidate, "commit": None})
-            else:
-                _declined(ctx, answer, "rewind", "--yes")
-            return EXIT_OK
-        ctx.require_owner(wb)
         result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
                                    "keepUserEdits": keep, "mode": mode,
                                    **({"conflictMarkers": True} if markers else {})})
@@ -301,9 +312,7 @@ def cmd_rewind(ctx) -> int:
         ctx.emit({"candidate": candidate, "commit": result})
     else:
         ctx.print(*r.commit(result, "rewind"))
-        resume = result.get("agentResume") or {}
-        if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
-            ctx.print(f"Resume Claude Code at this point: {resume.get('command') or resume['note']}")
+        _print_resume(ctx, result)
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
 
 
@@ -314,6 +323,12 @@ def directive_names(wb) -> dict[str, str]:
         request = d.get("request") if isinstance(d, dict) else getattr(d, "request", "")
         out[did] = (request or "").strip().split("\n")[0]
     return out
+
+
+def _print_resume(ctx, result: dict) -> None:
+    resume = result.get("agentResume") or {}
+    if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
+        ctx.print(f"Resume Claude Code at this point: {resume.get('command') or resume['note']}")
 
 
 def cmd_redo(ctx) -> int:
@@ -349,6 +364,7 @@ def cmd_redo(ctx) -> int:
         ctx.emit({"plan": plan, "commit": result})
     else:
         ctx.print(*r.commit(result, "redo"))
+        _print_resume(ctx, result)
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
 
 
@@ -479,5 +495,8 @@ COMMANDS.update(_DIFF_COMMANDS)
 from .restore_cmd import COMMANDS as _RESTORE_COMMANDS  # noqa: E402  (restore)
 
 COMMANDS.update(_RESTORE_COMMANDS)
+from .guard_cmd import COMMANDS as _GUARD_COMMANDS  # noqa: E402  (guard)
+
+COMMANDS.update(_GUARD_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

@@ -91,12 +91,14 @@ def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
                  keep: bool = False) -> list[str]:
     where = (f"a new folder {worktree}; this session stays live" if worktree
              else "this workspace; this session is frozen")
-    out = [f"Fork at turn {report['turn']} of session {report['sessionId'][:12]} into {where}."]
+    out = r.settled_first(report) + \
+        [f"Fork at turn {report['turn']} of session {report['sessionId'][:12]} into {where}."]
     if worktree:
         out.append("The workspace is left as it is; the folder gets every captured file as it was "
                    f"at the end of turn {report['turn']}.")
     else:
-        out.extend(r.candidate(dict(report, summary=None), steps, keep_user_edits=keep))
+        out.extend(r.candidate(dict(report, summary=None, settledFirst=None), steps,
+                               keep_user_edits=keep))
     if report["droppedSends"]:
         out.append("Held outbound sends of this session that the branch drops: "
                    + ", ".join(report["droppedSends"]))
@@ -115,7 +117,11 @@ def confirm_lines(result: dict) -> list[str]:
         line = f"Forked: branch {b['sessionId'][:12]} (parent {b['parentId'][:12]}"
         if b.get("worktree"):
             return [line + f") in {b['worktree']} ({b.get('mode')}); this session stays live."]
-        return [line + f" is frozen), {b['turnCount']} turn(s) kept."]
+        out = [line + f" is frozen), {b['turnCount']} turn(s) kept."]
+        resume = result.get("agentResume") or {}
+        if resume.get("command") or resume.get("note"):  # agent hooks: docs/agents/claude-code.md
+            out.append(f"Resume Claude Code in the branch: {resume.get('command') or resume['note']}")
+        return out
     if status == "stale":
         return ["Stale: the session changed since the report was made; nothing was changed. "
                 "Run the command again to see the new report."]

@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("demo", "run a scripted session end to end in a temporary workspace and check it")
     p.add_argument("--keep", metavar="DIR", help="run in DIR (new or empty) and leave it there")
-    p.add_argument("--agent", choices=("claude-code", "codex", "gemini", "copilot"),
+    p.add_argument("--agent", choices=("claude-code", "codex", "gemini", "copilot", "cursor"),
                    help="replay a recorded session of this agent through `turnback hook` instead")
 
     turn = add("turn", "drive a session from scripts and agent hooks")
@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .restore_cmd import add_parsers as add_restore_parsers
 
     add_restore_parsers(sub, add)  # `restore`
+    from .guard_cmd import add_parsers as add_guard_parsers
+
+    add_guard_parsers(sub, add)  # `guard`
 
     p = add("redo", "list what rewinds left behind, or bring one back with --head")
     p.add_argument("--head", type=int, metavar="SEQ")

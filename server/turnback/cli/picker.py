@@ -44,6 +44,7 @@ def choose(rows: list[Row], title: str, *, mode: str | None = None, stdin=None, 
             import locale
 
             locale.setlocale(locale.LC_ALL, "")
+            os.environ.setdefault("ESCDELAY", "50")  # Esc alone cancels at once, not after 1 s
             return curses.wrapper(_run, rows, title, mode)
         except Cancelled:
             raise
@@ -89,6 +90,8 @@ def _run(screen, rows: list[Row], title: str, mode: str | None):
             _put(screen, len(head) + 1 + i, row.label[: width - 1].ljust(width - 1), attr)
         screen.refresh()
         key = screen.getch()
+        if key == 27:
+            key = _escape(screen)
         if key in (curses.KEY_UP, ord("k")):
             current = max(0, current - 1)
         elif key in (curses.KEY_DOWN, ord("j")):
@@ -107,6 +110,27 @@ def _run(screen, rows: list[Row], title: str, mode: str | None):
             return rows[current].value, mode
         elif key in (ord("q"), 27, 3):  # q, Esc, ^C
             raise Cancelled()
+
+
+# Arrow keys some terminals send in their normal mode, when terminfo names the application-mode ones.
+_CSI_KEYS = {ord("A"): "KEY_UP", ord("B"): "KEY_DOWN", ord("H"): "KEY_HOME", ord("F"): "KEY_END"}
+
+
+def _escape(screen) -> int:
+    """An Esc curses did not read as a key of terminfo's: the rest of an arrow key (`ESC [ B`), or
+    Esc alone (cancel, 27)."""
+    import curses
+
+    screen.nodelay(True)
+    try:
+        second = screen.getch()
+        if second in (ord("["), ord("O")):
+            name = _CSI_KEYS.get(screen.getch())
+            if name is not None:
+                return getattr(curses, name)
+        return 27
+    finally:
+        screen.nodelay(False)
 
 
 def _numbered(rows: list[Row], title: str, mode: str | None, stdin, stdout):

@@ -164,7 +164,7 @@ class Renderer:
                   directives: dict[str, str] | None = None) -> list[str]:
         keep, discard = c["keep"], c["discard"]
         out = [MODE_TEXT[c["mode"]]] if c.get("mode") in MODE_TEXT else []
-        out.append("Keeps:")
+        out += self.settled_first(c) + ["Keeps:"]
         if keep.get("turnCount"):
             last = keep["last"]
             out.append(f"  {keep['turnCount']} turn(s), up to turn {last['turn']}: "
@@ -325,8 +325,14 @@ class Renderer:
             out.append(f"  ({result['hidden']} earlier state(s) of the current line: `turnback redo --all`)")
         return out
 
+    def settled_first(self, c: dict) -> list[str]:
+        """An agent's idle turn that the rewind, Redo or fork settled before it could be planned."""
+        s = c.get("settledFirst")
+        return [f"First: {s.get('text')}"] if s and s.get("text") else []
+
     def redo_plan(self, plan: dict, *, keep_user_edits: bool = False) -> list[str]:
-        out = [f"Would bring back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
+        out = self.settled_first(plan) + \
+            [f"Would bring back head {plan.get('headSeq')}: {plan.get('turnCount')} turn(s)"]
         out.extend(self.files(plan.get("files", [])))
         out.extend(self.user_edits(plan.get("files", []), keep_user_edits))
         for g in plan.get("gaps", []):

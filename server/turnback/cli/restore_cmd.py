@@ -118,7 +118,7 @@ def restore_lines(r: Renderer, c: dict, *, keep_user_edits: bool) -> list[str]:
 
 
 def cmd_restore(ctx) -> int:
-    from .commands import _decide, _declined, _renderer
+    from .commands import _renderer, confirmed
 
     a = ctx.args
     wb = ctx.open(must_exist=True)
@@ -138,20 +138,9 @@ def cmd_restore(ctx) -> int:
         candidate = wb.restore.prepare(params)
         r = _renderer(wb)
         keep = bool(a.keep_user_edits)
-        if candidate.get("noop"):
-            ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
-                else ctx.print(candidate["summary"])
+        if not confirmed(ctx, wb, candidate, restore_lines(r, candidate, keep_user_edits=keep),
+                         "restore", candidate["summary"]):
             return EXIT_OK
-        if not ctx.json:
-            ctx.print(*restore_lines(r, candidate, keep_user_edits=keep))
-        answer = _decide(ctx, a.yes, "Restore?")
-        if answer != "yes":
-            if ctx.json:
-                ctx.emit({"candidate": candidate, "commit": None})
-            else:
-                _declined(ctx, answer, "restore", "--yes")
-            return EXIT_OK
-        ctx.require_owner(wb)
         result = wb.restore.commit({**params, "planHash": candidate["planHash"],
                                     "keepUserEdits": keep})
     finally:

@@ -1,6 +1,9 @@
 """One agent hook event, the same for every agent once its adapter has read the payload.
 
-Kinds: `session-start`, `prompt`, `pre-tool`, `post-tool`, `tool-failed`, `stop`, `subagent-stop`,
+Kinds: `session-start`, `prompt`, `pre-tool`, `post-tool`, `tool-failed`, `stop`, `stop-failed` (the
+turn ended on an API error), `interrupt` (the person stopped the turn), `subagent-start`,
+`subagent-stop`, `answer` (assistant text before the stop: Cursor's afterAgentResponse),
+`file-edited` (a file the agent says it edited, with no tool call around it: Cursor's afterFileEdit),
 `session-end`, and `other` (an event turnback has no use for: logged, nothing else).
 """
 
@@ -8,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-KINDS = ("session-start", "prompt", "pre-tool", "post-tool", "tool-failed", "stop", "subagent-stop",
-         "session-end", "other")
+KINDS = ("session-start", "prompt", "pre-tool", "post-tool", "tool-failed", "file-edited", "stop",
+         "stop-failed", "interrupt", "subagent-start", "subagent-stop", "answer", "session-end", "other")
 
 
 class BadPayload(ValueError):
@@ -27,9 +30,17 @@ class Event:
     _DEFAULTS = {
         "transcript": None, "prompt": None, "tool": None, "tool_id": None, "tool_response": None,
         "message": None,  # the assistant's last text (stop)
-        "source": None,  # session start: startup, resume, clear, compact, fork
-        "agent_id": None, "agent_transcript": None,  # a helper agent (subagent)
+        "source": None,  # session start: startup, resume, clear, compact, fork; prompt: who sent it
+        "agent_id": None, "agent_type": None, "agent_transcript": None,  # a helper agent (subagent)
         "error": None,
+        # The prompt this event belongs to: Claude Code's `prompt_id`, Codex's `turn_id`, Cursor's
+        # `generation_id`. Every event until the next prompt carries the same one.
+        "prompt_id": None,
+        "stop_active": False,  # a Stop after another Stop hook said "go on" (the same turn goes on)
+        "background": None,  # Stop: the background work still in flight [{id, type, status, ...}]
+        "changed": None,  # the files a shell command changed, when the agent says (bashEditDiff)
+        "identity": None,  # what makes this one event (for two copies through two hook files)
+        "status": None,  # how the turn ended when the agent says: completed, aborted, error
         "permission_mode": None,  # Claude Code: default, plan, acceptEdits, auto, dontAsk, bypassPermissions
     }
 
@@ -40,6 +51,10 @@ class Event:
         self.tool_input: dict = fields.pop("tool_input", None) or {}
         if fields:
             raise TypeError(f"unknown Event fields: {sorted(fields)}")
+
+    @property
+    def is_tool(self) -> bool:
+        return self.kind in ("pre-tool", "post-tool", "tool-failed")
 
     def tool_key(self) -> str:
         """The id pairing a tool's before and after events: the agent's own id, or (for agents that
@@ -79,3 +94,24 @@ def require(raw, agent: str) -> dict:
     if not isinstance(raw, dict):
         raise BadPayload(f"{agent}: the payload is {type(raw).__name__}, not a JSON object")
     return raw
+
+
+# Fields that tell one event from another of the same kind: with none of them in a payload, two
+# identical payloads may be two real events (the same command run twice), so they are not merged.
+DISTINCT_FIELDS = ("tool_use_id", "toolUseId", "tool_call_id", "toolCallId", "prompt_id", "promptId",
+                   "turn_id", "generation_id", "timestamp", "ts", "eventId", "event_id")
+NAME_FIELDS = ("hook_event_name", "hookEventName", "event")
+
+
+def identity(raw: dict, kind: str, session: str) -> str | None:
+    """What makes a payload one event, whichever hook file delivered it (VS Code runs the hooks of
+    `.claude/settings.json` and of `.github/hooks/*.json` for the same event): a digest of the
+    payload without its event-name spelling. None when the payload has nothing that tells two
+    events apart."""
+    if not any(raw.get(f) not in (None, "") for f in DISTINCT_FIELDS):
+        return None
+    import hashlib
+
+    body = {k: v for k, v in raw.items() if k not in NAME_FIELDS}
+    canon = json.dumps([kind, session, body], sort_keys=True, default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:24]

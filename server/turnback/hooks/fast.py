@@ -56,6 +56,8 @@ def parse(body: bytes, event: str | None):
 
 def cwd_of(raw, fallback: str | None = None) -> str:
     cwd = raw.get("cwd") if isinstance(raw, dict) else None
+    if cwd is None and isinstance(raw, dict) and isinstance(raw.get("workspace_roots"), list):
+        cwd = next(iter(raw["workspace_roots"]), None)  # Cursor names its workspace, not a cwd
     return cwd if isinstance(cwd, str) else (fallback or os.getcwd())
 
 

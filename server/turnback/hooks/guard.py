@@ -12,12 +12,14 @@ Each agent answers in its own words (docs/agents/README.md, "The guard"):
   `permissionDecisionReason`. Claude Code lets an `ask` through unasked in `bypassPermissions` and
   `dontAsk` modes, so there the ask becomes a *deny once* (below);
 * Copilot CLI: `permissionDecision` `ask`/`deny` with `permissionDecisionReason`, at the top level;
+* Cursor: `permission` `ask`/`deny` with `user_message` and `agent_message`, on
+  `beforeShellExecution` and `beforeMCPExecution` (its `preToolUse` of the same call says nothing);
 * Codex (its PreToolUse parses `ask` but does not support it, and lets the call through) and Gemini CLI
   (`decision` is `allow` or `deny` only): an `ask` is a *deny once*: the call is refused with a reason
   that tells the model to ask the person, and the same call made again within `RETRY_SECONDS` passes.
 
 A warning is a `systemMessage` (and `additionalContext` for the model where the agent reads it on a
-pre-tool event); Copilot CLI has no channel for one, so a warning there is only logged.
+pre-tool event); Copilot CLI and Cursor have no channel for one, so a warning there is only logged.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ import time
 
 RETRY_SECONDS = 600  # a call refused "until the person agreed" passes when made again within this
 ASK_UNSUPPORTED = ("codex", "gemini")
+# Cursor reads a permission only on these events (its preToolUse of the same call says nothing)
+CURSOR_ASKS = ("beforeShellExecution", "beforeMCPExecution")
 UNASKED_MODES = ("bypassPermissions", "dontAsk")  # Claude Code answers an "ask" without asking
+# Agents with no channel for a warning on a pre-tool event: Copilot reads only a permission, and
+# Cursor's only other answer than ask or deny is "allow", which would skip its own approval.
+QUIET = ("copilot", "cursor")
 
 
 def scope_of(use, config) -> tuple[str, str]:
@@ -44,10 +51,12 @@ def check(mapper, s: dict, use) -> str:
     """Decide, and set what the hook prints (`mapper.reply.guard`). Returns the action taken:
     `allow`, `warn`, `ask` or `deny` (the agent will not run the call: nothing to record)."""
     ev, config = mapper.ev, mapper.config
+    if ev.agent == "cursor" and ev.name not in CURSOR_ASKS:
+        return "allow"
     scope, why = scope_of(use, config)
     action = config.guard.get(scope, "allow")
-    if action == "allow":
-        return "allow"
+    if action == "allow" or (action == "warn" and ev.agent in QUIET):
+        return "allow" if action == "allow" else _quiet_warning(mapper, use, scope)
     key = _call_key(ev)
     asked = s.setdefault("guarded", {})
     now = time.time()
@@ -68,6 +77,13 @@ def check(mapper, s: dict, use) -> str:
     mapper.log(f"{mapper.key}: guard: {use.summary}: scope {scope} -> {action}"
                + (" (as a refusal the model must ask about)" if once else ""))
     return "deny" if (once or action == "deny") else action
+
+
+def _quiet_warning(mapper, use, scope: str) -> str:
+    """An agent that reads no warning from a pre-tool hook: the warning goes to the hook log."""
+    mapper.log(f"{mapper.key}: guard: {use.summary}: scope {scope} -> warn ({mapper.ev.agent} reads "
+               "no warning from this hook: logged only)")
+    return "warn"
 
 
 def explain(mapper, s: dict, use, scope: str, why: str) -> str:
@@ -103,8 +119,10 @@ def output(ev, guard: dict) -> dict:
     """What the hook prints for a guard decision, in the agent's own shape."""
     action, reason = guard["action"], guard["reason"]
     if ev.agent == "copilot":
-        return {} if action == "warn" else {"permissionDecision": action,
-                                            "permissionDecisionReason": reason}
+        return {"permissionDecision": action, "permissionDecisionReason": reason}
+    if ev.agent == "cursor":  # both spellings: older versions read userMessage and agentMessage
+        return {"permission": action, "user_message": reason, "agent_message": reason,
+                "userMessage": reason, "agentMessage": reason}
     if ev.agent == "gemini":
         if action == "warn":
             return {"systemMessage": "turnback: " + reason}

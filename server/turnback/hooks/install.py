@@ -27,16 +27,23 @@ FILES = {
     "codex": {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
     "gemini": {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
     "copilot": {"project": ".github/hooks/turnback.json", "user": "~/.copilot/hooks/turnback.json"},
+    "cursor": {"project": ".cursor/hooks.json", "user": "~/.cursor/hooks.json"},
 }
 TOOL_MATCH = {"claude-code": "*", "codex": "*", "gemini": ".*"}
 EVENTS = {
     "claude-code": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                    "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd"],
+                    "PostToolUseFailure", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
+                    "SessionEnd"],
     "codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"],
     "gemini": ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"],
-    "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
-                "subagentStop", "sessionEnd"],
+    "copilot": ["sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse",
+                "postToolUseFailure", "agentStop", "subagentStop", "sessionEnd"],
+    "cursor": ["beforeSubmitPrompt", "preToolUse", "postToolUse", "postToolUseFailure",
+               "beforeShellExecution", "afterShellExecution", "beforeMCPExecution",
+               "afterMCPExecution", "afterFileEdit", "afterAgentResponse", "stop", "sessionEnd"],
 }
+FLAT = ("copilot", "cursor")  # a list of hook entries per event, no matcher groups
+VERSIONED = ("copilot", "cursor")  # files with a top-level "version": 1
 TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
 TIMEOUT_S = 30
 
@@ -66,6 +73,8 @@ def _entry(agent: str, event: str, command: str) -> dict:
     """The block for one event, in the agent's own shape."""
     if agent == "copilot":
         return {"type": "command", "bash": f"{command} --event {event}", "timeoutSec": TIMEOUT_S}
+    if agent == "cursor":  # Cursor names the event in the payload (hook_event_name)
+        return {"command": command}
     hook = {"type": "command", "command": command, "timeout": TIMEOUT_S}
     if agent == "gemini":
         hook = {"name": "turnback", "type": "command", "command": command,
@@ -150,7 +159,7 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
     data = _read(path)
     created_file = data is None
     data = {} if data is None else data
-    if agent == "copilot":
+    if agent in VERSIONED:
         data.setdefault("version", 1)
     hooks = data.get("hooks")
     if hooks is None:
@@ -205,7 +214,7 @@ def uninstall(agent: str, scope: str, root: Path) -> dict:
             continue
         kept = []
         for group in groups:
-            if agent == "copilot":
+            if agent in FLAT:
                 if isinstance(group, dict) and _ours(agent, group, command):
                     removed.append(event)
                     continue
@@ -227,7 +236,7 @@ def uninstall(agent: str, scope: str, root: Path) -> dict:
             del hooks[event]
     if entry and not hooks and "hooks" in data:
         del data["hooks"]
-    leftover = {k: v for k, v in data.items() if not (agent == "copilot" and k == "version")}
+    leftover = {k: v for k, v in data.items() if not (agent in VERSIONED and k == "version")}
     if removed:
         gone = entry is not None and entry.get("createdFile") and not leftover
         _write(path, None if gone else data, scope, root)
@@ -262,7 +271,7 @@ def status(root: Path) -> list[dict]:
 
 
 def _hooks_of(agent: str, groups: list) -> list[dict]:
-    if agent == "copilot":
+    if agent in FLAT:
         return [g for g in groups if isinstance(g, dict)]
     return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for h in g["hooks"] if isinstance(h, dict)]

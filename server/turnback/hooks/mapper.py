@@ -1,18 +1,20 @@
 """The shared mapper: one agent event, whatever the agent, as the contract's calls on the session.
 
-* prompt -> `turn/begin` with the prompt (the pre-turn checkpoint);
+* prompt -> `turn/begin` with the prompt (the pre-turn checkpoint); the turn before it, if still open,
+  is closed first (lifecycle.py says how every turn ends);
 * before a tool -> file tools: `turn/capture` phase `before` of each target; every tool: noted as
   begun (in the agent record), so its step is logged in the order the tools were started;
-* after a tool, or after a failed one -> file tools: `turn/capture` phase `after`; then `turn/step`
-  with an honest scope (docs/agents/README.md) and the tool's result persisted;
-* stop -> `turn/respond` with the assistant's text (the payload's, or the transcript's), then
-  `turn/settle`; a tool begun and never finished becomes a step of unknown scope, so the turn shows a
-  `step-scope-unknown` gap naming it; subagent stop -> `agent/transcript` (the helper's transcript);
-* session start -> attach the agent session to the turnback session (docs/agents/README.md says what
-  each `source` does).
+* after a tool, or after a failed one -> file tools (and the files a shell command says it changed):
+  `turn/capture` phase `after`; then `turn/step` with an honest scope (tools.py) and the tool's
+  result persisted;
+* stop -> `turn/respond` with the assistant's text, the resume point, then `turn/settle` (once the
+  turn's helper agents are done); a tool begun and never finished becomes a step of unknown scope;
+* session start -> attach the agent session to the turnback session (attach.py).
 
-Anything out of order (a Post with no Pre, a Stop with no turn, a tool with no prompt) is recorded as
-well as it can be and logged; nothing raises out of a handler except a failed call.
+An event that belongs to no turn (after the last Stop, with no prompt) opens none: it is logged, and
+the files a file tool names are captured between turns, so nothing is lost. One event delivered twice
+(VS Code runs the hooks of two settings files) is recorded once. Nothing raises out of a handler
+except a failed call.
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ import os
 import time
 from pathlib import Path
 
-from . import guard, transcript
+from . import guard
+from .attach import AttachMixin
+from .conversation import ConversationMixin
 from .event import Event
-from .port import PortError
-from .tools import ToolUse, classify
+from .lifecycle import LifecycleMixin
+from .tools import ToolUse, absolute, classify, short
 
 RESULT_LIMIT = 256 * 1024
-NEW_CONVERSATION = ("startup", "clear", "fork")
 FORGET_SECONDS = 90 * 24 * 3600  # an agent session idle this long is not resumed any more
-STALE_SECONDS = 30 * 60  # a running turn with no hook event for this long belongs to a dead agent
-PROMPT_CLIP = 300
+DEDUP_SECONDS = 600  # a second copy of one event comes within this
+DEDUP_KEEP = 256  # event identities remembered
+FINISHED_KEEP = 64  # tool calls remembered as done, so a late second copy is not a new step
 
 
 class Reply:
@@ -40,7 +44,7 @@ class Reply:
         self.message: str | None = None  # a message shown to the person (systemMessage)
 
 
-class Mapper:
+class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
     def __init__(self, ev: Event, port, data: dict, config, log):
         self.ev = ev
         self.port = port
@@ -48,240 +52,97 @@ class Mapper:
         self.config = config
         self.log = log
         self.reply = Reply()
+        self.now = time.time()
+        self._info_cache: dict | None = None
+        self._key = f"{ev.agent}:{ev.session}"
+        self.tools_of = ev.agent  # whose tool table names this event's tools
 
     @property
     def key(self) -> str:
-        return f"{self.ev.agent}:{self.ev.session}"
+        return self._key
+
+    def info(self, *, fresh: bool = False) -> dict:
+        """`session/info`, once per event unless something changed it."""
+        if fresh or self._info_cache is None:
+            self._info_cache = self.port.call("turnback/session/info", {})
+        return self._info_cache
+
+    def changed(self) -> None:
+        self._info_cache = None
 
     def run(self) -> Reply:
         ev = self.ev
+        if self._second_copy():
+            return self.reply
+        self._key = self.data.setdefault("aliases", {}).get(self._key, self._key)
         s = self.data["sessions"].get(self.key)
+        if s is not None and s.get("agent"):
+            self.tools_of = s["agent"]  # an alias (VS Code's second hook file): the session's tools
         if s is None:
             if ev.kind not in ("session-start", "prompt"):
                 self.log(f"{self.key}: {ev.name} from a session turnback has not seen start; "
                          "attaching it now")
-            if ev.kind == "session-start" and (ev.source or "startup") in NEW_CONVERSATION:
-                self._close_stale_turns(except_key=self.key)
+            if ev.kind == "session-start" and (ev.source or "startup") in ("startup", "clear", "fork"):
+                self.close_idle_others()
             s = self._attach()
+        _upgrade(s)
+        self.reconcile(s)
+        if ev.agent_id and ev.agent_id in s["helpers"]:
+            s["helpers"][ev.agent_id]["last"] = self.now
         handler = getattr(self, "on_" + ev.kind.replace("-", "_"), None)
         if handler is None:
             self.log(f"{self.key}: {ev.name}: nothing to record")
         else:
             handler(s)
-        s["active"] = time.time()
+        s["active"] = self.now
         self.data["current"] = self.key
         self._forget_old_sessions()
         return self.reply
 
+    def _second_copy(self) -> bool:
+        """The same event through a second hook file: recorded once, and the two keys it came under
+        are one agent session from now on."""
+        ident = self.ev.identity
+        if not ident:
+            return False
+        seen = self.data.setdefault("events", {})
+        cutoff = self.now - DEDUP_SECONDS
+        first = seen.get(ident)
+        if first is not None and first[1] >= cutoff:
+            if first[0] != self._key:
+                self.data.setdefault("aliases", {})[self._key] = first[0]
+            self.log(f"{self._key}: {self.ev.name}: a second copy of an event already recorded as "
+                     f"{first[0]} (two hook files deliver it): recorded once")
+            return True
+        seen[ident] = [self.data.get("aliases", {}).get(self._key, self._key), self.now]
+        if len(seen) > DEDUP_KEEP:
+            for old in sorted(seen, key=lambda k: seen[k][1])[: len(seen) - DEDUP_KEEP]:
+                del seen[old]
+        return False
+
     def _forget_old_sessions(self) -> None:
         """Agent sessions idle for a long time with no turn running leave the record (their turnback
         sessions stay in the store; only the link to the agent's ids goes)."""
-        cutoff = time.time() - FORGET_SECONDS
+        cutoff = self.now - FORGET_SECONDS
         for key in [k for k, v in self.data["sessions"].items()
                     if v.get("turn") is None and v.get("active", 0) < cutoff and k != self.key]:
             del self.data["sessions"][key]
 
-    # -- sessions ---------------------------------------------------------------------------------
-    def _owner_of(self, turnback_id: str) -> str | None:
-        """The other agent session that feeds this turnback session, if any."""
-        for key, other in self.data["sessions"].items():
-            if key != self.key and other.get("turnback") == turnback_id:
-                return key
-        return None
-
-    def _attach(self) -> dict:
-        """One turnback session per agent session: an empty live session nobody feeds is adopted;
-        otherwise a new session is started (the live one is parked, nothing on disk changes)."""
-        info = self.port.call("turnback/session/info", {})
-        s = {"agent": self.ev.agent, "sessionId": self.ev.session, "turnback": info["sessionId"],
-             "source": self.ev.source, "created": time.time(), "transcript": self.ev.transcript,
-             "turn": None, "pending": {}, "seq": 0, "turns": {}, "noticed": [],
-             "epoch": info.get("epoch", 0), "turnCount": info.get("turnCount", 0), "offer": None,
-             "provisional": info.get("headSeq") is None}
-        self.data["sessions"][self.key] = s
-        earlier = self._resumed_from() if (self.ev.source or "") == "resume" else None
-        if earlier is not None:
-            # `claude --resume … --resume-session-at …` may continue under a new session id; its
-            # transcript holds the records of the turns it resumes, so it is the same conversation.
-            old = self.data["sessions"][earlier]
-            s.update(turnback=old["turnback"], turns=dict(old.get("turns", {})),
-                     epoch=old.get("epoch", 0), turnCount=old.get("turnCount", 0),
-                     provisional=old.get("provisional", False))
-            self.log(f"{self.key}: resumes {earlier} (its transcript holds that session's turns)")
-            return s
-        if info.get("turnCount", 0) or self._owner_of(info["sessionId"]) is not None:
-            parent = None
-            if (self.ev.source or "") in ("clear", "fork"):
-                current = self.data["sessions"].get(self.data.get("current") or "")
-                parent = current.get("turnback") if current else None
-            self._start_session(s, parent, why=f"a new {self.ev.agent} session "
-                                               f"({self.ev.source or 'first event'})")
-        return s
-
-    def _resumed_from(self) -> str | None:
-        """The known agent session whose turn-ending records this session's transcript contains."""
-        uuids = {r.get("uuid") for r in transcript.records(self.ev.transcript)} - {None}
-        if not uuids:
-            return None
-        best, best_n = None, 0
-        for key, other in self.data["sessions"].items():
-            if key == self.key or other.get("agent") != self.ev.agent:
-                continue
-            n = sum(1 for t in other.get("turns", {}).values() if t.get("uuid") in uuids)
-            if n > best_n:
-                best, best_n = key, n
-        return best
-
-    def _start_session(self, s: dict, parent: str | None, *, why: str) -> bool:
-        live = self.port.call("turnback/session/info", {})
-        owner = self._owner_of(live["sessionId"])
-        if owner is not None and self.data["sessions"][owner].get("turn") is not None:
-            # Two agent sessions at once in one workspace: the store has one live session, and the
-            # other one is mid-turn, so this one shares it rather than cutting that turn short.
-            self.log(f"{self.key}: {why}, but {owner} is in the middle of a turn; sharing turnback "
-                     f"session {live['sessionId']} with it")
-            s["turnback"] = live["sessionId"]
-            return False
-        params = {"meta": {"agent": self.ev.agent, "agentSessionId": self.ev.session,
-                           "source": self.ev.source}}
-        if parent:
-            params["parentId"] = parent
-        try:
-            entry = self.port.call("turnback/session/start", params)
-        except PortError as exc:
-            self.log(f"{self.key}: could not start a turnback session ([{exc.code}] {exc}); "
-                     f"continuing in {live['sessionId']}")
-            s["turnback"] = live["sessionId"]
-            return False
-        s.update(turnback=entry["sessionId"], turns={}, epoch=0, turnCount=0, provisional=False)
-        self.log(f"{self.key}: {why}: started turnback session {entry['sessionId']}"
-                 + (f" (lineage parent {parent})" if parent else ""))
-        return True
-
-    def _ensure_live(self, s: dict, info: dict) -> None:
-        """The agent session's turnback session must be the live one before a turn begins: after
-        another agent session took over the store, continue in a new session whose lineage parent
-        is this one's (a parked session takes no new turns)."""
-        if info["sessionId"] == s["turnback"]:
-            return
-        if s.get("provisional"):
-            s["turnback"] = info["sessionId"]  # an unpublished store settled its session id
-            return
-        self._start_session(s, s["turnback"], why="its turnback session is no longer the live one")
-
-    def on_session_start(self, s: dict) -> None:
-        source = self.ev.source or "startup"
-        if self.ev.transcript:
-            s["transcript"] = self.ev.transcript
-        if s.get("turn") is not None and source in ("startup", "clear"):
-            self._close_turn(s, "cancelled", why=f"the agent session started again ({source})")
-        info = self._rewind_notice(s)
-        if source == "resume":
-            self._ensure_live(s, info)
-        self.log(f"{self.key}: session start ({source}) -> turnback session {s['turnback']}")
-
-    def on_session_end(self, s: dict) -> None:
-        if s.get("turn") is not None:
-            self._close_turn(s, "cancelled", why="the agent session ended inside the turn")
-        self.log(f"{self.key}: session end")
-
-    def _close_stale_turns(self, except_key: str) -> None:
-        """Another agent session left a turn running and has sent nothing for a long time: it died
-        without a Stop or a SessionEnd. (One that is still active is another agent at work.)"""
-        now = time.time()
-        for key, other in self.data["sessions"].items():
-            if key != except_key and other.get("turn") is not None \
-                    and now - other.get("active", 0) > STALE_SECONDS:
-                self._close_turn(other, "cancelled", why=f"{key} never stopped; a new session began")
-
-    # -- turns ------------------------------------------------------------------------------------
-    def on_prompt(self, s: dict) -> None:
-        info = self._rewind_notice(s)
-        if s.get("turn") is None:
-            self._ensure_live(s, info)
-        if self.ev.agent == "claude-code":
-            self._agent_rewind(s, self.ev.prompt)
-        if s.get("turn") is not None:
-            self._close_turn(s, "cancelled", why="a new prompt came before the previous turn stopped")
-        self._begin(s, self.ev.prompt or "")
-
-    def _begin(self, s: dict, prompt: str) -> int:
-        result = self.port.call("turnback/turn/begin", {"kind": "chat", "prompt": prompt})
-        n = result["turn"]
-        s["turn"] = n
-        s["turns"][str(n)] = {"prompt": prompt[:PROMPT_CLIP]}
-        return n
-
-    def _ensure_turn(self, s: dict) -> int:
-        if s.get("turn") is not None:
-            return s["turn"]
-        self.log(f"{self.key}: {self.ev.name} with no turn running: beginning one with no prompt")
-        return self._begin(s, "")
-
-    def on_stop(self, s: dict) -> None:
-        n = s.get("turn")
-        if n is None:
-            text = self.ev.message or ""
-            self.log(f"{self.key}: {self.ev.name} with no turn running: nothing to settle"
-                     + (f"; the answer was: {text[:500]!r}" if text else ""))
-            return
-        recs = transcript.records(self.ev.transcript or s.get("transcript"))
-        uuid, text = transcript.last_assistant(recs)
-        text = self.ev.message or text
-        self._flush(s, final=True)
-        if text:
-            self.port.call("turnback/turn/respond", {"turn": n, "text": text, "final": True})
-        self.port.call("turnback/turn/settle", {"turn": n, "status": "settled"})
-        entry = s["turns"].setdefault(str(n), {})
-        prompt = transcript.last_prompt(recs)
-        if prompt is not None:
-            entry["promptUuid"] = prompt.get("uuid")
-            entry["promptParent"] = prompt.get("parentUuid")
-        if uuid:
-            entry["uuid"] = uuid
-        entry["files"] = self._turn_files(n)
-        s["turn"], s["turnCount"] = None, n
-        if self.ev.agent == "claude-code" and prompt is not None:
-            self._agent_rewind(s, None, record=prompt, current=n)
-
-    def _turn_files(self, n: int) -> list[str]:
-        log = self.port.call("turnback/session/log", {})
-        s = self.data["sessions"][self.key]
-        if s.get("provisional"):  # the first publication settled the store's session id
-            s["turnback"], s["provisional"] = log.get("sessionId") or s["turnback"], False
-        for t in log.get("turns", []):
-            if t.get("turn") == n:
-                return sorted(f.get("path") or f.get("uri") for f in t.get("files", []))
-        return []
-
-    def _close_turn(self, s: dict, status: str, *, why: str) -> None:
-        n = s["turn"]
-        self.log(f"{s['agent']}:{s['sessionId']}: turn {n} {status}: {why}")
-        live = self.port.call("turnback/session/info", {}).get("sessionId")
-        if live != s["turnback"] and not s.get("provisional"):
-            s["turn"] = None  # its session is parked: the turn was closed when it was parked
-            return
-        try:
-            self._flush(s, final=True)
-            self.port.call("turnback/turn/settle", {"turn": n, "status": status})
-        except PortError as exc:  # it may have been settled or rewound by someone else meanwhile
-            self.log(f"turn {n} could not be closed: [{exc.code}] {exc}")
-        s["turn"] = None
-
-    def on_subagent_stop(self, s: dict) -> None:
-        n = self._ensure_turn(s)
-        text = transcript.helper_text(self.ev.agent_transcript) or self.ev.message or ""
-        agent_id = self.ev.agent_id or "helper"
-        self.port.call("turnback/agent/transcript",
-                       {"agentId": agent_id, "turn": n, "text": text, "final": True})
-
     # -- tools ------------------------------------------------------------------------------------
+    def _use(self) -> ToolUse:
+        return classify(self.ev.tool, self.ev.tool_input, self.ev.cwd, self.tools_of)
+
     def on_pre_tool(self, s: dict) -> None:
-        self._ensure_turn(s)
-        use = classify(self.ev.tool, self.ev.tool_input, self.ev.cwd)
+        if self.ev.name == "preToolUse":
+            s["toolEvents"] = True  # Cursor: its tool events cover afterFileEdit's edits
+        use = self._use()
         if guard.check(self, s, use) == "deny":
             return  # refused before it ran (hooks/guard.py): there is nothing to record
         key = self.ev.tool_key()
+        n = self.turn_for(s)
+        if n is None:
+            self._stray(s, use, "before")
+            return
         if key in s["pending"]:
             self.log(f"{self.key}: a second PreToolUse for tool call {key}; the first is kept")
             return
@@ -291,26 +152,40 @@ class Mapper:
         open_batches = [p["batch"] for p in s["pending"].values() if p.get("done") is None]
         batch = min(open_batches) if open_batches else s["seq"]
         s["pending"][key] = {"seq": s["seq"], "batch": batch, "tool": self.ev.tool, "group": use.group,
-                             "kind": use.kind, "paths": use.paths, "summary": use.summary,
-                             "command": use.command, "done": None}
+                             "kind": use.kind, "paths": use.paths, "summary": self._label(use.summary),
+                             "command": use.command, "done": None, "at": self.now}
         if use.restorable:
             self._capture(use.paths, "before")
 
     def on_post_tool(self, s: dict, failed: bool = False) -> None:
         key = self.ev.tool_key()
-        use = classify(self.ev.tool, self.ev.tool_input, self.ev.cwd)
+        use = self._use()
+        n = self.turn_for(s)
+        if self.ev.status == "interrupted":
+            s["interrupted"] = True  # the person stopped the turn: no Stop will come
+        if n is None:
+            s["pending"].pop(key, None)
+            self._stray(s, use, "after")
+            return
         pending = s["pending"].get(key)
         if pending is None:
+            if key in s["finished"]:
+                self.log(f"{self.key}: {self.ev.name} for tool call {key} ({self.ev.tool}), which is "
+                         "already recorded: a second copy, ignored")
+                return
             self.log(f"{self.key}: {self.ev.name} for tool call {key} ({self.ev.tool}) with no "
                      "PreToolUse: recorded as a step of its own (its before-image may be unknown)")
-            self._ensure_turn(s)
             s["seq"] += 1
             pending = s["pending"][key] = {"seq": s["seq"], "batch": s["seq"], "tool": self.ev.tool,
-                                           "done": None}
+                                           "done": None, "at": self.now}
         outside = self._capture(use.paths, "after") if use.restorable else []
+        changed, changed_outside = self._changed_files(use)
         written = self._shell_writes(use) if use.group == "shell" else None
-        pending["done"] = self._step_params(use, outside, failed, written)
-        self._flush(s)
+        pending["done"] = self._step_params(use, outside, failed, changed, written)
+        if changed_outside:
+            pending["done"]["summary"] += " (also changed outside the workspace: " + \
+                ", ".join(changed_outside[:5]) + ")"
+        self.flush(s)
 
     def on_tool_failed(self, s: dict) -> None:
         self.on_post_tool(s, failed=True)
@@ -324,18 +199,64 @@ class Mapper:
         outside = self._capture(paths, "after") if paths else []
         return [p for p in paths if p not in outside], outside
 
+    def on_file_edited(self, s: dict) -> None:
+        """Cursor's afterFileEdit: a file the agent edited. Its tool call's own events (preToolUse,
+        postToolUse) record the step when this Cursor sends them; older ones send only this."""
+        path = (self.ev.tool_input or {}).get("file_path")
+        if not path:
+            return
+        path = absolute(path, self.ev.cwd)
+        if s.get("toolEvents") or self.turn_for(s) is None:
+            self._capture([path], "after")
+            return
+        use = ToolUse("file", "file-write", "host", [path], summary=f"edit {short(path, self.ev.cwd)}")
+        outside = self._capture([path], "after")
+        s["seq"] += 1
+        s["pending"][self.ev.tool_key()] = {"seq": s["seq"], "batch": s["seq"], "tool": "edit",
+                                            "done": self._step_params(use, outside, False, []),
+                                            "at": self.now}
+        self.flush(s)
+
+    def _label(self, summary: str) -> str:
+        if self.ev.agent_id:
+            kind = f"{self.ev.agent_type} " if self.ev.agent_type else ""
+            summary = f"[helper {kind}{self.ev.agent_id}] {summary}"
+        s = self.data["sessions"].get(self.key) or {}
+        if s.get("turn") is None:  # a step of the turn of the agent session it shares the session with
+            summary = f"[{self.ev.agent} session {self.ev.session[:8]}] {summary}"
+        return summary
+
+    def _changed_files(self, use: ToolUse) -> tuple[list[str], list[str]]:
+        """The files a shell command says it changed (Claude Code's bashEditDiff): captured now, so
+        their images belong to this step and not only to the turn's sweep. (inside, outside)."""
+        if use.group != "shell" or not self.ev.changed:
+            return [], []
+        paths = [absolute(p, self.ev.cwd) for p in self.ev.changed]
+        outside = self._capture(paths, "after")
+        return [p for p in paths if p not in outside], outside
+
+    def _stray(self, s: dict, use: ToolUse, phase: str) -> None:
+        """A tool event that belongs to no turn: no turn is opened for it (nothing would end it);
+        the files a file tool names are captured between turns, so nothing is lost."""
+        where = f" ({', '.join(use.paths)})" if use.paths else ""
+        self.log(f"{self.key}: {self.ev.name} {self.ev.tool}{where} with no turn running (after "
+                 "its turn ended, with no prompt): logged, no turn opened for it")
+        if use.restorable:
+            self._capture(use.paths, phase)
+
     def _step_params(self, use: ToolUse, outside: list[str], failed: bool,
-                     written: tuple[list[str], list[str]] | None = None) -> dict:
-        params = {"kind": use.kind, "summary": use.summary}
+                     changed: list[str], written: tuple[list[str], list[str]] | None = None) -> dict:
+        params = {"kind": use.kind, "summary": self._label(use.summary)}
         if use.group == "shell":
             scope, why = self.config.shell_scope(use.command or "")
             inside, beyond = written or ([], [])
             if scope == "host" and beyond:  # its redirect left the workspace: we cannot say more
                 scope, why = "unknown", f"writes outside the workspace: {', '.join(beyond)}"
             params["scope"] = scope
-            params["summary"] = f"{use.summary} [scope {scope}: {why}]"
-            if scope == "host" and inside:
-                params["uris"] = [_uri(p) for p in inside]
+            params["summary"] = f"{params['summary']} [scope {scope}: {why}]"
+            named = list(dict.fromkeys(list(changed) + (inside if scope == "host" else [])))
+            if named:
+                params["uris"] = [_uri(p) for p in named]
         elif use.restorable and outside:
             # A write outside the workspace cannot be restored: no scope, so the turn gets a gap.
             params["summary"] += " (writes outside the workspace: " + ", ".join(outside) + ")"
@@ -353,27 +274,23 @@ class Mapper:
             params["result"] = text[:RESULT_LIMIT]
         return params
 
-    def _flush(self, s: dict, *, final: bool = False) -> None:
+    def flush(self, s: dict, *, final: bool = False, turn: int | None = None) -> None:
         """Log finished tool calls in the order they began; with `final`, the unfinished ones too,
         as steps of unknown scope (a Pre without a Post: denied, failed or interrupted)."""
-        n = s.get("turn")
-        order = sorted(s["pending"].items(), key=lambda kv: (kv[1].get("batch", kv[1]["seq"]), kv[0]))
-        unfinished = {p.get("batch", p["seq"]) for p in s["pending"].values() if p.get("done") is None}
-        for key, p in order:
-            params = p.get("done")
-            if not final and (params is None or p.get("batch", p["seq"]) in unfinished):
-                break
+        from ..store.agentrecord import steps_in_order, unfinished_step
+
+        n = turn if turn is not None else self.turn_of(s)
+        for key, p, params in steps_in_order(s["pending"], final=final):
             if params is None:
                 if p.get("group") == "file":
                     self._capture(p.get("paths", []), "after")
-                params = {"kind": p.get("kind") or "other",
-                          "summary": f"{p.get('summary') or p.get('tool')} (began but never "
-                                     "finished: denied, failed or interrupted)"}
+                params = unfinished_step(p)
                 self.log(f"{s['agent']}:{s['sessionId']}: tool call {key} ({p.get('tool')}) began "
                          f"and never finished; recorded as a gap of turn {n}")
             if n is not None:
                 self.port.call("turnback/turn/step", {"turn": n, **params})
             del s["pending"][key]
+            s["finished"] = (s["finished"] + [key])[-FINISHED_KEEP:]
 
     def _capture(self, paths: list[str], phase: str) -> list[str]:
         """Capture the paths; returns those outside the workspace (refused, and a gap)."""
@@ -384,62 +301,13 @@ class Mapper:
         outside = {g.get("uri") for g in result.get("gaps", []) if g.get("reason") == "outside-workspace"}
         return [p for p in paths if _uri(p) in outside]
 
-    # -- the conversation's side of a rewind --------------------------------------------------------
-    def _rewind_notice(self, s: dict) -> dict:
-        """After a committed turnback rewind (or redo), tell the model what happened, once."""
-        info = self.port.call("turnback/session/info", {})
-        epoch = info.get("epoch")
-        if info.get("sessionId") != s.get("turnback") or not isinstance(epoch, int) \
-                or epoch <= s.get("epoch", 0):
-            return info
-        k = info.get("turnCount", 0)
-        gone = sorted(int(n) for n in s["turns"] if int(n) > k)
-        files = sorted({f for n in gone for f in s["turns"][str(n)].get("files", [])})
-        for n in gone:
-            del s["turns"][str(n)]
-        s["epoch"], s["turnCount"] = epoch, k
-        last = s["turns"].get(str(k), {}).get("prompt")
-        where = f"the end of turn {k}" + (f" (prompt: {last!r})" if last else "") if k else \
-            "the start of the session (no turn survives)"
-        text = (f"turnback rewound this conversation and the workspace files to {where}. "
-                f"Everything after that point was undone"
-                + (f"; the files it changed back: {', '.join(files)}" if files else "")
-                + ". Do not assume any later change still exists; read files again before editing.")
-        self.reply.context = text
-        self.log(f"{self.key}: told the agent about the rewind to turn {k} (epoch {epoch})")
-        return info
 
-    def _agent_rewind(self, s: dict, prompt: str | None, *, record: dict | None = None,
-                      current: int | None = None) -> None:
-        """Claude Code's own /rewind: the newest prompt's parent is the end of an earlier turn than
-        the last one. Offer the matching file rewind, which also covers shell edits."""
-        if record is None:
-            recs = transcript.records(self.ev.transcript or s.get("transcript"))
-            record = transcript.last_prompt(recs, prompt)
-        if record is None or record.get("uuid") in s["noticed"]:
-            return
-        known_prompts = {v.get("promptUuid") for n, v in s["turns"].items()
-                         if current is None or int(n) != current}
-        if record.get("uuid") in known_prompts:
-            return
-        ends = {v["uuid"]: int(n) for n, v in s["turns"].items() if v.get("uuid")}
-        latest = max((int(n) for n, v in s["turns"].items() if v.get("uuid")
-                      and (current is None or int(n) < current)), default=None)
-        if latest is None:
-            return
-        parent = record.get("parentUuid")
-        j = 0 if parent is None else ends.get(parent)
-        if j is None or j >= latest:
-            return
-        s["noticed"].append(record.get("uuid"))
-        command = f"turnback rewind --after-response {j} --yes" if j else \
-            "turnback rewind --before-prompt 1 --yes"
-        s["offer"] = {"turn": j, "after": latest, "command": command, "detected": time.time()}
-        self.reply.message = (
-            f"turnback: Claude Code's /rewind took the conversation back to the end of turn {j}, "
-            f"but files changed by turns {j + 1}..{latest} (shell edits included, which Claude "
-            f"Code's checkpoints miss) may still be there. To rewind the files too: {command}")
-        self.log(f"{self.key}: Claude Code /rewind to turn {j} detected; offered: {command}")
+def _upgrade(s: dict) -> None:
+    """Fields a record written by an older turnback may not have."""
+    for name, default in (("pending", {}), ("seq", 0), ("ends", {}), ("helpers", {}),
+                          ("finished", []), ("noticed", []), ("line", [])):
+        if not isinstance(s.get(name), type(default)):
+            s[name] = default
 
 
 def _uri(path: str) -> str:

@@ -7,6 +7,7 @@ workspace reproduces the session exactly:
     {"agent": "claude-code", "files": {"path": "text"},
      "steps": [{"payload": {...}, "event": "preToolUse"?,      # --event, for Copilot
                 "transcript": [records appended before the payload is sent],
+                "before": [actions done before it is sent],      # an event after the fact
                 "do": [{"write": "path", "text": "..."}, {"delete": "path"}]},   # after it
                {"parallel": [step, step]}]}                      # sent at once, as parallel tools
 
@@ -109,6 +110,7 @@ def _fill(value, rep: Replay):
 
 
 def _before(step: dict, rep: Replay) -> None:
+    _actions(step.get("before", []), rep)
     for rec in step.get("transcript", []):
         with open(rep.transcript, "a") as f:
             f.write(json.dumps(_fill(rec, rep)) + "\n")
@@ -118,7 +120,11 @@ def _before(step: dict, rep: Replay) -> None:
 
 
 def _after(step: dict, rep: Replay) -> None:
-    for action in step.get("do", []):
+    _actions(step.get("do", []), rep)
+
+
+def _actions(actions: list, rep: Replay) -> None:
+    for action in actions:
         if "write" in action:
             path = rep.workspace / action["write"]
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -124,19 +124,18 @@ def _env_direct() -> bool:
 
 
 def _print_reply(ev, reply, stdout) -> None:
-    """What the agent reads back, in its own shape; nothing at all when there is nothing to say."""
+    """What the agent reads back, in its own shape (agents.py `output`, and the guard's answer to a
+    tool call, guard.py `output`); nothing at all when there is nothing to say."""
     decision = getattr(reply, "guard", None)  # hooks/guard.py: warn, ask or deny a tool call
     if reply is None or not (reply.context or reply.message or decision):
         return
-    out: dict = {}
-    if decision is not None:
-        from .guard import output
+    from .agents import output
 
-        out.update(output(ev, decision))
-    if reply.context and ev.kind in ("session-start", "prompt") and ev.agent != "copilot":
-        out["hookSpecificOutput"] = {"hookEventName": ev.name, "additionalContext": reply.context}
-    if reply.message and ev.agent != "copilot":
-        out["systemMessage"] = reply.message
+    out = output(ev, reply.context, reply.message) or {}
+    if decision is not None:
+        from .guard import output as guard_output
+
+        out.update(guard_output(ev, decision))
     if out:
         stdout.write(json.dumps(out) + "\n")
         stdout.flush()

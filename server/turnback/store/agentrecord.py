@@ -2,10 +2,15 @@
 
 An agent runs one short process per hook event, often several at once (parallel tool calls). What they
 share lives in `agents/state.json` inside the store: which agent session feeds which turnback session,
-the tool calls begun and not yet finished, and, per turn, the agent transcript's record id at the end
-of that turn (so a rewind can name the exact point to resume the agent's conversation). Every change
-happens under an exclusive `flock` on `agents/lock`, and the file is replaced atomically through the
-file-system seam, so concurrent hooks never lose each other's updates.
+the turn it is in and the prompt that began it, the tool calls begun and not yet finished, the helper
+agents still running, and, per turn, the agent transcript's record at the end of that turn (so a
+rewind can name the exact point to resume the agent's conversation). Every change happens under an
+exclusive `flock` on `agents/lock`, and the file is replaced atomically through the file-system
+seam, so concurrent hooks never lose each other's updates.
+
+The rules that say whether an agent is still working on its turn (`waiting_for`) live here too: the
+hooks apply them to other agent sessions, and the workbench applies them before a rewind, Redo or
+fork settles an idle turn first (docs/agents/README.md, "Every turn ends").
 
 Standard library and the seam only: a hook's fast path imports this.
 """
@@ -26,7 +31,15 @@ STATE_NAME = "state.json"
 LOCK_NAME = "lock"
 LOG_NAME = "hook.log"
 LOG_LIMIT = 1 << 20  # the hook log is cut to its newer half past this size
-VERSION = 1
+VERSION = 2
+
+# How long an agent may be silent and still count as working on its turn (docs/agents/README.md):
+QUIET_SECONDS = 120  # no hook event and no transcript write: the model is not answering any more
+TOOL_SECONDS = 15 * 60  # a long tool call begun this long ago with no end is lost (Bash: 10 min)
+LONG_TOOLS = ("shell", "helper", "mcp", "other")  # tools that may run long; the others (a file
+# write, a read) end at once, so one still open after QUIET_SECONDS was denied or interrupted
+HELPER_SECONDS = 15 * 60  # a helper agent silent this long is lost
+IDLE_SECONDS = 30 * 60  # silent this long, a turn is over whatever it seemed to wait for
 
 
 def empty() -> dict:
@@ -60,10 +73,27 @@ class AgentRecord:
     @contextlib.contextmanager
     def locked(self):
         """Hold the record exclusively; yields the data, written back (atomically) if it changed."""
+        with self._locked(blocking=True) as data:
+            yield data
+
+    @contextlib.contextmanager
+    def try_locked(self):
+        """`locked`, or None at once when a hook holds the record right now (an agent is at work this
+        instant). For the workbench, which must never wait on a hook: the hook may itself be waiting
+        for the workbench's mutation lock."""
+        with self._locked(blocking=False) as data:
+            yield data
+
+    @contextlib.contextmanager
+    def _locked(self, *, blocking: bool):
         self._ensure_folder()
         fd = fsio.open_for_append(self.lock_path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield None
+                return
             data = self.read()
             before = json.dumps(data, sort_keys=True)
             yield data
@@ -107,3 +137,95 @@ def sessions_of(data: dict, turnback_session: str | None = None) -> list[dict]:
     out = [s for s in data.get("sessions", {}).values() if isinstance(s, dict)
            and (turnback_session is None or s.get("turnback") == turnback_session)]
     return sorted(out, key=lambda s: s.get("active", 0), reverse=True)
+
+
+def holder(data: dict, turnback_session: str, n: int) -> tuple[str, dict] | None:
+    """The agent session whose turn `n` of that turnback session is (begun or joined by its hooks)."""
+    for key, s in data.get("sessions", {}).items():
+        if isinstance(s, dict) and s.get("turnback") == turnback_session and s.get("turn") == n:
+            return key, s
+    return None
+
+
+# -- turns and their ends ---------------------------------------------------------------------------
+def turn_key(n: int, started) -> str:
+    """A turn's identity across rewinds and Redo: its number and the moment it began (a Redo
+    brings back the same turn, a new turn after a rewind has the same number but not the same
+    start)."""
+    return f"{n}@{started!r}"
+
+
+def end_of(s: dict, n: int, started=None) -> dict | None:
+    """What the record knows of turn `n`'s end (its resume point), found by the turn's identity."""
+    ends = s.get("ends") or {}
+    if started is not None:
+        entry = ends.get(turn_key(n, started))
+        if entry is not None:
+            return entry
+    legacy = (s.get("turns") or {}).get(str(n))  # records written before turn identities
+    return legacy if isinstance(legacy, dict) else None
+
+
+# -- is the agent still working? --------------------------------------------------------------------
+def waiting_for(s: dict, now: float | None = None, *, transcript_mtime: float | None = None) -> list[dict]:
+    """What the agent session is still working on in its turn (empty: nothing, the turn is idle and
+    may be settled for it). A tool call begun and not finished (a shell, helper or MCP tool for
+    TOOL_SECONDS, any other for QUIET_SECONDS), a helper agent still running, or an answer being
+    written (an event or a transcript write in the last QUIET_SECONDS); none of them counts once the
+    session has been silent for IDLE_SECONDS, or after the person interrupted it."""
+    now = time.time() if now is None else now
+    last = max(s.get("active", 0) or 0, transcript_mtime or 0)
+    if s.get("interrupted") or now - last >= IDLE_SECONDS:
+        return []
+    out = []
+    for key, p in (s.get("pending") or {}).items():
+        limit = TOOL_SECONDS if p.get("group", "other") in LONG_TOOLS else QUIET_SECONDS
+        if p.get("done") is None and now - p.get("at", last) < limit:
+            out.append({"what": "tool", "tool": p.get("tool"), "summary": p.get("summary") or p.get("tool"),
+                        "since": p.get("at"), "id": key})
+    for agent_id, h in (s.get("helpers") or {}).items():
+        if now - (h.get("last") or h.get("started") or last) < HELPER_SECONDS:
+            out.append({"what": "helper", "agentId": agent_id, "type": h.get("type"),
+                        "since": h.get("started")})
+    if not out and not s.get("stopped") and now - last < QUIET_SECONDS:
+        out.append({"what": "answer", "since": last})
+    return out
+
+
+def describe(waiting: list[dict], now: float | None = None) -> str:
+    """`waiting_for` in words, for a refusal."""
+    now = time.time() if now is None else now
+    parts = []
+    for w in waiting:
+        ago = f"{int(now - w['since'])} s ago" if w.get("since") else "a while ago"
+        if w["what"] == "tool":
+            parts.append(f"the tool call {w.get('summary') or w.get('tool')} (begun {ago})")
+        elif w["what"] == "helper":
+            parts.append(f"its helper agent {w.get('type') or ''} {w.get('agentId')} (started {ago})"
+                         .replace("  ", " "))
+        else:
+            parts.append(f"its answer (its last event came {ago})")
+    return "; ".join(parts)
+
+
+def unfinished_step(p: dict) -> dict:
+    """The step of a tool call that began and never finished (denied, failed before it ran,
+    interrupted): no scope, so its turn carries a `step-scope-unknown` gap naming it."""
+    return {"kind": p.get("kind") or "other",
+            "summary": f"{p.get('summary') or p.get('tool')} (began but never finished: denied, "
+                       "failed or interrupted)"}
+
+
+def steps_in_order(pending: dict, *, final: bool) -> list[tuple[str, dict, dict | None]]:
+    """The tool calls to log now, in the order they began: (key, entry, step params). Calls begun
+    while others were unfinished ran in parallel: one batch, logged in the order of their tool ids
+    once all of it is done. With `final`, unfinished calls too (their params None)."""
+    order = sorted(pending.items(), key=lambda kv: (kv[1].get("batch", kv[1]["seq"]), kv[0]))
+    unfinished = {p.get("batch", p["seq"]) for p in pending.values() if p.get("done") is None}
+    out = []
+    for key, p in order:
+        params = p.get("done")
+        if not final and (params is None or p.get("batch", p["seq"]) in unfinished):
+            break
+        out.append((key, p, params))
+    return out

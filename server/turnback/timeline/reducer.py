@@ -99,6 +99,14 @@ def _settle(state: SessionState, op: dict) -> None:
     turn.ended = op["ts"]
 
 
+def _reopen(state: SessionState, op: dict) -> None:
+    """The last turn goes on after it had ended (an agent's Stop hook said "go on"); the caller
+    checked that nothing changed between, so its checkpoints stay what they were."""
+    turn = _turn(state, op["turn"])
+    turn.state = "running"
+    turn.ended = None
+
+
 def _agent(state: SessionState, op: dict) -> None:
     current = state.agents.get(op["agentId"])
     text = (current.text if current else "") + op["text"]
@@ -150,6 +158,7 @@ _HANDLERS = {
     "step": _step,
     "respond": _respond,
     "settle": _settle,
+    "reopen": _reopen,
     "agent": _agent,
     "workflow": _workflow,
     "directive": _directive,

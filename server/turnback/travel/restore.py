@@ -23,11 +23,10 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint, checkpoint_modes
-from .disk import current_mode, disk_images_job, drain
-from .filestate import files_changed_state
+from .disk import disk_images_job, drain
 from .rewind import (Derived, _file, _loose_changes, _unique, _wire_gap, boundary_words,
-                     changed_behind, directives_after, file_sentences, keep_count, plan_hash,
-                     refuse_unsaved)
+                     changed_behind, file_sentences, keep_count, keeping_turns, plan_entry,
+                     plan_hash, refuse_unsaved)
 from .user_edits import user_edit_fields
 
 GLOB_CHARS = frozenset("*?[")
@@ -83,7 +82,8 @@ def glob_regex(pattern: str) -> re.Pattern:
 
 
 def _spec_rel(ws, spec) -> tuple[str, bool]:
-    """(workspace-relative path or glob, is a glob). URIs are always literal paths."""
+    """(workspace-relative path or glob, is a glob or a folder by its trailing slash). URIs are
+    always literal paths."""
     if not isinstance(spec, str) or not spec:
         raise InvalidParams("paths must be a list of file URIs or workspace-relative paths and globs",
                             data={"field": "paths"})
@@ -91,7 +91,7 @@ def _spec_rel(ws, spec) -> tuple[str, bool]:
         return ws.to_rel(spec), False
     if spec.strip("/") in ("", "."):
         return "", False  # the whole workspace
-    glob = bool(GLOB_CHARS & set(spec))
+    glob = bool(GLOB_CHARS & set(spec)) or spec.endswith("/")
     return ws.to_rel(spec.rstrip("/")), glob
 
 
@@ -118,7 +118,7 @@ def expand_job(state: SessionState, ws, specs, images: dict, boundary: dict):
                                                                            "uri": ws.to_uri(rel)})
             chosen[rel] = None
             continue
-        match = glob_regex(rel).match if glob else _under(rel)
+        match = glob_regex(rel).match if glob and GLOB_CHARS & set(rel) else _under(rel)
         found = 0
         for i, (path, at) in enumerate(_boundary_items(state, images)):
             if i and i % EXPAND_SLICE == 0:
@@ -134,7 +134,7 @@ def expand_job(state: SessionState, ws, specs, images: dict, boundary: dict):
             elif is_digest(state.known.get(path)):
                 created.add(path)  # created since the boundary: a folder or glob leaves it alone
         if not found:
-            what = "glob" if glob else ("workspace" if not rel else "folder")
+            what = "glob" if GLOB_CHARS & set(rel) else ("workspace" if not rel else "folder")
             raise NoMatch(f"the {what} {spec!r} matches no file that existed {where}",
                           data={"path": spec, "boundary": boundary})
     return list(chosen), gaps, sorted(created - set(chosen))
@@ -183,26 +183,14 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
             files.append(_file(ws, rel, "unchanged", None, to, False, mode=None))
             continue
         external = changed_behind(state, ws, rel, now)
-        if to == now and (to == ABSENT or want is None or want == current_mode(ws, rel)):
-            action = "unchanged"
-        else:
-            action = "delete" if to == ABSENT else "restore"
-            changes.append((rel, to))
-            if want is not None and to != ABSENT:
-                modes[(rel, to)] = want
+        action = plan_entry(ws, rel, to, now, want, changes, modes)
         files.append(_file(ws, rel, action, now, to, external, mode=want if to != ABSENT else None,
                            **user_edit_fields(action, external, loose.get(rel, False))))
     refuse_unsaved(ws, files, dirty)
     gaps = _unique(gaps)
-    record = {"operation": "restore", "mode": None, "boundary": boundary}
-
-    def rebuild(chosen):
-        directives, _ = directives_after(state, ws, objects, dict(chosen), max_bytes,
-                                         discard_from=state.turn_count + 1)
-        return files_changed_state(state, chosen, modes, record=record, directives=directives)
-
-    _, consequences = directives_after(state, ws, objects, dict(changes), max_bytes,
-                                       discard_from=state.turn_count + 1)
+    rebuild, consequences = keeping_turns(
+        state, ws, objects, changes, modes, max_bytes,
+        record={"operation": "restore", "mode": None, "boundary": boundary})
     n = state.turn_count
     candidate = {
         "operation": "restore", "mode": "files",

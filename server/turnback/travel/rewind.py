@@ -133,16 +133,9 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             gaps.append(Gap(rel, "unknown-before-image", first, _unknown_why(state, first, rel)))
             files.append(_file(ws, rel, "unchanged", now, to, external))
             continue
-        want_mode, now_mode = target_modes.get(rel), current_mode(ws, rel)
-        if to == now and (want_mode is None or want_mode == now_mode):
-            if rel in transients:
-                continue  # created and removed inside a turn: a transient, nothing to do
-            action = "unchanged"
-        else:
-            action = "delete" if to == ABSENT else "restore"
-            changes.append((rel, to))
-            if want_mode is not None and to != ABSENT:
-                modes[(rel, to)] = want_mode
+        action = plan_entry(ws, rel, to, now, target_modes.get(rel), changes, modes)
+        if action == "unchanged" and rel in transients:
+            continue  # created and removed inside a turn: a transient, nothing to do
         files.append(_file(ws, rel, action, now, to, external,
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
@@ -176,15 +169,9 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     rebuild = None
     if mode == "files":  # every turn stays; the restored files are a change between turns
         discarded, workflow = [], {name: 0 for name in WORKFLOW_LISTS}
-        record = {"operation": "rewind", "mode": "files", "boundary": boundary}
-
-        def rebuild(chosen):
-            directives, _ = directives_after(state, ws, objects, dict(chosen), max_bytes,
-                                             discard_from=state.turn_count + 1)
-            return files_changed_state(state, chosen, modes, record=record, directives=directives)
-
-        _, consequences = directives_after(state, ws, objects, dict(changes), max_bytes,
-                                           discard_from=state.turn_count + 1)
+        rebuild, consequences = keeping_turns(
+            state, ws, objects, changes, modes, max_bytes,
+            record={"operation": "rewind", "mode": "files", "boundary": boundary})
         new_state = rebuild(changes)
     else:
         written = {} if mode == "conversation" else target  # the text each directive's file will hold
@@ -222,6 +209,17 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     return Derived(candidate, new_state, changes, modes, merges, rebuild=rebuild)
 
 
+def plan_entry(ws, rel: str, to, now, want, changes: list, modes: dict) -> str:
+    """`unchanged` when the disk already holds `to` with the bits `want` (None: any bits), else
+    `restore` or `delete`, with the change (and the bits to write) added to the plan."""
+    if to == now and (to == ABSENT or want is None or want == current_mode(ws, rel)):
+        return "unchanged"
+    changes.append((rel, to))
+    if want is not None and to != ABSENT:
+        modes[(rel, to)] = want
+    return "delete" if to == ABSENT else "restore"
+
+
 def refuse_unsaved(ws, files: list[dict], dirty) -> None:
     """A plan that would write or delete a file the editor holds unsaved changes of is refused before
     anything is written: the buffer would silently disagree with the disk (docs/rewind.md)."""
@@ -231,6 +229,20 @@ def refuse_unsaved(ws, files: list[dict], dirty) -> None:
         raise UnsavedChanges(
             f"{', '.join(hit)} {'has' if len(hit) == 1 else 'have'} unsaved changes in the editor; "
             "save or revert them first, nothing was changed", data={"uris": [ws.to_uri(r) for r in hit]})
+
+
+def keeping_turns(state: SessionState, ws, objects, changes, modes: dict, max_bytes: int, *,
+                  record: dict):
+    """For a plan that keeps every turn (a files-only rewind, a restore): (the new state for a
+    chosen subset of `changes`, the directive consequences of all of them)."""
+    def rebuild(chosen):
+        directives, _ = directives_after(state, ws, objects, dict(chosen), max_bytes,
+                                         discard_from=state.turn_count + 1)
+        return files_changed_state(state, chosen, modes, record=record, directives=directives)
+
+    _, consequences = directives_after(state, ws, objects, dict(changes), max_bytes,
+                                       discard_from=state.turn_count + 1)
+    return rebuild, consequences
 
 
 def directives_after(state: SessionState, ws, objects, target: dict, max_bytes: int, *,

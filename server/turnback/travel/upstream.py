@@ -25,16 +25,21 @@ CHUNK = 400  # paths per `git ls-tree`
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+class _Unknown(Exception):
+    """Git could not be asked in time (missing, too slow): nothing is claimed."""
+
+
 def _git(root: Path, args: list[str], deadline: float) -> str | None:
+    """Git's output, or None when it answered with an error; _Unknown when it could not answer."""
     left = deadline - time.monotonic()
     if left <= 0:
-        return None
+        raise _Unknown()
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=left,
                               env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        raise _Unknown() from None
     if done.returncode != 0:
         return None
     return done.stdout.decode("utf-8", "surrogateescape")
@@ -55,14 +60,22 @@ def pushed(root: Path, rels: list[str], *, max_bytes: int, deadline: float | Non
     if not rels or not in_git(root):
         return {}
     deadline = deadline or time.monotonic() + DEADLINE
-    head = _git(root, ["rev-parse", "--show-toplevel", "--show-object-format",
-                       "--abbrev-ref", "--symbolic-full-name", "@{upstream}"], deadline)
-    if head is None:
-        return None  # no upstream (or no repository): nothing is known to have left
-    lines = head.splitlines()
-    if len(lines) < 3:
+    try:
+        return _pushed(root, rels, max_bytes, deadline)
+    except _Unknown:
         return None
-    top, fmt, upstream = Path(lines[0]), lines[1].strip(), lines[2].strip()
+
+
+def _pushed(root: Path, rels: list[str], max_bytes: int, deadline: float) -> dict | None:
+    repo = _git(root, ["rev-parse", "--show-toplevel", "--show-object-format"], deadline)
+    if repo is None or len(repo.splitlines()) < 2:
+        return None  # a .git that is not a repository git can read
+    top, fmt = Path(repo.splitlines()[0]), repo.splitlines()[1].strip()
+    upstream = _git(root, ["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
+                    deadline)
+    if not upstream or not upstream.strip():
+        return {}  # no upstream: nothing has been pushed from this branch
+    upstream = upstream.strip()
     try:
         prefix = Path(os.path.realpath(root)).relative_to(os.path.realpath(top)).as_posix()
     except ValueError:
@@ -73,7 +86,7 @@ def pushed(root: Path, rels: list[str], *, max_bytes: int, deadline: float | Non
         chunk = [prefix + rel for rel in rels[i:i + CHUNK]]
         out = _git(top, ["ls-tree", "-z", "--full-tree", upstream, "--", *chunk], deadline)
         if out is None:
-            return None
+            return None  # the upstream cannot be read (a pruned remote ref)
         for entry in out.split("\0"):
             meta, _, path = entry.partition("\t")
             parts = meta.split()
@@ -83,7 +96,7 @@ def pushed(root: Path, rels: list[str], *, max_bytes: int, deadline: float | Non
     found = {}
     for rel, blob in blobs.items():
         if time.monotonic() > deadline:
-            return None
+            raise _Unknown()
         mine = _blob_id(root / rel, algo, max_bytes)
         if mine is not None and mine == blob:
             found[rel] = upstream

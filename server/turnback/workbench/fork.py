@@ -22,6 +22,7 @@ from ..travel import fork as plan_fork
 from ..travel import transaction
 from ..travel.user_edits import kept_report
 from . import params as P
+from .agentlinks import agent_resume, annotate, follow_fork
 from .sessions import PRIVATE_CONFIG, parked_record
 
 
@@ -46,8 +47,9 @@ class ForkFeature:
         p = P.obj(params)
         turn = P.field(p, "turn", int)
         self.wb.sessions.guard(p)  # a frozen session is never a fork's source
+        settled = yield from self.wb.turns.settle_idle_job("fork")  # an idle agent turn
         plan = yield from self._plan_job(turn)
-        return plan.report
+        return annotate(dict(plan.report), settled)
 
     # -- confirm ----------------------------------------------------------------------------------
     def confirm(self, params) -> dict:
@@ -72,8 +74,9 @@ class ForkFeature:
             from ..travel.worktree import check_target
 
             target = check_target(wb.ws, worktree)  # a bad folder is refused before any work
+        settled = yield from wb.turns.settle_idle_job("fork")
         plan = yield from self._plan_job(turn)
-        report = plan.report
+        report = plan.report = annotate(dict(plan.report), settled)
         if report.get("refusal"):
             return {"status": "refused", "refusal": report["refusal"], "report": report}
         if report["hash"] != expected:
@@ -141,6 +144,9 @@ class ForkFeature:
         wb.events.emit("epoch", {"source": "fork", "sessionId": branch.session_id,
                                  "parentId": parent.session_id, "turnCount": wb.state.turn_count,
                                  "epoch": wb.state.epoch})
+        wb.announce_rewound({"operation": "fork", "mode": "all", "parentId": parent.session_id,
+                             "boundary": {"kind": "afterResponse", "turn": report["turn"]},
+                             "files": [rel for rel, _ in derived.changes]})
         wb.collection.schedule("fork")
         wb.directives.notify(touched | {d.rel for d in wb.state.directives.values()})
         wb.emit_status()
@@ -148,6 +154,10 @@ class ForkFeature:
                   "branch": {"sessionId": branch.session_id, "parentId": parent.session_id,
                              "worktree": None, "turnCount": wb.state.turn_count},
                   "droppedSends": report["droppedSends"], "report": report}
+        follow_fork(wb, parent.session_id, branch.session_id, report["turn"])  # the agent goes on here
+        resume = agent_resume(wb, wb.state.turn_count)
+        if resume is not None:
+            result["agentResume"] = resume  # the agent's conversation, resumed at the fork point
         if keep:  # what keeping the user's edits did: kept, merged, conflicts (travel/user_edits.py)
             result.update(kept_report(derived, wb.ws.to_uri))
         return result

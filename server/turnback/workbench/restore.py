@@ -12,6 +12,7 @@ from ..travel import upstream
 from ..travel.restore import derive_restore_job
 from ..travel.rewind import MODES
 from . import params as P
+from .agentlinks import annotate
 
 
 def dirty_rels(wb, p: dict) -> set[str]:
@@ -52,8 +53,10 @@ class RestoreFeature:
         return self.wb.run(self.prepare_job(params))
 
     def prepare_job(self, params):
-        derived = yield from self._derive_job(P.obj(params))
-        return (yield from left_the_machine_job(self.wb, derived.candidate))
+        p = P.obj(params)
+        settled = yield from self.wb.turns.settle_idle_job("restore")  # an idle agent turn
+        derived = yield from self._derive_job(p)
+        return annotate(dict((yield from left_the_machine_job(self.wb, derived.candidate))), settled)
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
@@ -66,9 +69,10 @@ class RestoreFeature:
         keep = P.field(p, "keepUserEdits", bool, default=False)
         wb = self.wb
         wb.book.require_owner()
+        settled = yield from wb.turns.settle_idle_job("restore")
         derived = yield from self._derive_job(p)
         if derived.candidate["planHash"] != plan:
-            return {"status": "stale", "candidate": derived.candidate}
+            return {"status": "stale", "candidate": annotate(dict(derived.candidate), settled)}
         if derived.noop:
             return {"status": "nothing-to-do"}
         if keep:

@@ -15,6 +15,7 @@ from ..travel.rewind import derive_job
 from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits, kept_report
 from . import params as P
+from .agentlinks import annotate
 from .restore import left_the_machine_job, rewind_args
 
 
@@ -76,8 +77,11 @@ class RewindFeature:
 
     def prepare_job(self, params):
         p = P.obj(params)
-        derived = yield from self._derive_job(*rewind_args(self.wb, p))
-        return (yield from left_the_machine_job(self.wb, derived.candidate))
+        args = rewind_args(self.wb, p)
+        settled = yield from self.wb.turns.settle_idle_job("rewind")  # an idle agent turn
+        derived = yield from self._derive_job(*args)
+        candidate = yield from left_the_machine_job(self.wb, derived.candidate)
+        return annotate(dict(candidate), settled)
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
@@ -90,9 +94,10 @@ class RewindFeature:
         markers = _conflict_markers(p)
         wb = self.wb
         wb.book.require_owner()
+        settled = yield from wb.turns.settle_idle_job("rewind")
         derived = yield from self._derive_job(boundary, mode, dirty)
         if derived.candidate["planHash"] != plan:
-            return {"status": "stale", "candidate": derived.candidate}
+            return {"status": "stale", "candidate": annotate(dict(derived.candidate), settled)}
         if derived.noop:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
@@ -137,8 +142,10 @@ class RedoFeature:
 
     def prepare_job(self, params):
         p = P.obj(params)
-        plan = yield from self._plan_job(P.field(p, "headSeq", int))
-        return plan.result
+        head_seq = P.field(p, "headSeq", int)
+        settled = yield from self.wb.turns.settle_idle_job("redo")  # an idle agent turn
+        plan = yield from self._plan_job(head_seq)
+        return annotate(dict(plan.result), settled)
 
     def commit(self, params) -> dict:
         return self.wb.run(self.commit_job(params))
@@ -150,9 +157,10 @@ class RedoFeature:
         keep = _keep_user_edits(p)
         wb = self.wb
         wb.book.require_owner()
+        settled = yield from wb.turns.settle_idle_job("redo")
         plan = yield from self._plan_job(head_seq)
         if plan.result["planHash"] != plan_hash:
-            return {"status": "stale", "plan": plan.result}
+            return {"status": "stale", "plan": annotate(dict(plan.result), settled)}
         if keep:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,

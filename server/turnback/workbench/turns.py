@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ..errors import (InvalidParams, NoTurnRunning, NotFound, OutsideWorkspace, SessionFrozen,
-                      TurnRunning, UnknownTurn)
+from ..errors import (CannotContinue, InvalidParams, NoTurnRunning, NotFound, OutsideWorkspace,
+                      SessionFrozen, TurnRunning, UnknownTurn)
 from ..model.gaps import Gap
 from ..model.images import ABSENT
 from ..model.session import WORKFLOW_LISTS
@@ -29,6 +29,9 @@ class TurnsFeature:
     # -- begin ----------------------------------------------------------------------------------
     def begin_job(self, params):
         p = P.obj(params)
+        continues = P.field(p, "continues", int, default=None, allow_none=True)
+        if continues is not None:
+            return (yield from self._continue_job(continues))
         kind = P.field(p, "kind", str, default="chat", choices=TURN_KINDS)
         prompt = P.field(p, "prompt", str, default="")
         directive_id = P.field(p, "directiveId", str, default=None, allow_none=True)
@@ -40,17 +43,84 @@ class TurnsFeature:
         if directive_id is not None and directive_id not in self.state.directives:
             raise NotFound(f"no directive {directive_id!r} in this session",
                            data={"directiveId": directive_id})
+        settled = yield from self.settle_idle_job("turn/begin")
         self._require_idle()
         yield from self.wb.sweep_job()
         snapshot = {name: self.wb.store.objects.put(text.encode()) for name, text in instructions.items()}
         n = self.state.turn_count + 1
+        started = time.time()
         self.book.record({"op": "begin", "n": n, "kind": kind, "prompt": prompt,
-                          "directiveId": directive_id, "instructions": snapshot, "ts": time.time()})
+                          "directiveId": directive_id, "instructions": snapshot, "ts": started})
         if directive_id is not None:
             self.wb.directives.start_attempt(directive_id, n)
         self.book.sync()
         self.wb.emit_status()
-        return {"turn": n}
+        return {"turn": n, "started": started, **({"settledFirst": settled} if settled else {})}
+
+    def _continue_job(self, n: int):
+        """`turn/begin {continues: n}`: the last turn, settled, goes on (an agent's Stop hook said
+        "go on", so the agent works on in the same turn). Refused with `cannot-continue` when it is
+        not the last turn, is a directive attempt, or something changed since it ended (the sweep
+        here finds it): then the caller begins a new turn."""
+        self.book.require_owner()
+        if self.state.frozen:
+            raise SessionFrozen("this session is frozen; start a new session to continue")
+        turn = self.state.turn(n)
+        last = self.state.turns[-1] if self.state.turns else None
+        if turn is None or turn is not last or turn.state == "running" or turn.directive_id:
+            why = ("it is not the last turn" if turn is not last or turn is None else
+                   "it is still running" if turn.state == "running" else "it is a directive attempt")
+            raise CannotContinue(f"turn {n} cannot go on: {why}", data={"turn": n})
+        yield from self.wb.sweep_job()  # what changed since it ended belongs to no turn
+        changed = sorted(self.state.between.get(n, {}))
+        if changed:
+            raise CannotContinue(f"turn {n} cannot go on: {len(changed)} file(s) changed after it ended "
+                                 f"({', '.join(changed[:3])})", data={"turn": n, "changed": changed})
+        self.book.record({"op": "reopen", "turn": n, "ts": time.time()}, sync=True)
+        self.wb.emit_status()
+        return {"turn": n, "started": turn.started, "continued": True}
+
+    def settle_idle_job(self, operation: str):
+        """A turn an agent's hooks began, whose agent is no longer working on it (store/agentrecord.py
+        `waiting_for`: no tool call, helper or answer in flight), is settled now, with its sweep, so a
+        rewind, Redo, fork or new turn is not refused for it; its unfinished tool calls become steps
+        of unknown scope. Returns what was settled (for the confirmation), or None when no such turn
+        runs. Raises `turn-running` naming what the agent still waits for."""
+        running = self.state.running
+        if running is None or not self.wb.is_owner:
+            return None
+        from ..store.agentrecord import AgentRecord, holder, steps_in_order, unfinished_step
+        from .agentlinks import busy, idle_holder, settled_words
+
+        record = AgentRecord(self.wb.store.path)
+        n = running.n
+        if holder(record.read(), self.state.session_id, n) is None:
+            return None  # begun by an editor or a script: the caller's own refusal stands
+        with record.try_locked() as data:
+            if data is None:
+                raise busy(self.wb, n)
+            found = idle_holder(self.wb, record, data, n)
+            if found is None:
+                return None
+            key, s = found
+            for _key, p, params in steps_in_order(s.get("pending") or {}, final=True):
+                self.step({"turn": n, **(params or unfinished_step(p))})
+            status = "settled" if s.get("stopped") else "cancelled"
+            yield from self.settle_job({"turn": n, "status": status})
+            now = time.time()
+            why = ("its Stop came and its helpers went quiet" if s.get("stopped") else
+                   "the person interrupted it" if s.get("interrupted") else "no Stop ever came")
+            report = {"turn": n, "status": status, "agent": s.get("agent"),
+                      "agentSessionId": s.get("sessionId"),
+                      "silentSeconds": round(now - (s.get("active") or now)), "why": why,
+                      "by": operation}
+            report["text"] = settled_words(report)
+            s.update(turn=None, stopped=None, pending={}, interrupted=False, turnCount=n,
+                     last={"n": n, "key": s.get("turnKey"), "promptId": s.get("promptId"),
+                           "how": "idle", "by": operation, "at": now})
+        record.log(f"{key}: turn {n} {status} before {operation}: {why} "
+                   f"(silent {report['silentSeconds']} s)")
+        return report
 
     def _require_idle(self) -> None:
         self.book.require_owner()
@@ -238,8 +308,8 @@ class TurnsFeature:
                            "created": e.created, "before": e.before, "after": e.after,
                            "captures": e.captures} for e in t.files.values()],
                 "steps": len(t.steps),
-                "stepList": [{"id": s.id, "kind": s.kind, "scope": s.scope, "summary": s.summary}
-                             for s in t.steps],
+                "stepList": [{"id": s.id, "kind": s.kind, "scope": s.scope, "summary": s.summary,
+                              "paths": list(s.rels)} for s in t.steps],
                 "gaps": [self.wb.wire_gap(g) for g in t.gaps],
             }
             if t.directive_id:
