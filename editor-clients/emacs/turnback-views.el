@@ -250,7 +250,8 @@ the turn they followed."
                           (or (cdr (assoc (plist-get c :status) turnback--file-words)) (plist-get c :status))
                           (pcase (plist-get c :by)
                             ("save" "saved in the editor") ((or "watch" "sweep") "changed on disk")
-                            ("hook" "captured between turns") (_ "made by no turn")))
+                            ("hook" "captured between turns") ("restore" "put back by a restore")
+                            ("kept" "kept by a conversation-only rewind") (_ "made by no turn")))
                   (list :source "user" :turn after :uri (plist-get c :uri))))
                mine "")))))
 

@@ -279,3 +279,40 @@ def test_redo_groups_say_which_turns_they_bring_back(agent):
     # the two kept turns are shared; Redo brings back turns 3-4 (or 3), and says which files change
     assert groups[4]["sharedTurns"] == 2 and groups[3]["sharedTurns"] == 2
     assert set(groups[4]["changes"]["paths"]) == {"README.md", "src/app.py", "tests/test_app.py"}
+
+
+def test_a_slow_merge_runs_off_the_loop_and_the_job_yields_while_it_runs(agent, monkeypatch):
+    """A line merge of a long file takes tens of milliseconds: the derivation (a server advances it
+    in ~10 ms slices) yields while a worker thread merges. Gated: the merge waits on an event."""
+    import threading
+
+    from turnback.travel import user_edits
+    from turnback.travel.rewind import derive_job
+
+    a = agent()
+    issue_session(a)
+    gate, started = threading.Event(), threading.Event()
+    real = user_edits.merge3_images
+
+    def held(*args):
+        started.set()
+        assert gate.wait(30), "the test never opened the gate"
+        return real(*args)
+
+    monkeypatch.setattr(user_edits, "merge3_images", held)
+    job = derive_job(a.wb.state, a.wb.ws, a.wb.store.objects, BEFORE_3, max_bytes=1 << 24)
+    waits = 0
+    try:
+        while waits < 3:  # the loop gets the job back, again and again, while the merge waits
+            if next(job) == ("merging",):
+                assert started.wait(30)
+                waits += 1
+    finally:
+        gate.set()
+    try:
+        while True:
+            next(job)
+    except StopIteration as done:
+        derived = done.value
+    assert {f["path"]: f.get("merge", {}).get("result") for f in derived.candidate["files"]}[
+        "src/app.py"] == "merged"

@@ -176,10 +176,18 @@ class Workbench:
 
     def run_command(self, title: str) -> None:
         """F1, type the command's title, pick the entry with exactly that label."""
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("F1")
         box = self.quick_input().locator("input")
-        box.wait_for(state="visible", timeout=10_000)
+        for attempt in range(3):
+            self.page.keyboard.press("Escape")
+            if attempt:  # the key went to a part that keeps it (a closing dialog, a busy tree)
+                self.page.locator(".part.statusbar").first.click(position={"x": 600, "y": 5})
+            self.page.keyboard.press("F1")
+            try:
+                box.wait_for(state="visible", timeout=5_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
         box.fill(">" + title)
         row = self.quick_input().locator(".monaco-list-row", has_text=title).first
         row.wait_for(state="visible", timeout=10_000)
@@ -237,6 +245,13 @@ class Workbench:
         message = box.locator(".dialog-message-text").inner_text()
         detail = box.locator(".dialog-message-detail").inner_text() if box.locator(".dialog-message-detail").count() else ""
         return message.replace(NBSP, " "), detail.replace(NBSP, " ")
+
+    def dialog_switch(self, label: str) -> None:
+        """A button that answers with another dialog at once (a rewind shown in another mode)."""
+        before = self.dialog().locator(".dialog-message-text").inner_text()
+        self.dialog().locator(".dialog-buttons .monaco-button", has_text=label).first.click()
+        wait_until("the next dialog", lambda: self.dialog().is_visible()
+                   and self.dialog().locator(".dialog-message-text").inner_text() != before, timeout=20)
 
     def dialog_button(self, label: str) -> None:
         self.dialog().locator(".dialog-buttons .monaco-button", has_text=label).first.click()

@@ -229,12 +229,12 @@ def test_the_rewind_modes_in_the_confirmation(vscode):
     ui.context_menu(ui.session_row(f"Turn 2: {PROMPTS[1]}"), "Rewind to Before Prompt…")
     message, _detail = ui.dialog_texts()
     assert "Rewind to before prompt 2: keep 1 turn, discard 1 turn?" in message, message
-    ui.dialog_button("Files Only…")
+    ui.dialog_switch("Files Only…")
     message, detail = ui.dialog_texts()
     assert message == "Rewind the files only to before prompt 2: every turn stays?", message
     assert "The conversation: every turn stays (2 turns)." in detail, detail
     ui.shot("11d-files-only")
-    ui.dialog_button("Conversation Only…")
+    ui.dialog_switch("Conversation Only…")
     message, detail = ui.dialog_texts()
     assert message.startswith("Rewind the conversation only to before prompt 2: discard 1 turn, every file stays?"), message
     assert "Files: every file stays as it is now" in detail, detail

@@ -61,6 +61,7 @@ export function fileWords(status: string): string {
 
 const BY_WORDS: Record<string, string> = {
     save: "saved in the editor", watch: "changed on disk", sweep: "changed on disk", hook: "captured between turns",
+    restore: "put back by a restore", kept: "kept by a conversation-only rewind",
 };
 
 /** A session log step in words: the command of a shell step, the summary of the others. */

@@ -8,14 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..diffs.changes import BY_WORDS
 from .main import EXIT_OK
 
 STATUS_WORDS = {"created": "created", "deleted": "deleted", "modified": "changed",
                 "mode": "permission bits changed", "transient": "created and removed again",
                 "unknown-before": "changed (turnback never saw it before)",
                 "gap": "not captured"}
-BY_WORDS = {"save": "saved in the editor", "watch": "changed on disk", "sweep": "changed on disk",
-            "hook": "captured between turns"}
+
 
 
 def add_parsers(sub, add) -> None:

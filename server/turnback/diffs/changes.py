@@ -14,7 +14,8 @@ from ..model.images import ABSENT, UNKNOWN
 
 # Who made a change between turns (the capture source), in a person's words.
 BY_WORDS = {"save": "saved in the editor", "watch": "changed on disk", "sweep": "changed on disk",
-            "hook": "captured between turns"}
+            "hook": "captured between turns", "restore": "put back by a restore",
+            "kept": "kept by a conversation-only rewind"}
 # Gaps that stand for a path's images in a diff (the rest are not about one file's bytes).
 FILE_GAPS = ("too-large", "unreadable", "symlink", "not-a-file", "unknown-before-image",
              "outside-workspace", "git-internal")

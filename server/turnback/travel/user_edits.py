@@ -88,12 +88,33 @@ def merge_plan_job(state, ws, objects, files: list[dict], keep: int, *, read_dis
         segments = _user_segments(state, keep, rel)
         if f.get("externalChange"):
             segments.append((state.known.get(rel), "disk"))
-        outcome = _merge_segments(objects, segments, f["to"], f["from"], lambda: read_disk(rel))
+        outcome = yield from _off_the_loop(_merge_segments, objects, segments, f["to"], f["from"],
+                                           lambda rel=rel: read_disk(rel))
         outcome.objects = objects
         outcomes[rel] = outcome
         f["merge"] = _wire(outcome, _turns_that_changed(state, keep, rel))
         yield ("merge", rel)
     return outcomes
+
+
+_POOL = None  # one worker thread for merges, made on first use
+
+
+def _off_the_loop(fn, *args):
+    """Run fn(*args) in a worker thread, yielding while it runs: a line merge of a long file takes
+    tens of milliseconds, and a server advances this job on its event loop in slices of about 10 ms.
+    Each wait gives the thread the GIL for a moment, then yields to the loop."""
+    global _POOL
+    import concurrent.futures
+
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnback-merge")
+    future = _POOL.submit(fn, *args)
+    while True:
+        try:
+            return future.result(timeout=0.002)
+        except concurrent.futures.TimeoutError:
+            yield ("merging",)
 
 
 def _user_segments(state, keep: int, rel: str) -> list[tuple]:
