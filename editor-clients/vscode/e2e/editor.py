@@ -249,12 +249,19 @@ class Workbench:
     def dialog_switch(self, label: str) -> None:
         """A button that answers with another dialog at once (a rewind shown in another mode)."""
         before = self.dialog().locator(".dialog-message-text").inner_text()
-        self.dialog().locator(".dialog-buttons .monaco-button", has_text=label).first.click()
+        self._button(label).click()
         wait_until("the next dialog", lambda: self.dialog().is_visible()
                    and self.dialog().locator(".dialog-message-text").inner_text() != before, timeout=20)
 
+    def _button(self, label: str):
+        """The dialog's button with exactly this label ("Redo" is not "Redo, Keep My Edits")."""
+        import re
+
+        return self.dialog().locator(".dialog-buttons .monaco-button", has_text=re.compile(
+            rf"^\s*{re.escape(label)}\s*$")).first
+
     def dialog_button(self, label: str) -> None:
-        self.dialog().locator(".dialog-buttons .monaco-button", has_text=label).first.click()
+        self._button(label).click()
         self.dialog().wait_for(state="hidden", timeout=10_000)
 
     # -- the Turnback view ----------------------------------------------------------------------------
@@ -327,8 +334,20 @@ class Workbench:
     def session_row(self, contains: str):
         return self._session_list().locator(".monaco-list-row", has_text=contains).first
 
+    def quiet_view(self) -> list[str]:
+        """Wait until the session view stops redrawing (three equal looks in a row): a row's menu or
+        button used while the tree redraws acts on no element, as it would for a person."""
+        seen: list[list[str]] = []
+
+        def same() -> bool:
+            seen.append(self.session_rows())
+            return len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]
+        wait_until("the session view to settle", same, timeout=30, interval=0.3)
+        return seen[-1]
+
     def context_menu(self, row, entry: str) -> None:
         """Right-click the row, then choose the entry (hover it, Enter: VS Code's menus act on keys)."""
+        self.quiet_view()
         row.click(button="right")
         menu = self.page.locator(".context-view .monaco-menu .action-item", has_text=entry).first
         menu.wait_for(state="visible", timeout=10_000)
@@ -341,6 +360,7 @@ class Workbench:
 
     def inline_action(self, row, title: str) -> None:
         """The icon button a tree row shows on hover."""
+        self.quiet_view()
         row.hover()
         button = row.locator(f".actions .action-label[aria-label='{title}']").first
         button.wait_for(state="visible", timeout=10_000)

@@ -383,16 +383,19 @@ def test_a_long_plan_in_a_small_window_a_short_modal_beside_a_preview(vscode):
     frame.locator("button[data-choice='Cancel']").click()
     wait_until("the preview closed", lambda: ui.page.locator(".tab", has_text="Turnback: the plan").count() == 0)
     assert sorted(p.name for p in (root / "pkg").iterdir()) == before, "nothing changed"
-    # a window too small for any preview: the preview says so and offers no button
-    ui.page.set_viewport_size({"width": 520, "height": 360})
+    # a window too small for any preview: the preview says so and offers no button to approve with
     ui.context_menu(ui.session_row("Scaffold thirty modules"), "Rewind to Before Prompt…")
     ui.dialog_texts()
     ui.dialog_button("Read the Whole Plan")
     frame = ui.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame")
+    frame.locator("#plan").wait_for(timeout=20_000)
+    ui.page.set_viewport_size({"width": 380, "height": 240})
     wait_until("the word that the window is too small", lambda: frame.locator("#small").is_visible(), timeout=20)
     assert not frame.locator("button[data-choice='Rewind']").is_visible()
     ui.shot("18c-window-too-small")
-    ui.page.locator(".tab", has_text="Turnback: the plan").first.locator(".codicon-close").click()
+    ui.page.set_viewport_size({"width": 1000, "height": 600})
+    wait_until("the buttons back", lambda: frame.locator("button[data-choice='Cancel']").is_visible(), timeout=20)
+    frame.locator("button[data-choice='Cancel']").click()
     wait_until("the preview closed", lambda: ui.page.locator(".tab", has_text="Turnback: the plan").count() == 0)
     assert sorted(p.name for p in (root / "pkg").iterdir()) == before, "nothing changed"
     ui.page.set_viewport_size({"width": 1400, "height": 900})

@@ -14,7 +14,7 @@ export const MODAL_MAX_CHARS = 2200;
 /** The button of the short modal that leaves it for the preview. */
 export const READ_WHOLE_PLAN = "Read the Whole Plan";
 /** The preview's minimum: below this the window is too small for any plan. */
-export const MIN_PREVIEW = { width: 260, height: 140 };
+export const MIN_PREVIEW = { width: 180, height: 160 };
 
 export function isLong(c: Confirmation): boolean {
     return c.detail.split("\n").length > MODAL_MAX_LINES || c.detail.length > MODAL_MAX_CHARS;

@@ -128,7 +128,9 @@ export function sessionTree(log: SessionLog, root?: string, opts: SessionTreeOpt
 function userEditsNode(after: number, changes: DiffChange[], root: string | undefined, sid: string | undefined): TreeNode {
     return {
         id: `${sid ?? ""}mine:${after}`,
-        label: `Your edits after turn ${after}`,
+        label: changes.every((c) => c.by === "restore") ? `Restored after turn ${after}`
+            : changes.some((c) => c.by === "restore" || c.by === "kept") ? `Changes between turns, after turn ${after}`
+                : `Your edits after turn ${after}`,
         description: `${plural(changes.length, "file")}, made by no turn`,
         tooltip: "Changes you (or another program) made between turns. A rewind past them lists them as your edits; " +
             "“Keep My Edits” carries them onto the restored files.",

@@ -88,12 +88,43 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
         this.emitter.fire(undefined);
     }
 
-    /** Coalesce bursts of status notifications (every capture sends one). */
+    private shown: string | undefined;
+
+    /** Coalesce bursts of status notifications and file events, and redraw only when what the view
+     *  shows changed: a redraw under the pointer swallows a click on a row's button. */
     refreshSoon(): void {
         if (this.timer) {
             clearTimeout(this.timer);
         }
-        this.timer = setTimeout(() => this.refresh(), 400);
+        this.timer = setTimeout(() => void this.refreshIfChanged(), 400);
+    }
+
+    private async refreshIfChanged(): Promise<void> {
+        const api = rt.api;
+        if (!api || this.shown === undefined) {
+            this.refresh();
+            return;
+        }
+        try {
+            const now = await this.signature();
+            if (now !== this.shown) {
+                this.refresh();
+            }
+        } catch {
+            this.refresh();
+        }
+    }
+
+    /** What the view shows, as text: the log, your edits, the sessions. */
+    private async signature(): Promise<string> {
+        const api = rt.api!;
+        const sid = rt.viewing;
+        const [log, edits, sessions] = await Promise.all([
+            api.sessionLog(sid),
+            api.diff({ since: 1, text: false, ...(sid ? { sessionId: sid } : {}) }).then((d) => d.changes.filter((c) => c.source === "user"), () => []),
+            api.sessionList().then((r) => r.sessions ?? [], () => []),
+        ]);
+        return JSON.stringify([sid, log, edits, sessions]);
     }
 
     getTreeItem(node: TreeNode): vscode.TreeItem {
@@ -118,6 +149,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
                 : [];
             const turns = sessionTree(log, root, { edits, ...(sid ? { sessionId: sid } : {}) });
             const sessions = await api.sessionList().then((r) => r.sessions ?? [], () => [] as SessionSummary[]);
+            this.shown = JSON.stringify([sid, log, edits, sessions]);
             const lineage = lineageNode(sessions, sessions.length > 1 ? await sessionNames(sessions) : {});
             const banner: TreeNode[] = sid ? [{
                 id: "viewing", label: `Reading ${log.turns?.[0] ? `“${firstLine(log.turns[0].prompt, 50)}”` : "another session"}`,
