@@ -37,5 +37,5 @@ exec "$EMACS" -Q --batch \
                   (append package-directory-list (list "/usr/share/emacs/site-lisp/elpa")))
             (package-initialize)
             (require (quote eglot)))' \
-  -l ert -l turnback.el -l test/turnback-test.el -l test/turnback-ux-test.el \
-  -f ert-run-tests-batch-and-exit
+  -L . -l ert -l turnback.el -l test/turnback-test.el -l test/turnback-ux-test.el -l test/turnback-editors-test.el \
+  -f ert-run-tests-batch-and-exit </dev/null

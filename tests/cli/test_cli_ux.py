@@ -28,7 +28,7 @@ def test_a_user_edit_is_listed_and_kept_with_keep_user_edits(cli, ws):
     (ws / "notes.txt").write_text("my own notes\n")  # the user, between turns, not captured
     rc, out, _ = cli("rewind", "--after-response", "2")
     assert rc == 0
-    assert "Your edits that will be overwritten (--keep-user-edits leaves them):" in out
+    assert "Your edits that will be overwritten (--keep-user-edits keeps them):" in out
     assert "notes.txt  (changed on disk, not captured yet)" in out
     doc = cli.json("rewind", "--after-response", "2", "--yes", "--keep-user-edits")
     assert doc["commit"]["status"] == "committed"
@@ -126,4 +126,4 @@ def test_candidate_text_names_who_made_each_user_edit():
     lines = r.files(files) + r.user_edits(files, False)
     assert "  README.md  (saved in the editor)" in lines
     assert not any("a.txt" in line and "your edit" in line for line in lines)
-    assert r.user_edits(files, True)[0].startswith("Your edits that stay as they are")
+    assert r.user_edits(files, True)[0] == "Your edits, kept (--keep-user-edits):"

@@ -36,6 +36,7 @@ def oracle(kind, scope, inverse, held, compensated, restorable, rels) -> str:
         "crossedCompensated": s == "X" and compensated,
         "provablyEmpty": s == "0" and kind in _MAY_BE_EMPTY and (not rels or kind == "read"),
         "restored": s == "H" and ((kind in _FILES and bool(rels) and restorable)
+                                  or (kind == "shell" and bool(rels) and restorable)
                                   or (kind not in _FILES and inv == "H")),
         "wouldCrossOnRewind": inv == "X",
         "crossedUncompensated": s == "X",
@@ -124,9 +125,12 @@ def st_(kind, scope, inverse=None, rels=("a.py",), **kw) -> Step:
     (st_("shell", "none", rels=()), True, "provablyEmpty"),
     (st_("shell", "none"), True, "unrestored"),  # names paths: not provable
     (st_("telepathy", "none", rels=()), True, "unrestored"),  # unknown kind: cannot vouch for it
-    (st_("shell", "host"), True, "unrestored"),  # host step we cannot undo
-    (st_("shell", "host", inverse="host"), True, "restored"),
-    (st_("shell", "host", inverse="crossing"), True, "wouldCrossOnRewind"),
+    (st_("shell", "host"), True, "restored"),  # its turn's files (the sweep saw them) go back
+    (st_("shell", "host", rels=()), True, "unrestored"),  # names nothing it wrote: cannot vouch
+    (st_("shell", "host"), False, "unrestored"),  # a gap in what it changed: we cannot undo it
+    (st_("shell", "host", inverse="host"), False, "restored"),
+    (st_("shell", "host", inverse="crossing"), False, "wouldCrossOnRewind"),
+    (st_("shell", "host", inverse="crossing"), True, "restored"),  # files put back, inverse not run
     (st_("network-send", "crossing", inverse="unknown"), True, "wouldCrossOnRewind"),
     (st_("network-send", "crossing", inverse="host"), True, "crossedUncompensated"),
     (st_("network-send", "crossing"), True, "crossedUncompensated"),
@@ -135,8 +139,8 @@ def st_(kind, scope, inverse=None, rels=("a.py",), **kw) -> Step:
     (st_("network-send", "crossing", held=True), True, "droppedBeforeCrossing"),
     (st_("telepathy", "host", inverse="host"), True, "restored"),  # scope, not kind, gates
     (st_("telepathy", "host"), True, "unrestored"),
-    (st_("shell", "host", inverse="none"), True, "unrestored"),  # an inverse that does nothing
-    (st_("shell", "host", inverse="weird"), True, "wouldCrossOnRewind"),
+    (st_("shell", "host", inverse="none"), False, "unrestored"),  # an inverse that does nothing
+    (st_("shell", "host", inverse="weird"), False, "wouldCrossOnRewind"),
 ])
 def test_literal_cases(step, restorable, bucket):
     assert one(step, restorable=restorable) == bucket
@@ -160,18 +164,20 @@ def test_compensated_crossing_step_whether_compensator_is_discarded_or_surviving
     assert one(st_("file-write", "host"), log=[refund]) == "restored"
 
 
-def test_restorable_is_asked_only_about_host_file_steps():
+def test_restorable_is_asked_only_about_host_file_and_shell_steps():
     asked = []
-    steps = [st_("network-send", "crossing"), st_("shell", "host")]
-    steps[1].id = "s1.1"
+    steps = [st_("network-send", "crossing"), st_("shell", "host"), st_("shell", "unknown"),
+             st_("other", "host"), st_("shell", "host", rels=())]
+    for i, s in enumerate(steps):
+        s.id = f"s1.{i}"
     partition(steps, restorable=lambda s: asked.append(s.id) or True)
-    assert asked == []
+    assert asked == ["s1.1"]
 
 
 def test_runs_inverse_hook_keeps_restored_honest():
     step = st_("shell", "host", inverse="host")
-    assert one(step, runs_inverse=lambda s: False) == "unrestored"
-    assert one(step, runs_inverse=lambda s: True) == "restored"
+    assert one(step, restorable=False, runs_inverse=lambda s: False) == "unrestored"
+    assert one(step, restorable=False, runs_inverse=lambda s: True) == "restored"
 
 
 def test_inverses_to_run_is_scope_gated_newest_first_and_skips_held():

@@ -75,7 +75,7 @@ def test_the_command_line_keeps_them_with_the_flag(agent):
     shown = subprocess.run(tb + ["fork", "--turn", "1", "--keep-user-edits"], capture_output=True,
                            text=True, timeout=120, input="")
     assert shown.returncode == 0, shown.stderr
-    assert "Your edits that stay as they are (--keep-user-edits):" in shown.stdout
+    assert "Your edits, kept (--keep-user-edits):" in shown.stdout
     assert "notes.md" in shown.stdout and (root / "notes.md").read_text() == "n3\nmine\n"
     done = subprocess.run(tb + ["--json", "fork", "--turn", "1", "--keep-user-edits", "--yes"],
                           capture_output=True, text=True, timeout=120)

@@ -153,5 +153,10 @@ def test_vscode_agent_mode_running_claude_hooks(tmp_path, env):
     steps = [(s["kind"], s["scope"], s["summary"].split(" [")[0]) for s in turn["stepList"]]
     assert steps == [("file-write", "host", "create_file src/version.py"),
                      ("file-write", "host", "replace_string_in_file src/app.py"),
-                     ("shell", "unknown", "run_in_terminal: echo 'Built with VS Code.' >> README.md")]
-    _rewind_all_and_redo(root, recording)
+                     ("shell", "host", "run_in_terminal: echo 'Built with VS Code.' >> README.md")]
+    candidate = _rewind_all_and_redo(root, recording)
+    # its write into README.md is a host change the sweep saw: put back, not "left this machine"
+    shell = turn["stepList"][2]["id"]
+    assert shell in candidate["effects"]["restored"]
+    assert next(s for s in candidate["steps"] if s["id"] == shell)["what"] == \
+        "ran \u201cecho 'Built with VS Code.' >> README.md\u201d"

@@ -16,12 +16,25 @@ from turnback.hooks.tools import classify, patch_paths
     ("git push origin main", "crossing"), ("npm publish", "crossing"),
     ("curl -X POST https://api.example.com", "crossing"), ("gh pr create --fill", "crossing"),
     ("sed -i s/a/b/ f", "unknown"), ("make", "unknown"), ("git pushy", "unknown"),
-    ("cat a > b", "unknown"), ("ls > /dev/null 2>&1", "none"),
+    ("cat a > b", "host"), ("cat a > /tmp/b", "unknown"), ("cat a > ../b", "unknown"),
+    ("printf '## 1.1\\n' > CHANGELOG.md", "host"), ("echo x >> ~/notes", "unknown"),
+    ("cat a | tee b.txt", "host"), ("cat a | tee /etc/b", "unknown"), ("echo x > $OUT", "unknown"),
+    ("python gen.py > out.txt", "unknown"),  # no rule for python: what else it did is unknown
+    ("ls > /dev/null 2>&1", "none"),
     ("git status && git push", "crossing"), ("FOO=1 sudo ls", "none"), ("/bin/ls", "none"),
     ("", "unknown"), ("echo 'unterminated", "none"),
 ])
 def test_default_scopes(tmp_path, command, scope):
     assert config.load(tmp_path).shell_scope(command)[0] == scope
+
+
+def test_the_files_a_command_writes_by_redirection(tmp_path):
+    c = config.load(tmp_path)
+    assert c.shell_writes("printf '## 1.1\\n' > CHANGELOG.md") == ["CHANGELOG.md"]
+    assert c.shell_writes('grep x a > "out file.txt" && cat b | tee -a c.txt') == \
+        ["out file.txt", "c.txt"]
+    assert c.shell_writes("echo x > /tmp/x") == []  # not a workspace file
+    assert c.shell_writes("ls") == [] and c.shell_writes("git push") == []
 
 
 def test_overrides_and_dropping_defaults(tmp_path):

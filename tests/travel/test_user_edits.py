@@ -36,7 +36,7 @@ def test_a_captured_edit_between_turns_is_flagged_with_who_made_it(agent):
     assert files["README.md"]["userEditBy"] == "disk-change"
     assert files["a.txt"]["userEdit"] is False  # turn 6 made that change
     assert "README.md (changed on disk)" in c["summary"]
-    assert "keeping your edits leaves them as they are" in c["summary"]
+    assert "keeping your edits: README.md conflict with turn 6: left as it is now" in c["summary"]
 
 
 def test_a_save_in_the_editor_is_named_as_such(agent):

@@ -60,7 +60,8 @@ def wait_until(what: str, fn, timeout: float = 30.0, interval: float = 0.2):
 class CodeServer:
     """One code-server process with its own user-data and extensions folders, on a loopback port."""
 
-    def __init__(self, entry: str, home: Path, folder: Path, turnback_command: list[str]):
+    def __init__(self, entry: str, home: Path, folder: Path, turnback_command: list[str] | None,
+                 env: dict | None = None):
         self.entry, self.home, self.folder = entry, home, folder
         self.user_data = home / "user-data"
         self.extensions = home / "extensions"
@@ -68,11 +69,16 @@ class CodeServer:
         self.log_path = home / "code-server.log"
         self.proc: subprocess.Popen | None = None
         self.port = 0
-        settings = dict(USER_SETTINGS, **{"turnback.server.command": turnback_command})
+        self.env = env  # None: this process's environment
         (self.user_data / "User").mkdir(parents=True, exist_ok=True)
-        (self.user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+        self.write_settings(turnback_command)
         self.extensions.mkdir(parents=True, exist_ok=True)
         self.config.write_text("")
+
+    def write_settings(self, turnback_command: list[str] | None) -> None:
+        """The user's settings.json (VS Code reads it again when it changes)."""
+        settings = dict(USER_SETTINGS, **({"turnback.server.command": turnback_command} if turnback_command else {}))
+        (self.user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
 
     def _base(self) -> list[str]:
         return ["node", self.entry, "--config", str(self.config), "--user-data-dir", str(self.user_data),
@@ -88,7 +94,7 @@ class CodeServer:
 
     def start(self) -> str:
         self.port = free_port()
-        env = dict(os.environ)
+        env = dict(self.env if self.env is not None else os.environ)
         self.proc = subprocess.Popen(
             self._base() + ["--auth", "none", "--bind-addr", f"127.0.0.1:{self.port}", "--disable-telemetry",
                             "--disable-update-check", "--disable-workspace-trust", str(self.folder)],
@@ -170,10 +176,18 @@ class Workbench:
 
     def run_command(self, title: str) -> None:
         """F1, type the command's title, pick the entry with exactly that label."""
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("F1")
         box = self.quick_input().locator("input")
-        box.wait_for(state="visible", timeout=10_000)
+        for attempt in range(3):
+            self.page.keyboard.press("Escape")
+            if attempt:  # the key went to a part that keeps it (a closing dialog, a busy tree)
+                self.page.locator(".part.statusbar").first.click(position={"x": 600, "y": 5})
+            self.page.keyboard.press("F1")
+            try:
+                box.wait_for(state="visible", timeout=5_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
         box.fill(">" + title)
         row = self.quick_input().locator(".monaco-list-row", has_text=title).first
         row.wait_for(state="visible", timeout=10_000)
@@ -232,16 +246,34 @@ class Workbench:
         detail = box.locator(".dialog-message-detail").inner_text() if box.locator(".dialog-message-detail").count() else ""
         return message.replace(NBSP, " "), detail.replace(NBSP, " ")
 
+    def dialog_switch(self, label: str) -> None:
+        """A button that answers with another dialog at once (a rewind shown in another mode)."""
+        before = self.dialog().locator(".dialog-message-text").inner_text()
+        self._button(label).click()
+        wait_until("the next dialog", lambda: self.dialog().is_visible()
+                   and self.dialog().locator(".dialog-message-text").inner_text() != before, timeout=20)
+
+    def _button(self, label: str):
+        """The dialog's button with exactly this label ("Redo" is not "Redo, Keep My Edits")."""
+        import re
+
+        return self.dialog().locator(".dialog-buttons .monaco-button", has_text=re.compile(
+            rf"^\s*{re.escape(label)}\s*$")).first
+
     def dialog_button(self, label: str) -> None:
-        self.dialog().locator(".dialog-buttons .monaco-button", has_text=label).first.click()
+        self._button(label).click()
         self.dialog().wait_for(state="hidden", timeout=10_000)
 
     # -- the Turnback view ----------------------------------------------------------------------------
+    def _pane(self, title: str):
+        """A view of the Turnback container (Turnback Session, Directives), by its header."""
+        return self.page.locator(".part.sidebar .pane", has=self.page.locator(".pane-header", has_text=title)).first
+
     def show_session_view(self) -> None:
         sidebar = self.page.locator(".part.sidebar")
-        if not sidebar.locator(".composite.title", has_text="Turnback Session").is_visible():
+        if not sidebar.locator(".pane-header", has_text="Turnback Session").first.is_visible():
             self.page.locator(".activitybar .action-item .action-label[aria-label^='Turnback']").first.click()
-        sidebar.locator(".composite.title", has_text="Turnback Session").wait_for(timeout=15_000)
+        sidebar.locator(".pane-header", has_text="Turnback Session").first.wait_for(timeout=15_000)
         self.widen_sidebar(480)
         self.page.mouse.move(900, 450)  # away from the activity bar's tooltip
 
@@ -258,7 +290,39 @@ class Workbench:
         self.page.mouse.up()
 
     def _session_list(self):
-        return self.page.locator(".part.sidebar .monaco-list")
+        return self._pane("Turnback Session").locator(".monaco-list")
+
+    def directive_rows(self) -> list[str]:
+        rows = self._pane("Directives").locator(".monaco-list .monaco-list-row").evaluate_all(
+            """rows => rows.map(r => [r.querySelector('.label-name'), r.querySelector('.label-description')]
+                .map(e => e ? e.textContent : '').join(' | '))""")
+        return [r.replace(NBSP, " ").strip() for r in rows]
+
+    def directive_row(self, contains: str):
+        return self._pane("Directives").locator(".monaco-list-row", has_text=contains).first
+
+    def pane_action(self, view: str, title: str):
+        """A button of a view's header (shown while the header is hovered)."""
+        pane = self._pane(view)
+        pane.locator(".pane-header").first.hover()
+        button = pane.locator(f".pane-header .action-label[aria-label='{title}']").first
+        button.wait_for(state="visible", timeout=10_000)
+        return button
+
+    def set_user_settings(self, settings: dict) -> None:
+        """What a person does: Preferences: Open User Settings (JSON), replace the text, save. (An
+        edit of settings.json behind code-server's back is not noticed.)"""
+        self.run_command("Preferences: Open User Settings (JSON)")
+        self.page.locator(".tab.active", has_text="settings.json").first.wait_for(timeout=15_000)
+        self.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.insert_text(json.dumps(settings, indent=2))
+        self.page.keyboard.press("Control+S")
+        self.page.locator(".tab.active.dirty").wait_for(state="detached", timeout=15_000)
+        self.page.keyboard.press("Control+W")
+
+    def welcome_text(self) -> str:
+        return self._pane("Turnback Session").locator(".welcome-view-content").inner_text().replace(NBSP, " ")
 
     def session_rows(self) -> list[str]:
         """Each row as `label | description`."""
@@ -270,8 +334,20 @@ class Workbench:
     def session_row(self, contains: str):
         return self._session_list().locator(".monaco-list-row", has_text=contains).first
 
+    def quiet_view(self) -> list[str]:
+        """Wait until the session view stops redrawing (three equal looks in a row): a row's menu or
+        button used while the tree redraws acts on no element, as it would for a person."""
+        seen: list[list[str]] = []
+
+        def same() -> bool:
+            seen.append(self.session_rows())
+            return len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]
+        wait_until("the session view to settle", same, timeout=30, interval=0.3)
+        return seen[-1]
+
     def context_menu(self, row, entry: str) -> None:
         """Right-click the row, then choose the entry (hover it, Enter: VS Code's menus act on keys)."""
+        self.quiet_view()
         row.click(button="right")
         menu = self.page.locator(".context-view .monaco-menu .action-item", has_text=entry).first
         menu.wait_for(state="visible", timeout=10_000)
@@ -284,6 +360,7 @@ class Workbench:
 
     def inline_action(self, row, title: str) -> None:
         """The icon button a tree row shows on hover."""
+        self.quiet_view()
         row.hover()
         button = row.locator(f".actions .action-label[aria-label='{title}']").first
         button.wait_for(state="visible", timeout=10_000)

@@ -2,8 +2,8 @@
 // against a tiny UI interface so the tests can answer the confirmation programmatically. No `vscode`.
 
 import { errorCode, errorMessage } from "./protocol";
-import type { Boundary, Candidate, CommitOptions, CommitResult, RedoCommitResult, RedoGroup, RedoPlan, TurnbackApi } from "./protocol";
-import { renderCandidate, renderRedoPlan, redoUnavailableMessage } from "./render";
+import type { Boundary, Candidate, CommitOptions, CommitResult, RedoCommitResult, RedoGroup, RedoPlan, RewindMode, TurnbackApi } from "./protocol";
+import { displayPath, KEEP_WITH_MARKERS, modeOfButton, renderCandidate, renderRedoPlan, redoUnavailableMessage } from "./render";
 import type { Confirmation } from "./render";
 
 export interface FlowUi {
@@ -33,8 +33,9 @@ export interface FlowOutcome {
 
 const MAX_STALE_ROUNDS = 5;
 
-/** What the person chose in a confirmation: commit, commit keeping their edits, or nothing. */
-export type Choice = "commit" | "keep-user-edits" | "cancel";
+/** What the person chose in a confirmation: commit, commit keeping their edits (with conflict
+ *  markers), show the plan in another mode, or nothing. */
+export type Choice = "commit" | "keep-user-edits" | "keep-with-markers" | "mode" | "cancel";
 
 export function choiceOf(c: Confirmation, answer: boolean | string | undefined): Choice {
     if (answer === true || answer === c.action) {
@@ -43,7 +44,49 @@ export function choiceOf(c: Confirmation, answer: boolean | string | undefined):
     if (c.alternative !== undefined && answer === c.alternative) {
         return "keep-user-edits";
     }
+    if (typeof answer === "string" && (c.more ?? []).includes(answer)) {
+        if (answer === KEEP_WITH_MARKERS) {
+            return "keep-with-markers";
+        }
+        if (modeOfButton(answer)) {
+            return "mode";
+        }
+    }
     return "cancel";
+}
+
+/** What keeping the user's edits did, from a commit result, in words ("" when nothing). */
+export function keptWords(result: { merged?: string[]; kept?: string[]; conflicts?: string[]; conflictMarkers?: string[] }, root?: string): string {
+    const names = (uris: string[] | undefined) => (uris ?? []).map((u) => displayPath({ uri: u }, root)).join(", ");
+    const conflicts = new Set(result.conflicts ?? []);
+    const kept = (result.kept ?? []).filter((u) => !conflicts.has(u));
+    const parts = [
+        result.merged?.length ? `your edits merged onto ${names(result.merged)}` : "",
+        result.conflictMarkers?.length ? `conflict markers written into ${names(result.conflictMarkers)}` : "",
+        conflicts.size ? `${names([...conflicts])} left as ${conflicts.size === 1 ? "it is" : "they are"} (a conflict: resolve it by hand)` : "",
+        kept.length ? `your edits to ${names(kept)} left as they were` : "",
+    ].filter(Boolean);
+    return parts.length ? ` ${parts.join("; ")}.` : " Your own edits were kept.";
+}
+
+/** Where a flow learns what the editor knows: the root, the unsaved documents. */
+export interface FlowContext {
+    root?: string;
+    /** The file URIs the editor holds unsaved changes of (`dirty`: the server refuses to write them). */
+    dirty?: () => string[];
+}
+
+/** Directive id → its request, to name the directives of a plan by their text. */
+async function directiveNames(api: TurnbackApi, c: Candidate): Promise<Record<string, string>> {
+    if (!c.directives?.length) {
+        return {};
+    }
+    try {
+        const { directives } = await api.directiveList();
+        return Object.fromEntries(directives.map((d) => [d.id, d.request]));
+    } catch {
+        return {};
+    }
 }
 
 function recoveryNote(result: { recovery?: unknown[] }): string {
@@ -87,50 +130,117 @@ async function commitWith<T>(ui: FlowUi, title: string, work: (opts: CommitOptio
     return ui.during(title, (workDoneToken) => work(workDoneToken ? { ...base, workDoneToken } : base));
 }
 
-export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowUi, opts: { root?: string } = {}): Promise<FlowOutcome> {
+export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowUi, opts: FlowContext & { mode?: RewindMode } = {}): Promise<FlowOutcome> {
     const shown: Confirmation[] = [];
-    let candidate: Candidate = await api.rewindPrepare(boundary);
+    let mode: RewindMode = opts.mode ?? "all";
+    const dirty = () => opts.dirty?.() ?? [];
+    const prepare = () => api.rewindPrepare(boundary, { mode, dirty: dirty() });
+    let candidate: Candidate = await prepare();
     let stale = false;
-    for (let round = 0; round < MAX_STALE_ROUNDS; round++) {
+    for (let round = 0; round < MAX_STALE_ROUNDS + 4; round++) {
         if (candidate.noop) {
-            return { status: "nothing-to-do", message: NOTHING_TO_REWIND, shown };
+            return { status: "nothing-to-do", message: mode === "files" ? NOTHING_TO_RESTORE : NOTHING_TO_REWIND, shown };
         }
-        const conf = renderCandidate({ ...candidate, boundary: candidate.boundary ?? boundary }, { root: opts.root, stale });
+        const conf = renderCandidate({ ...candidate, boundary: candidate.boundary ?? boundary },
+            { root: opts.root, stale, names: await directiveNames(api, candidate) });
         shown.push(conf);
-        const choice = choiceOf(conf, await ui.confirm(conf));
+        const answer = await ui.confirm(conf);
+        const choice = choiceOf(conf, answer);
         if (choice === "cancel") {
             return { status: "cancelled", message: "Rewind cancelled.", shown };
         }
-        const keep = choice === "keep-user-edits";
+        if (choice === "mode") {  // the same boundary, shown for the files only or the conversation only
+            mode = modeOfButton(answer as string) ?? "all";
+            candidate = await prepare();
+            stale = false;
+            continue;
+        }
+        const keep = choice === "keep-user-edits" || choice === "keep-with-markers";
+        const extras = commitExtras(choice, dirty(), mode);
         let result: CommitResult;
         try {
-            result = await commitWith(ui, "turnback: rewinding", (o) => api.rewindCommit(boundary, candidate.planHash, o), keep);
+            result = await commitWith(ui, "turnback: rewinding", (o) => api.rewindCommit(boundary, candidate.planHash, { ...o, ...extras }), keep);
         } catch (err) {
             if (errorCode(err) === "stale-plan") {
-                candidate = await api.rewindPrepare(boundary);
+                candidate = await prepare();
                 stale = true;
                 continue;
             }
             throw err;
         }
         if (result.status === "committed") {
+            const what = mode === "files" ? `Rewound the files only: every turn stays`
+                : mode === "conversation" ? `Rewound the conversation only: discarded ${candidate.discard.turnCount} turn(s), every file stays`
+                    : `Rewound: kept ${candidate.keep.turnCount} turn(s), discarded ${candidate.discard.turnCount}`;
             return {
                 status: "committed", shown, result, keptUserEdits: keep,
-                message: `Rewound: kept ${candidate.keep.turnCount} turn(s), discarded ${candidate.discard.turnCount}` +
-                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result) + agentResumeNote(result),
+                message: what + "." + (keep ? keptWords(result, opts.root) : "") + recoveryNote(result) + agentResumeNote(result),
             };
         }
         if (result.status === "nothing-to-do") {
             return { status: "nothing-to-do", shown, result, message: NOTHING_TO_REWIND };
         }
         if (result.status === "stale") {
-            candidate = result.candidate ?? (await api.rewindPrepare(boundary));
+            candidate = result.candidate ?? (await prepare());
             stale = true;
             continue;
         }
         return { status: "rolled-back", shown, result, message: rolledBackMessage("rewind", result) };
     }
     return { status: "stale", shown, message: "The session kept changing; rewind abandoned." };
+}
+
+/** What a commit sends beyond the plan: only what is set (an older server sees what it knows). */
+function commitExtras(choice: Choice, dirty: string[], mode: RewindMode = "all"): CommitOptions {
+    return {
+        ...(mode !== "all" ? { mode } : {}),
+        ...(dirty.length ? { dirty } : {}),
+        ...(choice === "keep-with-markers" ? { conflictMarkers: true } : {}),
+    };
+}
+
+export const NOTHING_TO_RESTORE = "Nothing to restore: every file already is as it was there.";
+
+/** "Restore to Turn…": prepare → confirm → commit a restore of `paths` (the conversation stays). */
+export async function restoreFlow(api: TurnbackApi, paths: string[], boundary: Boundary, ui: FlowUi, opts: FlowContext = {}): Promise<FlowOutcome> {
+    const shown: Confirmation[] = [];
+    const dirty = () => opts.dirty?.() ?? [];
+    let candidate: Candidate = await api.restorePrepare(paths, boundary, { dirty: dirty() });
+    let stale = false;
+    for (let round = 0; round < MAX_STALE_ROUNDS; round++) {
+        if (candidate.noop) {
+            return { status: "nothing-to-do", message: NOTHING_TO_RESTORE, shown };
+        }
+        const conf = renderCandidate({ ...candidate, operation: "restore", boundary: candidate.boundary ?? boundary },
+            { root: opts.root, stale });
+        shown.push(conf);
+        const choice = choiceOf(conf, await ui.confirm(conf));
+        if (choice === "cancel" || choice === "mode") {
+            return { status: "cancelled", message: "Restore cancelled.", shown };
+        }
+        const keep = choice === "keep-user-edits" || choice === "keep-with-markers";
+        const extras = commitExtras(choice, dirty());
+        const result = await commitWith(ui, "turnback: restoring",
+            (o) => api.restoreCommit(paths, boundary, candidate.planHash, { ...o, ...extras }), keep);
+        if (result.status === "committed") {
+            const names = (result.restored ?? []).map((u) => displayPath({ uri: u }, opts.root));
+            return {
+                status: "committed", shown, result, keptUserEdits: keep,
+                message: `Restored ${names.length ? names.join(", ") : "nothing"}; the conversation did not change (Redo undoes it).` +
+                    (keep ? keptWords(result, opts.root) : "") + recoveryNote(result),
+            };
+        }
+        if (result.status === "nothing-to-do") {
+            return { status: "nothing-to-do", shown, result, message: NOTHING_TO_RESTORE };
+        }
+        if (result.status === "stale") {
+            candidate = result.candidate ?? (await api.restorePrepare(paths, boundary, { dirty: dirty() }));
+            stale = true;
+            continue;
+        }
+        return { status: "rolled-back", shown, result, message: rolledBackMessage("rewind", result).replace("rewind", "restore") };
+    }
+    return { status: "stale", shown, message: "The session kept changing; restore abandoned." };
 }
 
 export async function redoFlow(
@@ -173,8 +283,8 @@ export async function redoFlow(
         if (result.status === "committed") {
             return {
                 status: "committed", shown, result, keptUserEdits: keep,
-                message: `Redone: head ${group.headSeq} is back (${group.turnCount} turn(s))` +
-                    (keep ? ", your own edits left as they were." : ".") + recoveryNote(result) + agentResumeNote(result),
+                message: `Redone: head ${group.headSeq} is back (${group.turnCount} turn(s)).` +
+                    (keep ? keptWords(result, opts.root) : "") + recoveryNote(result) + agentResumeNote(result),
             };
         }
         if (result.status === "nothing-to-do") {

@@ -5,6 +5,7 @@ import { rolledBackMessage } from "./flows";
 import { errorCode } from "./protocol";
 import type { FilePlan, ForkConfirmResult, ForkPrepareResult, Gap, SessionSummary, TurnbackApi } from "./protocol";
 import { effectLines, fileSection, gapSection, KEEP_MY_EDITS, plural, quote, userEditFiles, userEditSection } from "./render";
+import type { StepWords } from "./protocol";
 import type { Confirmation, TreeNode } from "./render";
 
 export const FORK_HERE = "Fork Here";
@@ -38,11 +39,12 @@ export function renderForkPlan(p: ForkPrepareResult, opts: { root?: string; stal
     lines.push(...fileSection(files, opts.root));
     lines.push(...userEditSection(files, "fork", opts.root));
     lines.push("", ...gapSection(gaps, opts.root));
-    const effects = effectLines(p.effects);
+    const effects = effectLines(p.effects, p.steps as StepWords[] | undefined);
     lines.push("", effects.length ? `Effects of the steps above turn ${p.turn}:` : "Effects: no step above this turn.", ...effects);
     const dropped = (p.droppedSends ?? []) as string[];
     if (dropped.length) {
-        lines.push("", `Held sends dropped before they leave this machine: ${dropped.join(", ")}.`);
+        const what = new Map(((p.steps ?? []) as StepWords[]).map((x) => [x.id, x.what]));
+        lines.push("", `Held sends dropped before they leave this machine: ${dropped.map((id) => what.get(id) ?? `step ${id}`).join(", ")}.`);
     }
     const notPreserved = (p.notPreserved ?? []) as string[];
     if (notPreserved.length) {
@@ -139,8 +141,10 @@ export async function forkFlow(api: TurnbackApi, turn: number, ui: ForkUi, opts:
 // ---------------------------------------------------------------------------------------------
 // Lineage
 
-/** The store's sessions as one tree node (children in lineage order), or none for a single session. */
-export function lineageNode(sessions: SessionSummary[]): TreeNode | undefined {
+/** The store's sessions as one tree node (children in lineage order), or none for a single session.
+ *  `names` names each session by its first prompt (id → prompt); a click opens it (read only unless
+ *  it is the live one). */
+export function lineageNode(sessions: SessionSummary[], names: Record<string, string> = {}): TreeNode | undefined {
     if (sessions.length < 2) {
         return undefined;
     }
@@ -153,7 +157,7 @@ export function lineageNode(sessions: SessionSummary[]): TreeNode | undefined {
     const children: TreeNode[] = [];
     const walk = (parent: string | null, depth: number) => {
         for (const s of byParent.get(parent) ?? []) {
-            children.push(sessionNode(s, depth));
+            children.push(sessionNode(s, depth, names[s.sessionId]));
             walk(s.sessionId, depth + 1);
         }
     };
@@ -162,7 +166,7 @@ export function lineageNode(sessions: SessionSummary[]): TreeNode | undefined {
     return {
         id: "lineage",
         label: `Sessions (${sessions.length})`,
-        description: current ? `this one: ${shortId(current.sessionId)}` : undefined,
+        description: current ? `this one: ${names[current.sessionId] ? quote(names[current.sessionId], 40) : shortId(current.sessionId)}` : undefined,
         tooltip: "Every session of this store: forks start a branch and freeze their parent.",
         contextValue: "turnback.lineage",
         expanded: true,
@@ -170,10 +174,10 @@ export function lineageNode(sessions: SessionSummary[]): TreeNode | undefined {
     };
 }
 
-function sessionNode(s: SessionSummary, depth: number): TreeNode {
+function sessionNode(s: SessionSummary, depth: number, name?: string): TreeNode {
     const bits = [plural(s.turnCount, "turn")];
     if (s.parentId && s.forkTurn != null) {
-        bits.push(`forked at turn ${s.forkTurn} of ${shortId(s.parentId)}`);
+        bits.push(`forked at turn ${s.forkTurn}`);
     }
     if (s.frozen) {
         bits.push("frozen");
@@ -183,11 +187,12 @@ function sessionNode(s: SessionSummary, depth: number): TreeNode {
     }
     return {
         id: `session:${s.sessionId}`,
-        label: `${"  ".repeat(depth)}${depth ? "↳ " : ""}${s.current ? "● " : ""}${shortId(s.sessionId)}`,
+        label: `${"  ".repeat(depth)}${depth ? "↳ " : ""}${s.current ? "● " : ""}${name ? quote(name, 50) : shortId(s.sessionId)}`,
         description: bits.join(" · "),
         tooltip: [`Session ${s.sessionId}${s.current ? " (the one this window works on)" : ""}`,
             s.parentId ? `Branch of ${s.parentId} at turn ${s.forkTurn}` : "A root session",
             s.frozen ? "Frozen: read-only, no new turns." : "", s.worktree ? `Worktree: ${s.worktree}` : ""].filter(Boolean).join("\n"),
         contextValue: s.frozen ? "turnback.session.frozen" : "turnback.session",
+        sessionId: s.sessionId,
     };
 }

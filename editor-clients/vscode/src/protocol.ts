@@ -33,7 +33,35 @@ export interface FilePlan {
     userEditBy?: string;
     /** Permission bits restored with the file. */
     mode?: number | string | null;
+    /** What keeping the user's edits does to this file (a rewind's or a fork's user-edited files). */
+    merge?: MergeInfo;
+    /** The change being undone was committed and pushed there: it has left the machine. */
+    pushed?: string;
 }
+
+/** `FilePlan.merge`: the three-way merge of the user's edit onto the restored image. */
+export interface MergeInfo {
+    result: "yours" | "merged" | "conflict" | "binary" | "unmergeable" | string;
+    /** The discarded turns that changed the file too. */
+    alsoChangedBy: number[];
+    conflicts?: number;
+    regions?: { line: number; lines: number }[];
+    detail?: string;
+    image?: string;
+}
+
+/** `Candidate.steps`: a discarded step in words, with its bucket. */
+export interface StepWords {
+    id: string;
+    turn: number;
+    kind: string;
+    scope: string;
+    what: string;
+    paths: string[];
+    bucket: string | null;
+}
+
+export type RewindMode = "all" | "files" | "conversation";
 
 export interface TurnRef {
     turn: number;
@@ -77,6 +105,12 @@ export interface Candidate {
     summary: string;
     /** The boundary is the current state: nothing would change. */
     noop?: boolean;
+    /** Every discarded step in words (newer servers). */
+    steps?: StepWords[];
+    /** How the rewind moves files and turns: both, the files only, the conversation only. */
+    mode?: RewindMode;
+    /** "restore" for `turnback/restore/prepare`. */
+    operation?: string;
 }
 
 export interface Recovery {
@@ -118,10 +152,14 @@ export interface LogTurn {
     files: TurnFile[];
     steps: number;
     gaps: Gap[];
+    stepList?: { id: string; kind: string; scope: string; summary?: string }[];
 }
 
 export interface SessionLog {
     turns: LogTurn[];
+    sessionId?: string;
+    /** Set when the log is of a session other than the live one. */
+    frozen?: boolean;
 }
 
 /** A committed rewind or redo of a Claude Code session: how to resume the agent there. */
@@ -137,6 +175,13 @@ export interface AgentResume {
 
 export interface CommitResult {
     status: "committed" | "stale" | "rolled-back" | "nothing-to-do";
+    /** What keeping the user's edits did (file URIs): merged, left as they were, conflicts. */
+    merged?: string[];
+    kept?: string[];
+    conflicts?: string[];
+    conflictMarkers?: string[];
+    /** A restore's files. */
+    restored?: string[];
     agentResume?: AgentResume;
     candidate?: Candidate;
     epoch?: number;
@@ -149,8 +194,14 @@ export interface CommitResult {
 
 /** Options of a rewind or redo commit beyond the plan hash. */
 export interface CommitOptions {
-    /** Leave every file flagged `userEdit` exactly as it is now. */
+    /** Keep every file flagged `userEdit`: merged onto the restored file, or left as it is now. */
     keepUserEdits?: boolean;
+    /** With keepUserEdits: write a conflicting file with conflict markers. */
+    conflictMarkers?: boolean;
+    /** A rewind's mode (files only, conversation only). */
+    mode?: RewindMode;
+    /** The files the editor holds unsaved changes of: the server refuses to write them. */
+    dirty?: string[];
     /** A `$/progress` token the client listens on. */
     workDoneToken?: string;
 }
@@ -161,6 +212,11 @@ export interface RedoGroup {
     forkPoint: string;
     created: number;
     lastPrompt: string;
+    /** Turns shared with the current state: Redo brings back sharedTurns+1..turnCount. */
+    sharedTurns?: number;
+    /** The files bringing it back would change (the first few paths). */
+    changes?: { files: number; paths: string[] };
+    ancestor?: boolean;
 }
 
 export interface RedoList {
@@ -180,6 +236,7 @@ export interface RedoPlan {
 
 export interface RedoCommitResult {
     status: "committed" | "stale" | "rolled-back" | "nothing-to-do";
+    kept?: string[];
     agentResume?: AgentResume;
     message?: string;
     headSeq?: number | null;
@@ -255,6 +312,70 @@ export interface Status {
     collecting: boolean;
     headSeq: number | null;
     recovery: number;
+}
+
+/** `turnback/rewound`: after every committed rewind, restore, Redo or fork. */
+export interface RewoundParams {
+    operation: "rewind" | "restore" | "redo" | "fork" | string;
+    mode?: RewindMode | string;
+    boundary?: Boundary | null;
+    files: Uri[];
+    turnCount: number;
+    sessionId: string;
+    agentResume?: AgentResume;
+}
+
+/** One side of a `turnback/diff` change. */
+export interface DiffSide {
+    label: string;
+    image?: string;
+    exists?: boolean | null;
+    mode?: number;
+}
+
+export interface DiffChange {
+    source: "turn" | "user";
+    path: string;
+    uri: Uri;
+    status: "created" | "deleted" | "modified" | "mode" | "transient" | "unknown-before" | "gap" | string;
+    before: DiffSide;
+    after: DiffSide;
+    turn?: number;
+    prompt?: string;
+    checkpoint?: string;
+    afterTurn?: number;
+    by?: string | null;
+    gap?: { reason: string; detail?: string };
+    added?: number;
+    removed?: number;
+    diff?: string;
+    binary?: boolean;
+    tooLargeToDiff?: boolean;
+}
+
+export interface DiffResult {
+    sessionId: string;
+    changes: DiffChange[];
+    range: { turn?: number; since?: number; through?: number };
+    path?: string;
+}
+
+export interface DiffParams {
+    turn?: number;
+    since?: number;
+    uri?: Uri;
+    sessionId?: string;
+    text?: boolean;
+}
+
+export interface ImageRead {
+    image: string;
+    exists: boolean | null;
+    size: number | null;
+    binary: boolean | null;
+    text: string | null;
+    tooLarge?: boolean;
+    unknown?: string;
 }
 
 export interface EpochParams {
@@ -362,6 +483,10 @@ export const Requests = {
     forkPrepare: "turnback/fork/prepare",
     forkConfirm: "turnback/fork/confirm",
     sessionList: "turnback/session/list",
+    diff: "turnback/diff",
+    imageRead: "turnback/image/read",
+    restorePrepare: "turnback/restore/prepare",
+    restoreCommit: "turnback/restore/commit",
 } as const;
 
 export const Notifications = {
@@ -369,6 +494,7 @@ export const Notifications = {
     epoch: "turnback/epoch",
     directives: "turnback/directives",
     recovered: "turnback/recovered",
+    rewound: "turnback/rewound",
 } as const;
 
 // ---------------------------------------------------------------------------------------------
@@ -437,11 +563,23 @@ export class TurnbackApi {
     turnSettle(params: { turn: number; status?: "settled" | "cancelled" }): Promise<{ headSeq: number | null }> {
         return this.call(Requests.turnSettle, params);
     }
-    sessionLog(): Promise<SessionLog> {
-        return this.call(Requests.sessionLog);
+    sessionLog(sessionId?: string): Promise<SessionLog> {
+        return this.call(Requests.sessionLog, sessionId ? { sessionId } : {});
     }
-    rewindPrepare(boundary: Boundary): Promise<Candidate> {
-        return this.call(Requests.rewindPrepare, { boundary });
+    rewindPrepare(boundary: Boundary, opts: { mode?: RewindMode; dirty?: string[] } = {}): Promise<Candidate> {
+        return this.call(Requests.rewindPrepare, { boundary, ...commitExtras(opts) });
+    }
+    diff(params: DiffParams): Promise<DiffResult> {
+        return this.call(Requests.diff, params);
+    }
+    imageRead(params: { image: string; sessionId?: string }): Promise<ImageRead> {
+        return this.call(Requests.imageRead, params);
+    }
+    restorePrepare(paths: Uri[], boundary: Boundary, opts: { dirty?: string[] } = {}): Promise<Candidate> {
+        return this.call(Requests.restorePrepare, { paths, boundary, ...commitExtras(opts) });
+    }
+    restoreCommit(paths: Uri[], boundary: Boundary, planHash: string, opts: CommitOptions = {}): Promise<CommitResult> {
+        return this.call(Requests.restoreCommit, { paths, boundary, planHash, ...commitExtras(opts) });
     }
     rewindCommit(boundary: Boundary, planHash: string, opts: CommitOptions = {}): Promise<CommitResult> {
         return this.call(Requests.rewindCommit, { boundary, planHash, ...commitExtras(opts) });
@@ -491,10 +629,19 @@ export interface RecoveryResolveResult {
 }
 
 /** Only the options that are set travel (an older server sees the request it knows). */
-function commitExtras(opts: CommitOptions): Record<string, unknown> {
+function commitExtras(opts: CommitOptions & { mode?: RewindMode; dirty?: string[] }): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     if (opts.keepUserEdits) {
         out.keepUserEdits = true;
+        if (opts.conflictMarkers) {
+            out.conflictMarkers = true;
+        }
+    }
+    if (opts.mode && opts.mode !== "all") {
+        out.mode = opts.mode;
+    }
+    if (opts.dirty?.length) {
+        out.dirty = opts.dirty;
     }
     if (opts.workDoneToken) {
         out.workDoneToken = opts.workDoneToken;

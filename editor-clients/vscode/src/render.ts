@@ -7,135 +7,60 @@ import type {
     Directive,
     FilePlan,
     Gap,
-    LogTurn,
     RedoGroup,
-    RedoList,
     RedoPlan,
-    SessionLog,
+    RewindMode,
     Status,
-    TurnFile,
+    StepWords,
 } from "./protocol";
 
-// ---------------------------------------------------------------------------------------------
-// Small helpers
+import { describeBoundary, displayPath, firstLine, gapLine, plural, quote, userEditWords } from "./text";
 
-export function plural(n: number, one: string, many = one + "s"): string {
-    return `${n} ${n === 1 ? one : many}`;
-}
+export * from "./text";
+export * from "./picks";
+export * from "./tree";
 
-/** The first line of `text`, trimmed and cut to `max` characters with an ellipsis. */
-export function firstLine(text: string | null | undefined, max = 80): string {
-    const line = (text ?? "").split(/\r?\n/).map((l) => l.trim()).find((l) => l.length > 0) ?? "";
-    return line.length > max ? line.slice(0, max - 1) + "…" : line;
-}
-
-export function quote(text: string | null | undefined, max = 60): string {
-    return `“${firstLine(text, max)}”`;
-}
-
-/** A workspace-relative path for a file URI (uses `path` when the server sent it). */
-export function displayPath(item: { uri?: string | null; path?: string | null }, root?: string): string {
-    if (item.path) {
-        return item.path;
-    }
-    const uri = item.uri ?? "";
-    if (!uri) {
-        return "(no file)";
-    }
-    let p = uri;
-    if (uri.startsWith("file://")) {
-        try {
-            p = decodeURIComponent(new URL(uri).pathname);
-        } catch {
-            p = uri.slice("file://".length);
-        }
-        if (/^\/[A-Za-z]:/.test(p)) {
-            p = p.slice(1);
-        }
-    }
-    if (root) {
-        const r = root.replace(/[\\/]+$/, "");
-        const norm = p.replace(/\\/g, "/");
-        const rn = r.replace(/\\/g, "/");
-        if (norm.toLowerCase().startsWith(rn.toLowerCase() + "/")) {
-            return norm.slice(rn.length + 1);
-        }
-    }
-    return p;
-}
-
-const GAP_REASONS: Record<string, string> = {
-    "unknown-before-image": "its state before the turn was never captured",
-    "too-large": "too large to capture",
-    unreadable: "could not be read",
-    "outside-workspace": "outside the workspace",
-    symlink: "a symbolic link (not followed)",
-    "step-scope-unknown": "a step did not say what it touched",
-    "git-head-and-index": "git HEAD and index are not restored",
-    "not-a-file": "not a regular file",
-    "not-in-head": "its image is missing from the saved state",
-    "git-internal": "inside a .git folder (git's own files are never restored)",
-    "not-a-folder": "something other than a folder is where a folder was",
-    "folder-not-empty": "a folder that holds uncaptured files: it stays, with them",
-    "submodule-uninitialised": "a submodule left uninitialised (the parent never checked it out)",
-};
-
-export function gapReasonText(reason: string): string {
-    return GAP_REASONS[reason] ?? reason;
-}
-
-/** One line per gap: `path — reason (turn N): detail`. */
-export function gapLine(gap: Gap, root?: string): string {
-    const where = gap.uri || gap.path ? displayPath(gap, root) : "(session)";
-    const turn = typeof gap.turn === "number" ? ` (turn ${gap.turn})` : "";
-    const detail = gap.detail ? `: ${gap.detail}` : "";
-    return `${where} — ${gap.reason}, ${gapReasonText(gap.reason)}${turn}${detail}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Confirmation
-
+/** The seven buckets by their people's names (docs/effects.md, "In words"), in the order shown. */
 export const EFFECT_LABELS: [string, string][] = [
-    ["restored", "Undone by their inverse"],
-    ["droppedBeforeCrossing", "Held, dropped before they left this machine"],
-    ["crossedUncompensated", "Already left this machine and stay done"],
-    ["crossedCompensated", "Already left this machine, compensated later"],
-    ["wouldCrossOnRewind", "Would leave this machine if undone (not run)"],
-    ["unrestored", "Not undone (no inverse)"],
-    ["provablyEmpty", "Had no effect"],
+    ["restored", "Put back by this rewind"],
+    ["droppedBeforeCrossing", "Held back and never sent: dropped"],
+    ["crossedUncompensated", "Already left this machine; nothing undoes them"],
+    ["crossedCompensated", "Left this machine; a later step makes up for them (not re-run)"],
+    ["wouldCrossOnRewind", "Not undone: undoing them would itself leave this machine"],
+    ["unrestored", "Changed this machine in a way the rewind cannot put back"],
+    ["provablyEmpty", "Changed nothing"],
 ];
 
-export function describeBoundary(b: Boundary | undefined): string {
-    if (!b) {
-        return "";
+/** What keeping the user's edits does to one file (its `merge`), in words. */
+export function keepWords(f: FilePlan): string {
+    const m = f.merge;
+    if (!m) {
+        return "left as it is now";
     }
-    switch (b.kind) {
-        case "afterResponse":
-            return `at the response of turn ${b.turn}`;
-        case "beforePrompt":
-            return `to before prompt ${b.turn}`;
-        case "beforeDirectiveAttempt":
-            return `to before the attempt of turn ${b.turn} at directive ${b.directiveId}`;
+    const turns = m.alsoChangedBy ?? [];
+    const by = `${turns.length === 1 ? "turn" : "turns"} ${turns.join(", ")}`;
+    switch (m.result) {
+        case "yours":
+            return "stays as you left it";
+        case "merged":
+            return `your edit is carried onto the restored file (${by} changed it too)`;
+        case "conflict":
+            return `a conflict with ${by}: left as it is now (or with conflict markers)`;
+        case "binary":
+            return "not a text file: kept whole, as it is now";
+        default:
+            return `kept as it is now (${m.detail ?? "it cannot be merged"})`;
     }
 }
 
 function fileLine(f: FilePlan, root?: string): string {
     const p = displayPath(f, root);
-    const action = f.action === "restore" ? (f.from === "absent" || f.from == null ? "recreate" : "restore") : f.action;
+    const action = f.action === "restore" ? (f.from === "absent" || f.from == null ? "recreate" : "restore")
+        : f.action === "kept" ? "keep" : f.action;
     const ext = f.externalChange ? "  ⚠ changed outside turnback since the last capture: that edit will be overwritten" : "";
     const mine = f.userEdit && !f.externalChange ? `  ✎ your edit (${userEditWords(f.userEditBy)})` : "";
-    return `  ${action.padEnd(9)}${p}${ext}${mine}`;
-}
-
-const USER_EDIT_WORDS: Record<string, string> = {
-    "editor-save": "saved in the editor",
-    "disk-change": "changed on disk",
-    "capture-request": "captured between turns",
-    uncaptured: "changed on disk, not captured yet",
-};
-
-export function userEditWords(by: string | undefined): string {
-    return (by && USER_EDIT_WORDS[by]) || "not made by a discarded turn";
+    const pushed = f.pushed ? `  ⇡ committed and pushed to ${f.pushed}: this change has left the machine` : "";
+    return `  ${action.padEnd(9)}${p}${ext}${mine}${pushed}`;
 }
 
 /** The files of a plan whose change is the user's own (made by no discarded turn). */
@@ -143,12 +68,20 @@ export function userEditFiles(files: FilePlan[]): FilePlan[] {
     return files.filter((f) => f.userEdit && f.action !== "unchanged");
 }
 
-/** The button that commits but leaves the user's own edits as they are now. */
+/** The button that commits and keeps the user's own edits (merged onto the restored files). */
 export const KEEP_MY_EDITS = {
     rewind: "Rewind, Keep My Edits", redo: "Redo, Keep My Edits", fork: "Fork Here, Keep My Edits",
+    restore: "Restore, Keep My Edits",
 } as const;
 
-const VERB = { rewind: "Rewind", redo: "Redo", fork: "Fork Here" } as const;
+/** The button that keeps the user's edits and writes conflict markers where they conflict. */
+export const KEEP_WITH_MARKERS = "Keep My Edits, Mark Conflicts";
+
+const VERB = { rewind: "Rewind", redo: "Redo", fork: "Fork Here", restore: "Restore" } as const;
+
+export function hasConflicts(files: FilePlan[]): boolean {
+    return userEditFiles(files).some((f) => f.merge?.result === "conflict");
+}
 
 export function userEditSection(files: FilePlan[], operation: keyof typeof KEEP_MY_EDITS, root?: string): string[] {
     const mine = userEditFiles(files);
@@ -156,23 +89,42 @@ export function userEditSection(files: FilePlan[], operation: keyof typeof KEEP_
         return [];
     }
     const verb = VERB[operation];
-    return ["", `Your own edits, made by no discarded turn (${mine.length}): ${mine.map((f) => displayPath(f, root)).join(", ")}.`,
-        `“${verb}” undoes them too; “${KEEP_MY_EDITS[operation]}” leaves ${mine.length === 1 ? "that file" : "those files"} as ${mine.length === 1 ? "it is" : "they are"} now.`];
+    const out = ["", `Your own edits, made by no discarded turn (${mine.length}): ${mine.map((f) => displayPath(f, root)).join(", ")}.`];
+    if (mine.some((f) => f.merge)) {
+        out.push(`“${verb}” undoes them too; “${KEEP_MY_EDITS[operation]}” keeps them:`);
+        for (const f of mine) {
+            out.push(`  ${displayPath(f, root)}: ${keepWords(f)}`);
+        }
+        if (hasConflicts(files)) {
+            out.push(`“${KEEP_WITH_MARKERS}” writes the conflicting ${mine.filter((f) => f.merge?.result === "conflict").length === 1 ? "file" : "files"} with conflict markers where the changes meet.`);
+        }
+    } else {
+        out.push(`“${verb}” undoes them too; “${KEEP_MY_EDITS[operation]}” leaves ${mine.length === 1 ? "that file" : "those files"} as ${mine.length === 1 ? "it is" : "they are"} now.`);
+    }
+    return out;
 }
 
-/** One line per non-empty bucket of the seven, then any bucket this client does not know. */
-export function effectLines(effects: Partial<Record<string, string[]>> | undefined): string[] {
+/**
+ * The buckets that hold a step, by their people's names, each step by what it did (`steps`, the
+ * candidate's steps in words; an older server's candidate has ids only), then any bucket this
+ * client does not know.
+ */
+export function effectLines(effects: Partial<Record<string, string[]>> | undefined, steps?: StepWords[]): string[] {
     const e = effects ?? {};
+    const what = new Map((steps ?? []).map((x) => [x.id, x]));
+    const name = (id: string) => {
+        const x = what.get(id);
+        return x ? `${firstLine(x.what, 90)}${x.turn ? ` (turn ${x.turn})` : ""}` : `step ${id}`;
+    };
     const out: string[] = [];
-    for (const [key, label] of EFFECT_LABELS) {
+    const buckets = [...EFFECT_LABELS, ...Object.keys(e).filter((k) => !EFFECT_LABELS.some(([x]) => x === k)).map((k) => [k, k] as [string, string])];
+    for (const [key, label] of buckets) {
         const ids = e[key] ?? [];
         if (ids.length) {
-            out.push(`  ${label}: ${ids.join(", ")}`);
-        }
-    }
-    for (const key of Object.keys(e)) {
-        if (!EFFECT_LABELS.some(([k]) => k === key) && (e[key] ?? []).length) {
-            out.push(`  ${key}: ${(e[key] ?? []).join(", ")}`);
+            out.push(`  ${label}:`);
+            for (const id of ids) {
+                out.push(`    ${name(id)}`);
+            }
         }
     }
     return out;
@@ -229,39 +181,85 @@ export interface Confirmation {
     more?: string[];
 }
 
-/** Candidate → the modal confirmation (`showWarningMessage(title, {modal, detail}, action)`). */
-export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boolean } = {}): Confirmation {
+/** The buttons that show a rewind in another mode. */
+export const MODE_BUTTONS = {
+    files: "Files Only…", conversation: "Conversation Only…", all: "Files and Conversation…",
+} as const;
+
+export function modeOfButton(label: string | undefined): RewindMode | undefined {
+    for (const [mode, text] of Object.entries(MODE_BUTTONS)) {
+        if (text === label) {
+            return mode as RewindMode;
+        }
+    }
+    return undefined;
+}
+
+function modeTitle(c: Candidate, where: string, keepN: number, discardN: number): string {
+    if (c.operation === "restore") {
+        const paths = (c.files ?? []).filter((f) => f.action !== "unchanged").map((f) => f.path ?? displayPath(f));
+        return `Restore ${paths.length ? paths.join(", ") : "the files"} ${restoreWhere(c.boundary)}? The conversation stays.`;
+    }
+    if (c.mode === "files") {
+        return `Rewind the files only ${where}: every turn stays?`;
+    }
+    if (c.mode === "conversation") {
+        return `Rewind the conversation only ${where}: discard ${plural(discardN, "turn")}, every file stays?`;
+    }
+    return `Rewind${where ? " " + where : ""}: keep ${plural(keepN, "turn")}, discard ${plural(discardN, "turn")}?`;
+}
+
+export function restoreWhere(b: Boundary | undefined): string {
+    if (!b) {
+        return "";
+    }
+    return b.kind === "afterResponse" ? `to how it was after turn ${b.turn}` : `to how it was before turn ${b.turn}`;
+}
+
+/** Candidate → the confirmation (`showWarningMessage(title, {modal, detail}, action, …)`).
+ *  `names` names directives by their request (id → request). */
+export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boolean; names?: Record<string, string> } = {}): Confirmation {
     const root = opts.root;
     const discardN = c.discard?.turnCount ?? 0;
     const keepN = c.keep?.turnCount ?? 0;
     const where = describeBoundary(c.boundary);
-    const title = (opts.stale ? "The session changed; here is the fresh plan. " : "") +
-        `Rewind${where ? " " + where : ""}: keep ${plural(keepN, "turn")}, discard ${plural(discardN, "turn")}?`;
+    const restore = c.operation === "restore";
+    const title = (opts.stale ? "The session changed; here is the fresh plan. " : "") + modeTitle(c, where, keepN, discardN);
     const lines: string[] = [];
-    if (keepN > 0 && c.keep.last) {
-        lines.push(`Keeps: ${keepN === 1 ? "turn 1" : `turns 1–${keepN}`}, ending with turn ${c.keep.last.turn} ${quote(c.keep.last.prompt)}.`);
+    if (restore || c.mode === "files") {
+        lines.push(`The conversation: every turn stays (${plural(keepN, "turn")}).`);
     } else {
-        lines.push("Keeps: nothing, the session starts empty.");
+        if (keepN > 0 && c.keep.last) {
+            lines.push(`Keeps: ${keepN === 1 ? "turn 1" : `turns 1–${keepN}`}, ending with turn ${c.keep.last.turn} ${quote(c.keep.last.prompt)}.`);
+        } else {
+            lines.push("Keeps: nothing, the session starts empty.");
+        }
+        if (discardN > 0 && c.discard.first) {
+            lines.push(`Discards: ${plural(discardN, "turn")} from turn ${c.discard.first.turn} ${quote(c.discard.first.prompt)} on, with their answers.`);
+        } else {
+            lines.push("Discards: no turn.");
+        }
     }
-    if (discardN > 0 && c.discard.first) {
-        lines.push(`Discards: ${plural(discardN, "turn")} from turn ${c.discard.first.turn} ${quote(c.discard.first.prompt)} on, with their answers.`);
+    if (c.mode === "conversation") {
+        lines.push("", `Files: every file stays as it is now (${plural((c.files ?? []).length, "file")} the discarded turns changed are kept).`);
     } else {
-        lines.push("Discards: no turn.");
+        lines.push("");
+        lines.push(...fileSection(c.files ?? [], root));
+        lines.push(...userEditSection(c.files ?? [], restore ? "restore" : "rewind", root));
     }
-    lines.push("");
-    lines.push(...fileSection(c.files ?? [], root));
-    lines.push(...userEditSection(c.files ?? [], "rewind", root));
     lines.push("");
     lines.push(...gapSection(c.gaps ?? [], root));
-    const effects = effectLines(c.effects);
+    const effects = effectLines(c.effects, c.steps);
     lines.push("");
-    lines.push(effects.length ? "Effects of the discarded steps:" : "Effects: no step to account for.");
+    lines.push(effects.length ? (c.mode === "files" ? "What the later turns' steps did (they stay; their files go back):" : "What the discarded steps did:")
+        : "Effects: no step to account for.");
     lines.push(...effects);
     if (c.directives?.length) {
         lines.push("");
         lines.push("Directives:");
         for (const d of c.directives) {
-            lines.push(`  ${d.id}: ${plural(d.attemptsDiscarded, "attempt")} discarded, then ${d.stateAfter}`);
+            const name = opts.names?.[d.id];
+            lines.push(`  ${name ? quote(name) : `directive ${d.id}`}: ${plural(d.attemptsDiscarded, "attempt")} discarded, then ${d.stateAfter}`);
         }
     }
     const wf = c.workflowCleared;
@@ -276,8 +274,18 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
         lines.push("");
         lines.push(c.summary);
     }
-    const alternative = userEditFiles(c.files ?? []).length ? KEEP_MY_EDITS.rewind : undefined;
-    return { title, detail: lines.join("\n"), action: "Rewind", ...(alternative ? { alternative } : {}) };
+    const files = c.files ?? [];
+    const edits = c.mode !== "conversation" && userEditFiles(files).length > 0;
+    const alternative = edits ? KEEP_MY_EDITS[restore ? "restore" : "rewind"] : undefined;
+    const more: string[] = [];
+    if (edits && hasConflicts(files)) {
+        more.push(KEEP_WITH_MARKERS);
+    }
+    if (!restore) {
+        more.push(...(["files", "conversation", "all"] as const).filter((m) => m !== (c.mode ?? "all")).map((m) => MODE_BUTTONS[m]));
+    }
+    return { title, detail: lines.join("\n"), action: restore ? "Restore" : "Rewind", ...(alternative ? { alternative } : {}),
+        ...(more.length ? { more } : {}) };
 }
 
 /** Redo plan → the modal confirmation. */
@@ -321,97 +329,6 @@ export function dialogDetail(detail: string): string {
 export function confirmationText(c: Confirmation): string {
     const alt = [c.alternative, ...(c.more ?? [])].filter(Boolean).map((b) => `  [ ${b} ]`).join("");
     return `${c.title}\n\n${c.detail}\n\n[ ${c.action} ]${alt}  [ Cancel ]`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Quick picks
-
-export interface BoundaryPick {
-    label: string;
-    description?: string;
-    detail?: string;
-    turn: number;
-    boundary: Boundary;
-}
-
-function newestFirst(log: SessionLog): LogTurn[] {
-    return [...(log.turns ?? [])].sort((a, b) => b.turn - a.turn);
-}
-
-/** Responses, newest first; picking one keeps that turn and its answer. */
-export function responsePicks(log: SessionLog): BoundaryPick[] {
-    return newestFirst(log).map((t) => ({
-        label: `$(comment) Turn ${t.turn}: ${firstLine(t.response) || "(no answer)"}`,
-        description: `${t.state}${t.files?.length ? ` · ${plural(t.files.length, "file")}` : ""}`,
-        detail: `after ${quote(t.prompt)}`,
-        turn: t.turn,
-        boundary: { kind: "afterResponse", turn: t.turn },
-    }));
-}
-
-/** Prompts, newest first; picking one discards that prompt and everything after it. */
-export function promptPicks(log: SessionLog): BoundaryPick[] {
-    return newestFirst(log).map((t) => ({
-        label: `$(account) Turn ${t.turn}: ${firstLine(t.prompt) || "(empty prompt)"}`,
-        description: `${t.kind === "directive" ? "directive · " : ""}${t.state}`,
-        detail: t.turn === 1 ? "discards the whole session" : `discards turns ${t.turn}–${Math.max(...log.turns.map((x) => x.turn))}`,
-        turn: t.turn,
-        boundary: { kind: "beforePrompt", turn: t.turn },
-    }));
-}
-
-export interface RedoPick {
-    label: string;
-    description?: string;
-    detail?: string;
-    headSeq: number;
-}
-
-export function formatTime(epochSeconds: number | undefined): string {
-    if (!epochSeconds) {
-        return "";
-    }
-    const d = new Date(epochSeconds * 1000);
-    const pad = (n: number) => String(n).padStart(2, "0");
-    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
-/** Redo groups, as the server lists them (newest first). */
-export function redoPicks(list: RedoList): RedoPick[] {
-    return (list.groups ?? []).map((g) => ({
-        label: `$(redo) ${plural(g.turnCount, "turn")}: ${firstLine(g.lastPrompt) || "(empty session)"}`,
-        description: `head ${g.headSeq}`,
-        detail: formatTime(g.created) ? `published ${formatTime(g.created)}` : undefined,
-        headSeq: g.headSeq,
-    }));
-}
-
-/** Why Redo is not offered (plain file stores), or undefined when it is. */
-export function redoUnavailableMessage(list: RedoList): string | undefined {
-    if (list.available && list.groups?.length) {
-        return undefined;
-    }
-    if (!list.available) {
-        return `Redo is not available${list.reason ? `: ${list.reason}` : ""}. ` +
-            "It needs the heads store (set turnback.store.kind to \"heads\").";
-    }
-    return "Nothing to redo: no earlier head of this session differs from the current one.";
-}
-
-export interface GapPick {
-    label: string;
-    description?: string;
-    detail?: string;
-    uri: string | null;
-}
-
-export function gapPicks(status: Status | undefined, root?: string): GapPick[] {
-    return (status?.gaps ?? []).map((g) => ({
-        label: `$(warning) ${g.uri || g.path ? displayPath(g, root) : "(session)"}`,
-        description: g.reason + (typeof g.turn === "number" ? ` · turn ${g.turn}` : ""),
-        detail: g.detail ? `${gapReasonText(g.reason)}: ${g.detail}` : gapReasonText(g.reason),
-        uri: g.uri ?? null,
-    }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,6 +424,17 @@ export const Commands = {
     restartServer: "turnback.restartServer",
     showRecovery: "turnback.showRecovery",
     forkAtResponse: "turnback.forkAtResponse",
+    restoreFile: "turnback.restoreFile",
+    showDiff: "turnback.showDiff",
+    showTurnDiff: "turnback.showTurnDiff",
+    settleTurn: "turnback.settleTurn",
+    cancelTurn: "turnback.cancelTurn",
+    beginTurn: "turnback.beginTurn",
+    newDirective: "turnback.newDirective",
+    beginAttempt: "turnback.beginAttempt",
+    openSession: "turnback.openSession",
+    showLiveSession: "turnback.showLiveSession",
+    refreshDirectives: "turnback.refreshDirectives",
 } as const;
 
 /** The lenses shown above one directive's anchor: its state, then its actions. */
@@ -526,7 +454,7 @@ export function directiveLenses(d: Directive): LensSpec[] {
     }
     const lenses: LensSpec[] = [{
         title: bits.join(" · "),
-        tooltip: `Directive ${d.id}: ${firstLine(d.request, 200)}`,
+        tooltip: `Directive ${quote(d.request, 200)}`,
     }];
     for (const a of attempts.slice(0, 3)) {
         lenses.push({
@@ -544,6 +472,14 @@ export function directiveLenses(d: Directive): LensSpec[] {
             arguments: [{ directiveId: d.id }],
         });
     }
+    if (d.state !== "running") {
+        lenses.push({
+            title: "$(play) Begin attempt",
+            tooltip: `Begin a directive turn for ${quote(d.request)}: your agent's hooks join it`,
+            command: Commands.beginAttempt,
+            arguments: [{ directiveId: d.id }],
+        });
+    }
     lenses.push({
         title: "$(edit) Edit request",
         tooltip: firstLine(d.request, 200),
@@ -553,61 +489,3 @@ export function directiveLenses(d: Directive): LensSpec[] {
     return lenses;
 }
 
-export function directiveAttemptPicks(d: Directive): BoundaryPick[] {
-    return [...(d.attempts ?? [])].sort((a, b) => b.turn - a.turn).map((a) => ({
-        label: `$(debug-step-back) Turn ${a.turn}${a.answer ? `: ${firstLine(a.answer)}` : ""}`,
-        description: a.feedback ? `feedback: ${firstLine(a.feedback, 40)}` : undefined,
-        detail: `discards this attempt at ${quote(d.request)} and every later turn`,
-        turn: a.turn,
-        boundary: { kind: "beforeDirectiveAttempt", directiveId: d.id, turn: a.turn },
-    }));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Session tree
-
-export interface TreeNode {
-    id: string;
-    label: string;
-    description?: string;
-    tooltip?: string;
-    contextValue: string;
-    turn?: number;
-    uri?: string;
-    children?: TreeNode[];
-    /** Show the children at once. */
-    expanded?: boolean;
-}
-
-function fileDescription(f: TurnFile): string {
-    if (f.before === "absent" || f.before == null) {
-        return "created";
-    }
-    if (f.after === "absent" || f.after == null) {
-        return "deleted";
-    }
-    return "modified";
-}
-
-/** Turns (newest first) with their files as children. */
-export function sessionTree(log: SessionLog, root?: string): TreeNode[] {
-    return newestFirst(log).map((t) => ({
-        id: `turn:${t.turn}`,
-        label: `Turn ${t.turn}: ${firstLine(t.prompt, 60) || "(empty prompt)"}`,
-        description: [t.state !== "settled" ? t.state : "", t.gaps?.length ? `⚠ ${plural(t.gaps.length, "gap")}` : "",
-            t.files?.length ? plural(t.files.length, "file") : ""].filter(Boolean).join(" · "),
-        tooltip: [`Prompt: ${firstLine(t.prompt, 200)}`, `Answer: ${firstLine(t.response, 200) || "(none)"}`,
-            `${plural(t.steps ?? 0, "step")}`, ...(t.gaps ?? []).map((g) => "⚠ " + gapLine(g, root))].join("\n"),
-        contextValue: t.kind === "directive" ? "turnback.turn.directive" : "turnback.turn",
-        turn: t.turn,
-        children: (t.files ?? []).map((f) => ({
-            id: `turn:${t.turn}:${f.uri}`,
-            label: displayPath(f, root),
-            description: fileDescription(f),
-            tooltip: `${f.checkpoint}\nbefore ${f.before ?? "?"}\nafter ${f.after ?? "?"}`,
-            contextValue: "turnback.file",
-            turn: t.turn,
-            uri: f.uri,
-        })),
-    }));
-}

@@ -76,6 +76,9 @@ class Recorder:
         read = read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
         running = self.state.running
         turn_n = running.n if running else None
+        if read.status == "not-a-file" and self.state.known.get(rel) in (None, ABSENT) \
+                and self.ws.abs_path(rel).is_dir():
+            return Captured(rel, None, None), []  # a folder is not a file: nothing to capture
         if read.status not in ("ok", "absent"):
             detail = getattr(read, "detail", "") or ""
             if read.status == "too-large" and getattr(read, "size", None):

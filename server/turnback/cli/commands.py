@@ -294,13 +294,19 @@ def cmd_rewind(ctx) -> int:
         r = _renderer(wb)
         steps = step_index(wb.turns.log({}))
         keep = bool(ctx.args.keep_user_edits)
+        markers = bool(getattr(ctx.args, "conflict_markers", False))
+        if markers and not keep:
+            raise InvalidParams("--conflict-markers goes with --keep-user-edits")
         noop = candidate["summary"] if mode == "files" else \
             f"Nothing to rewind: turn {candidate['keep']['turnCount']} is the current state."
-        if not confirmed(ctx, wb, candidate, r.candidate(candidate, steps, keep_user_edits=keep),
+        if not confirmed(ctx, wb, candidate, r.candidate(candidate, steps, keep_user_edits=keep,
+                                                        conflict_markers=markers,
+                                                        directives=directive_names(wb)),
                          "rewind", noop):
             return EXIT_OK
         result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
-                                   "keepUserEdits": keep, "mode": mode})
+                                   "keepUserEdits": keep, "mode": mode,
+                                   **({"conflictMarkers": True} if markers else {})})
     finally:
         wb.close()
     if ctx.json:
@@ -309,6 +315,15 @@ def cmd_rewind(ctx) -> int:
         ctx.print(*r.commit(result, "rewind"))
         _print_resume(ctx, result)
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
+
+
+def directive_names(wb) -> dict[str, str]:
+    """Directive id -> its request, to name directives by their text (local or through an owner)."""
+    out = {}
+    for did, d in wb.state.directives.items():
+        request = d.get("request") if isinstance(d, dict) else getattr(d, "request", "")
+        out[did] = (request or "").strip().split("\n")[0]
+    return out
 
 
 def _print_resume(ctx, result: dict) -> None:
@@ -477,6 +492,9 @@ COMMANDS["takeover"] = cmd_takeover
 from .fork_cmd import COMMANDS as _FORK_COMMANDS  # noqa: E402  (fork, branch, compare)
 
 COMMANDS.update(_FORK_COMMANDS)
+from .diff_cmd import COMMANDS as _DIFF_COMMANDS  # noqa: E402  (diff)
+
+COMMANDS.update(_DIFF_COMMANDS)
 from .restore_cmd import COMMANDS as _RESTORE_COMMANDS  # noqa: E402  (restore)
 
 COMMANDS.update(_RESTORE_COMMANDS)

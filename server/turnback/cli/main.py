@@ -113,7 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--turn", type=int, metavar="N", help="with --before-directive: which attempt")
     p.add_argument("--yes", action="store_true", help="commit without asking")
     p.add_argument("--keep-user-edits", action="store_true",
-                   help="leave the files listed as your own edits as they are now")
+                   help="keep your own edits: each is merged onto the restored file (a conflict "
+                        "leaves that file as it is now)")
+    p.add_argument("--conflict-markers", action="store_true",
+                   help="with --keep-user-edits: write a conflicting file with conflict markers")
     m = p.add_mutually_exclusive_group()
     m.add_argument("--files-only", dest="mode", action="store_const", const="files",
                    help="put the files back and keep every turn of the conversation")
@@ -153,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .fork_cmd import add_parsers as add_fork_parsers
 
     add_fork_parsers(sub, add)  # `fork`, `branch`, `compare`
+    from .diff_cmd import add_parsers as add_diff_parsers
+
+    add_diff_parsers(sub, add)  # `diff --turn K | --since K [PATH]`
 
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)

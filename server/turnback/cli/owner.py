@@ -17,7 +17,7 @@ from ..remote import client
 from .remote import CODE_CLASSES
 
 # Commands whose `ctx.open()` returns an OwnerWorkbench when an owner answers.
-ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork", "restore"}
+ROUTED = {"log", "info", "rewind", "redo", "gc", "recovery", "turn", "fork", "restore", "diff"}
 
 
 class _Job:
@@ -112,6 +112,7 @@ class OwnerWorkbench:
                                           "list": "turnback/directive/list"})
         self.sessions = _Feature(self, {"log": "turnback/session/log", "list": "turnback/session/list"})
         self.collection = _Feature(self, {"run": "turnback/collect/run"})
+        self.diffs = _Feature(self, {"diff_job": "turnback/diff", "image": "turnback/image/read"})
         self.fork = _Feature(self, {"prepare": "turnback/fork/prepare",
                                     "prepare_job": "turnback/fork/prepare",
                                     "confirm": "turnback/fork/confirm",

@@ -18,16 +18,23 @@ def clip(text: str | None, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def closing_lines(c: dict, attempts: str, cleared_words: str) -> list[str]:
-    """The directives, the workflow and the summary at the end of a rewind's or a fork's plan."""
-    out = [f"Directive {d.get('id')}: {d.get('attemptsDiscarded')} {attempts} {d.get('stateAfter')}"
-           for d in c.get("directives", [])]
+def closing_lines(c: dict, attempts: str, cleared_words: str,
+                  names: dict[str, str] | None = None) -> list[str]:
+    """The directives (by their text when `names` has it), the workflow and the summary at the end
+    of a rewind's or a fork's plan."""
+    out = [f"Directive {directive_name(d.get('id'), names)}: {d.get('attemptsDiscarded')} "
+           f"{attempts} {d.get('stateAfter')}" for d in c.get("directives", [])]
     cleared = {k: v for k, v in (c.get("workflowCleared") or {}).items() if v}
     if cleared:
         out.append(f"{cleared_words}: " + ", ".join(f"{v} {k}" for k, v in cleared.items()))
     if c.get("summary"):
         out.append("In short: " + c["summary"])
     return out
+
+
+def directive_name(did, names: dict[str, str] | None) -> str:
+    name = (names or {}).get(did)
+    return f"\u201c{clip(name, 60)}\u201d" if name else str(did)
 
 
 def kept_turns(keep: dict, none: str) -> str:
@@ -52,13 +59,11 @@ def mode_text(bits) -> str:
     return "?" if not isinstance(bits, int) else f"{bits:o}"
 
 
-def change_text(f: dict) -> str:
-    """What one FilePlan entry changes: the image, the permission bits, or both. A change of bits
-    alone reads as bits, never as a digest going to the same digest."""
-    frm, to = f.get("from"), f.get("to")
+def mode_note(f: dict) -> str:
+    """What one FilePlan entry changes in the permission bits, in words ("" when they stay): the
+    plan names files by action and path, never by digest; a change of bits alone says so."""
     bits = f.get("fromMode"), f.get("mode")
-    moves = f.get("action") != "delete" and None not in bits and bits[0] != bits[1]
-    if frm == to and moves:
-        return f"mode {mode_text(bits[0])} -> {mode_text(bits[1])} (same bytes)"
-    text = f"{short(frm)} -> {short(to)}"
-    return text + (f", mode {mode_text(bits[0])} -> {mode_text(bits[1])}" if moves else "")
+    if f.get("action") == "delete" or None in bits or bits[0] == bits[1]:
+        return ""
+    text = f"mode {mode_text(bits[0])} -> {mode_text(bits[1])}"
+    return text + (" (same bytes)" if f.get("from") == f.get("to") else "")

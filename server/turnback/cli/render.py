@@ -9,19 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
-from .plan_lines import (change_text, clip, closing_lines, kept_turns, later_turns,  # noqa: F401
+from ..effects.words import shown_buckets
+from ..travel.user_edits import keep_words
+from .plan_lines import (clip, closing_lines, kept_turns, later_turns, mode_note,  # noqa: F401
                          mode_text, short)
-
-# What each effect bucket means, in the order the confirmation shows them (see effects/partition.py).
-EFFECT_TEXT = {
-    "restored": "undone: the rewind puts back what they changed on this machine",
-    "droppedBeforeCrossing": "held back and never sent: dropped from the queue, nothing left this machine",
-    "crossedUncompensated": "already left this machine (or may have) and stay done: nothing undoes them",
-    "crossedCompensated": "left this machine, but a logged step compensates them (listed, not re-run)",
-    "wouldCrossOnRewind": "their undo would itself leave this machine, so the rewind does not run it",
-    "unrestored": "changed this machine in a way the rewind cannot put back",
-    "provablyEmpty": "changed nothing: nothing to undo",
-}
 
 GAP_TEXT = {
     "unknown-before-image": "turnback never saw this file before it changed, so it cannot put it back",
@@ -161,36 +152,48 @@ class Renderer:
 
     # -- rewind -----------------------------------------------------------------------------------
     def candidate(self, c: dict, steps: dict[str, dict] | None = None, *,
-                  keep_user_edits: bool = False) -> list[str]:
-        steps = steps or {}
+                  keep_user_edits: bool = False, conflict_markers: bool = False,
+                  directives: dict[str, str] | None = None) -> list[str]:
         out = [MODE_TEXT[c["mode"]]] if c.get("mode") in MODE_TEXT else []
         out += self.settled_first(c) + [
             "Keeps:", kept_turns(c["keep"], "nothing: the session becomes empty"),
             "Discards:", later_turns(c["discard"], "turn(s)", "no turns")]
         out.extend(self.files(c.get("files", [])))
-        out.extend(self.user_edits(c.get("files", []), keep_user_edits))
+        out.extend(self.user_edits(c.get("files", []), keep_user_edits, conflict_markers))
         out.extend(self.gap_lines(c.get("gaps", []), "rewind"))
-        out.extend(self.effect_lines(c.get("effects", {}), steps,
-                                     "Steps of the later turns (they stay; their files go back):"
-                                     if c.get("mode") == "files" else "Steps of the discarded turns:"))
-        return out + closing_lines(c, "attempt(s) discarded, state afterwards", "Workflow cleared")
+        out.extend(self.effect_lines(c, steps,
+                                     "What the later turns' steps did (they stay; their files go back):"
+                                     if c.get("mode") == "files" else "What the discarded steps did:"))
+        return out + closing_lines(c, "attempt(s) discarded, state afterwards", "Workflow cleared",
+                                   names=directives)
 
     def gap_lines(self, gaps: list[dict], what: str) -> list[str]:
         out = [f"What this {what} cannot undo ({len(gaps)} gap(s)):" if gaps
                else "Gaps: none, every captured file can be put back"]
         return out + [f"  {self.gap(g)}" for g in gaps]
 
-    def effect_lines(self, effects: dict, steps: dict, heading: str) -> list[str]:
-        shown = [(b, ids) for b, ids in effects.items() if ids]
-        out = [heading] if shown else []
-        for bucket, ids in shown:
-            out.append(f"  {bucket}: {EFFECT_TEXT.get(bucket, '')}")
+    def effect_lines(self, c: dict, steps: dict[str, dict] | None, heading: str) -> list[str]:
+        """The steps of the later turns by what they did, under the people's name of each bucket
+        that holds one (effects/words.py); nothing at all when there is no such step."""
+        described = {s["id"]: s for s in c.get("steps") or []}
+        shown = shown_buckets(c.get("effects") or {})
+        if not shown:
+            return []
+        out = [heading]
+        for _key, name, ids in shown:
+            out.append(f"  {name}:")
             for sid in ids:
-                s = steps.get(sid)
-                desc = f" {s['kind']} (scope {s['scope']})" + (f": {clip(s.get('summary'), 50)}"
-                                                              if s.get("summary") else "") if s else ""
-                out.append(f"    {sid}{desc}")
+                out.append(f"    {self.step_line(sid, described.get(sid), (steps or {}).get(sid))}")
         return out
+
+    @staticmethod
+    def step_line(sid: str, described: dict | None, logged: dict | None) -> str:
+        if described:
+            turn = f" (turn {described['turn']})" if described.get("turn") else ""
+            return clip(described.get("what"), 90) + turn
+        if logged:  # an older server: the log's summary
+            return clip(logged.get("summary") or logged.get("kind"), 90)
+        return f"step {sid}"
 
     def files(self, files: list[dict], actions: dict | None = None) -> list[str]:
         changing = [f for f in files if f.get("action") != "unchanged"]
@@ -201,29 +204,54 @@ class Renderer:
         words = actions or ACTION_TEXT
         for f in files:
             action = words.get(f.get("action"), f.get("action"))
-            line = f"  {action:<8} {self.path(f):<{width}}  {change_text(f)}"
+            if f.get("action") == "restore" and f.get("from") == "absent":
+                action = "recreate"
+            line = f"  {action:<8} {self.path(f)}"
+            note = mode_note(f)
+            if note:
+                line = f"{line:<{width + 12}}  {note}"
             if f.get("userEdit") and f.get("action") != "unchanged":
-                line += "  ! your edit (" + USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
+                line = f"{line:<{width + 12}}  ! your edit (" + \
+                    USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
             if f.get("pushed"):
                 line += f"  ! committed and pushed to {f['pushed']}: this change has left the machine"
             out.append(line)
         return out
 
-    def user_edits(self, files: list[dict], keep: bool) -> list[str]:
-        """The changes no discarded turn made: overwritten, or (with --keep-user-edits) kept."""
+    def user_edits(self, files: list[dict], keep: bool, markers: bool = False) -> list[str]:
+        """The changes no discarded turn made: overwritten, or (with --keep-user-edits) carried
+        onto the restored files, each with what keeping does to it (travel/user_edits.py)."""
         edits = [f for f in files if f.get("userEdit") and f.get("action") != "unchanged"]
-        if keep:
-            head = "Your edits that stay as they are (--keep-user-edits):"
-        else:
-            head = "Your edits that will be overwritten (--keep-user-edits leaves them):"
         if not edits:
             return ["Your edits that will be overwritten: none"]
-        return [head] + [f"  {self.path(f)}  ({USER_EDIT_TEXT.get(f.get('userEditBy'), 'no turn made it')})"
-                         for f in edits]
+        if keep:
+            head = "Your edits, kept (--keep-user-edits):"
+        else:
+            head = "Your edits that will be overwritten (--keep-user-edits keeps them):"
+        out = [head]
+        for f in edits:
+            who = USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it")
+            out.append(f"  {self.path(f)}  ({who})")
+            if f.get("merge"):
+                words = keep_words(f)
+                if markers and f["merge"].get("result") == "conflict":
+                    words = "conflict with the discarded turns: written with conflict markers"
+                out.append(f"    keeping it: {words}")
+        if any((f.get("merge") or {}).get("result") == "conflict" for f in edits) and not markers:
+            out.append("  (--conflict-markers writes a conflicting file with markers where the "
+                       "changes meet, instead of leaving it as it is now)")
+        return out
 
     def kept(self, result: dict) -> list[str]:
-        """The user's edits a commit left as they were (`keepUserEdits`)."""
-        return [f"  kept as it was: {self.path(u)}" for u in result.get("kept", [])]
+        """What keeping the user's edits did: kept, merged, conflict markers, conflicts left."""
+        conflicts = set(result.get("conflicts", []))
+        out = [f"  merged your edit onto the restored file: {self.path(u)}"
+               for u in result.get("merged", [])]
+        out += [f"  conflict, written with conflict markers: {self.path(u)}"
+                for u in result.get("conflictMarkers", [])]
+        out += [f"  conflict, left as it was (resolve it by hand): {self.path(u)}" if u in conflicts
+                else f"  kept as it was: {self.path(u)}" for u in result.get("kept", [])]
+        return out
 
     def commit(self, result: dict, what: str) -> list[str]:
         status = result.get("status")
@@ -260,7 +288,7 @@ class Renderer:
                                if report.get("redoable", True) else
                                "This store keeps no heads: nothing brings them back afterwards."))
         out.extend(self.gap_lines(report.get("gaps", []), "fork"))
-        out.extend(self.effect_lines(report.get("effects", {}), steps,
+        out.extend(self.effect_lines(report, steps,
                                      "Steps of the later turns (they stay done; nothing is re-run):"))
         return out + closing_lines(report, "attempt(s) stay in the frozen session, state in the "
                                            "branch", "Not carried into the branch")

@@ -105,6 +105,10 @@ def bucket_of(step: Step, *, compensated: bool, restorable: Callable[[Step], boo
     # 4. A host file step that names paths, all of which the file transaction puts back.
     if scope == "host" and step.kind in FILE_KINDS and step.rels and restorable(step):
         return "restored"
+    # 4b. A host shell step that names the files it wrote (the scope table read them off its
+    #     redirections): restored when the file restore puts those, and all its turn changed, back.
+    if scope == "host" and step.kind == "shell" and step.rels and restorable(step):
+        return "restored"
     # 5. Any other host step whose inverse is host-confined: the rewind runs that inverse. For file
     #    kinds the host inverse IS the file restore, already answered by rule 4, so they never get here
     #    with a claim of their own.

@@ -112,6 +112,17 @@ class HookConfig:
                 worst = scope
         return worst or "unknown", "; ".join(why)
 
+    def shell_writes(self, command: str) -> list[str]:
+        """The workspace files a command line writes by redirection (`>`, `>>`, `tee`), as the
+        relative paths it names: the parts whose scope is `host` for that reason alone."""
+        if not isinstance(command, str):
+            return []
+        out: list[str] = []
+        for part in _SEPARATORS.split(command.strip()):
+            if part and self._part_scope(part)[0] == "host":
+                out += [t for t in redirect_targets(part) if _stays_here(t) and t not in out]
+        return out
+
     def _part_scope(self, part: str) -> tuple[str, str]:
         try:
             words = shlex.split(part, comments=True)
@@ -121,6 +132,11 @@ class HookConfig:
             words = words[1:]
         if not words:
             return "unknown", f"{part!r}: nothing to match"
+        if words[0] == "tee":  # the end of a pipeline that writes what it reads into files
+            targets = redirect_targets(part)
+            if targets and all(_stays_here(t) for t in targets):
+                return "host", f"'tee' writes {', '.join(targets)} in the workspace (the sweep captures it)"
+            return "unknown", "'tee' writes outside the workspace, or to files it does not name"
         # `/usr/bin/git push` is `git push`; a rule may also name the path itself (`./deploy.sh`)
         forms = [words, [os.path.basename(words[0])] + words[1:]]
         best = None
@@ -133,8 +149,34 @@ class HookConfig:
             return "unknown", f"{words[0]!r}: no rule"
         scope = best.scope
         if scope == "none" and _REDIRECT.search(_DEV_NULL.sub("", part)):
+            # It wrote a file. Into the workspace (a relative path that does not climb out): a host
+            # change the sweep captures and a rewind puts back; anywhere else: unknown.
+            targets = redirect_targets(part)
+            if targets and all(_stays_here(t) for t in targets):
+                return "host", (f"{' '.join(best.words)!r} writes {', '.join(targets)} in the "
+                                "workspace (the sweep captures it)")
             return "unknown", f"{' '.join(best.words)!r} writes its output to a file"
         return scope, f"{' '.join(best.words)!r} -> {scope} ({best.source})"
+
+
+def redirect_targets(part: str) -> list[str]:
+    """The files one command writes through `>`, `>>` or `tee` (empty when they cannot be told)."""
+    try:
+        lex = shlex.shlex(_DEV_NULL.sub("", part), posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        words = list(lex)
+    except ValueError:
+        return []
+    out = [words[i + 1] for i, w in enumerate(words[:-1]) if w in (">", ">>")]
+    if words and words[0] == "tee":
+        out += [w for w in words[1:] if not w.startswith("-")]
+    return out
+
+
+def _stays_here(target: str) -> bool:
+    """A path relative to the agent's folder that never climbs out of it: inside the workspace."""
+    return bool(target) and not target.startswith(("/", "~", "$", "-")) and \
+        ".." not in Path(target).parts and not any(c in target for c in "*?`")
 
 
 def _rules(words_list, scope: str, source: str) -> list[Rule]:

@@ -20,6 +20,7 @@ except a failed call.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -179,7 +180,8 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
                                            "done": None, "at": self.now}
         outside = self._capture(use.paths, "after") if use.restorable else []
         changed, changed_outside = self._changed_files(use)
-        pending["done"] = self._step_params(use, outside, failed, changed)
+        written = self._shell_writes(use) if use.group == "shell" else None
+        pending["done"] = self._step_params(use, outside, failed, changed, written)
         if changed_outside:
             pending["done"]["summary"] += " (also changed outside the workspace: " + \
                 ", ".join(changed_outside[:5]) + ")"
@@ -187,6 +189,15 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
 
     def on_tool_failed(self, s: dict) -> None:
         self.on_post_tool(s, failed=True)
+
+    def _shell_writes(self, use: ToolUse) -> tuple[list[str], list[str]]:
+        """The files a shell command writes by redirection (`printf … > CHANGELOG.md`), captured
+        now: (inside the workspace, outside it). The step names the inside ones, so the rewind that
+        puts them back counts the step as restored (docs/effects.md)."""
+        paths = [os.path.normpath(os.path.join(self.ev.cwd, t))
+                 for t in self.config.shell_writes(use.command or "")]
+        outside = self._capture(paths, "after") if paths else []
+        return [p for p in paths if p not in outside], outside
 
     def on_file_edited(self, s: dict) -> None:
         """Cursor's afterFileEdit: a file the agent edited. Its tool call's own events (preToolUse,
@@ -234,14 +245,18 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
             self._capture(use.paths, phase)
 
     def _step_params(self, use: ToolUse, outside: list[str], failed: bool,
-                     changed: list[str]) -> dict:
+                     changed: list[str], written: tuple[list[str], list[str]] | None = None) -> dict:
         params = {"kind": use.kind, "summary": self._label(use.summary)}
         if use.group == "shell":
             scope, why = self.config.shell_scope(use.command or "")
+            inside, beyond = written or ([], [])
+            if scope == "host" and beyond:  # its redirect left the workspace: we cannot say more
+                scope, why = "unknown", f"writes outside the workspace: {', '.join(beyond)}"
             params["scope"] = scope
             params["summary"] = f"{params['summary']} [scope {scope}: {why}]"
-            if changed:
-                params["uris"] = [_uri(p) for p in changed]
+            named = list(dict.fromkeys(list(changed) + (inside if scope == "host" else [])))
+            if named:
+                params["uris"] = [_uri(p) for p in named]
         elif use.restorable and outside:
             # A write outside the workspace cannot be restored: no scope, so the turn gets a gap.
             params["summary"] += " (writes outside the workspace: " + ", ".join(outside) + ")"

@@ -4,6 +4,7 @@ Kinds:
 * `read`    answered at once, never waits for the mutation lock (at most one slice of a job)
 * `mutate`  one workbench call under the server's mutation lock
 * `job`     a workbench job (generator) under the mutation lock, advanced a slice at a time
+* `read-job` a job that only reads (a diff): sliced like a job, and it may read any session
 * `collect` a collection, advanced a slice at a time holding the mutation lock per slice only
 
 Every `turnback/a/b` method is also the `workspace/executeCommand` command `turnback.a.b` whose
@@ -81,6 +82,9 @@ METHODS: list[Method] = [
            "turnback: preparing the redo"),
     Method("turnback/redo/commit", "job", lambda wb, p: wb.redo.commit_job(p),
            "turnback: redo"),
+    # what a turn (or every turn from K on) changed, and one image's bytes (workbench/diffs.py)
+    Method("turnback/diff", "read-job", lambda wb, p: wb.diffs.diff_job(p), "turnback: diffing"),
+    Method("turnback/image/read", "read", lambda wb, p: wb.diffs.image(p)),
     Method("turnback/directive/upsert", "mutate", lambda wb, p: wb.directives.upsert(p)),
     Method("turnback/directive/record", "mutate", lambda wb, p: wb.directives.record(p)),
     Method("turnback/directive/list", "read", lambda wb, p: wb.directives.list(p)),

@@ -163,7 +163,8 @@ class TurnbackServer(LanguageServer):
                 return spec.call(wb, params)
             if spec.kind == "hook":  # its own calls come back through here, each guarded
                 return await handle_event(self, params)
-            wb.sessions.guard(params)  # a mutation aimed at a frozen or parked session is refused
+            if spec.kind != "read-job":  # a read in slices may read a frozen or parked session
+                wb.sessions.guard(params)  # a mutation aimed at a frozen or parked session is refused
             if spec.kind == "mutate":
                 async with self.lock:
                     result = spec.call(wb, params)
@@ -171,7 +172,7 @@ class TurnbackServer(LanguageServer):
                     self.became_owner()
                 self.kick_collection()
                 return result
-            if spec.kind == "job":
+            if spec.kind in ("job", "read-job"):
                 token = _token(params)
                 async with self.lock:
                     job = spec.call(wb, params)

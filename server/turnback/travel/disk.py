@@ -90,6 +90,12 @@ def empties_after(ws, key: str, going: set) -> bool:
 def read_text(ws, rel: str, *, max_bytes: int) -> str | None:
     """A workspace file's text as it is now; None when it is absent, unreadable, not a regular file,
     too large, or reached through a symbolic link (nothing is ever followed out of the workspace)."""
+    data = read_bytes(ws, rel, max_bytes=max_bytes)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def read_bytes(ws, rel: str, *, max_bytes: int) -> bytes | None:
+    """A workspace file's bytes as they are now, under the same refusals as `read_text`."""
     try:
         ws.check_components(rel)
         fd = os.open(ws.abs_path(rel), os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
@@ -102,7 +108,7 @@ def read_text(ws, rel: str, *, max_bytes: int) -> str | None:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        return b"".join(chunks).decode("utf-8", "replace")
+        return b"".join(chunks)
     except OSError:
         return None
     finally:

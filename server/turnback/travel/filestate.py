@@ -56,12 +56,14 @@ def files_changed_state(state: SessionState, changes, modes: dict, *, record: di
     return new
 
 
-def keep_as_they_are(new: SessionState, state: SessionState, rels, *, by: str | None = None) -> None:
+def keep_as_they_are(new: SessionState, state: SessionState, rels, *, by: str | None = None,
+                     images: dict | None = None) -> None:
     """In `new` (a state whose turns end at `new.turn_count`), leave each of `rels` as `state` knows it
-    now: its change since the boundary becomes a change between turns after the last kept turn."""
+    now (or as `images` says, for a file the commit writes anew: a merge of the user's edit): its
+    change since the boundary becomes a change between turns after the last kept turn."""
     keep = new.turn_count
     for rel in rels:
-        now = state.known.get(rel)
+        now = (images or {}).get(rel, state.known.get(rel))
         if now is None:
             continue
         target = new.known.get(rel)

@@ -58,6 +58,7 @@ def prepare_job(state: SessionState, ws, objects, turn: int, *, head_seq, max_by
         "sessionId": state.session_id,
         "keep": c["keep"], "discard": c["discard"],
         "files": c["files"], "gaps": c["gaps"], "effects": c["effects"],
+        "steps": c.get("steps", []),
         "directives": c["directives"], "workflowCleared": c["workflowCleared"],
         "droppedSends": held,
         "notPreserved": list(NOT_PRESERVED),
@@ -149,7 +150,9 @@ def summary(r: dict) -> str:
     crossed = [sid for name in CROSSED for sid in r["effects"][name]]
     if crossed:
         parts.append(f"{len(crossed)} step(s) already left this machine or would on rewind and stay "
-                     "done (no inverse that could leave the machine is run): " + ", ".join(crossed) + ".")
+                     "done (no inverse that could leave the machine is run): "
+                     + ", ".join({d["id"]: d["what"] for d in r.get("steps") or []}.get(sid, sid)
+                                 for sid in crossed) + ".")
     if r["droppedSends"]:
         parts.append(f"Drops {len(r['droppedSends'])} held outbound send(s) of this session: "
                      + ", ".join(r["droppedSends"]) + ".")

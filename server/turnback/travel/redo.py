@@ -73,6 +73,8 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
                  "keptBefore": kept_before(h)}
         theirs = _outline(codec, h)
         if mine is not None and theirs is not None:
+            # the turns both states share: Redo brings back turns sharedTurns+1..turnCount
+            group["sharedTurns"] = _shared(mine[0], theirs[0])
             group["changes"] = _differing_paths(codec, mine[1], theirs[1], current)
             # An earlier moment of this line: its turns are a prefix of the current ones. Equal
             # turns with other files are no earlier moment: a transaction left them (the git
@@ -91,6 +93,15 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
 def kept_before(head) -> bool:
     """A head a transaction published to keep the images it was about to overwrite."""
     return (getattr(head, "txn", None) or "").startswith(BEFORE_MARK)
+
+
+def _shared(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _forked_from(store, current: SessionState | None) -> set:

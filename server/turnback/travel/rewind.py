@@ -20,15 +20,17 @@ import cbor2
 
 from ..directives import rules as directive_rules
 from ..effects.partition import partition
+from ..effects.words import describe
 from ..errors import InvalidParams, TurnRunning, UnknownTurn, UnsavedChanges
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
-from .disk import current_mode, disk_images_job, drain, read_text
+from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
 from .filestate import files_changed_state, keep_as_they_are
 from .folders import keep_full_folders
-from .user_edits import USER_EDIT_WORDS, keep_user_edits, kept_paths, user_edit_fields
+from .user_edits import (USER_EDIT_WORDS, keep_in_rebuild, keep_user_edits, keep_words,
+                         merge_plan_job, user_edit_fields)
 
 FILE_STEPS = ("file-write", "file-delete", "file-move")
 
@@ -41,6 +43,8 @@ class Derived:
     # (rel, target image) -> the permission bits to write it with (the transaction reads the
     # backups' own bits from disk, for a rollback)
     modes: dict = dataclasses.field(default_factory=dict)
+    # rel -> user_edits.MergeOutcome: what keeping the user's edits writes (travel/user_edits.py)
+    merges: dict = dataclasses.field(default_factory=dict)
     # For plans that keep every turn (a files-only rewind, a restore): the new state for a chosen
     # subset of `changes`, so keeping the user's edits leaves them out of the restore altogether.
     rebuild: Callable | None = None
@@ -50,16 +54,13 @@ class Derived:
     def noop(self) -> bool:
         return bool(self.candidate.get("noop"))
 
-    def keeping_user_edits(self, state: SessionState) -> "Derived":
-        """The same plan with the user's edits left as they are now (`keepUserEdits`)."""
+    def keeping_user_edits(self, state: SessionState, *, markers: bool = False) -> "Derived":
+        """The same plan with the user's edits carried onto it (`keepUserEdits`): merged where a
+        three-way merge is clean, left as they are otherwise (conflicts with markers, when
+        `markers`, that is `conflictMarkers`)."""
         if self.rebuild is None:
-            return keep_user_edits(self, state)
-        kept = set(kept_paths(self.candidate["files"]))
-        if not kept:
-            return self
-        chosen = [(rel, to) for rel, to in self.changes if rel not in kept]
-        return dataclasses.replace(self, changes=chosen, new_state=self.rebuild(chosen),
-                                   kept=sorted(kept))
+            return keep_user_edits(self, state, markers=markers)
+        return keep_in_rebuild(self, markers=markers)
 
 
 def keep_count(state: SessionState, boundary: dict) -> int:
@@ -140,6 +141,10 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
                            **user_edit_fields(action, external, loose.get(rel, False))))
 
     unreachable |= keep_full_folders(ws, changes, files, gaps)  # a folder is removed only if empty
+    merges = yield from merge_plan_job(
+        state, ws, objects, files, keep, max_bytes=max_bytes,
+        read_disk=lambda rel: read_bytes(ws, rel, max_bytes=max_bytes))
+
     for turn in discarded:
         gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
     gaps.extend(g for g in state.live_gaps.values() if g.turn is None or g.turn <= keep)
@@ -156,10 +161,12 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
                  if f["action"] in ("restore", "delete")]
         for f in files:
             f.pop("userEditBy", None)
+            f.pop("merge", None)  # nothing is written: there is nothing to merge
         changes, modes = [], {}
         gaps = [g for g in gaps if g.reason in CONVERSATION_GAPS]
     refuse_unsaved(ws, files, dirty)
     effects = tail_effects(state, keep, {} if mode == "conversation" else target, gaps)
+    steps = describe([s for t in state.turns[keep:] for s in t.steps], effects)  # in words
     workflow = {name: len(state.workflow.get(name, [])) for name in WORKFLOW_LISTS}
     rebuild = None
     if mode == "files":  # every turn stays; the restored files are a change between turns
@@ -190,6 +197,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         "files": files,
         "gaps": [_wire_gap(ws, g) for g in gaps],
         "effects": effects,
+        "steps": steps,  # each discarded step in words, with its bucket (effects/words.py)
         "directives": consequences,
         "workflowCleared": workflow,
     }
@@ -200,7 +208,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         candidate["noop"] = True
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
-    return Derived(candidate, new_state, changes, modes, rebuild=rebuild)
+    return Derived(candidate, new_state, changes, modes, merges, rebuild=rebuild)
 
 
 def plan_entry(ws, rel: str, to, now, want, changes: list, modes: dict) -> str:
@@ -262,9 +270,17 @@ def tail_effects(state: SessionState, keep: int, target: dict, gaps) -> dict:
     steps = [s for t in state.turns[keep:] for s in t.steps]
     restorable_paths = {rel for rel, to in target.items() if to not in (UNKNOWN, None)} - \
         {g.rel for g in gaps if g.reason in BLOCKING_GAPS}
+    blocked_turns = {g.turn for g in gaps if g.reason in BLOCKING_GAPS}
+
+    def restorable(s) -> bool:
+        if s.kind == "shell":  # what the sweeps saw its turn change, and what it names
+            turn = state.turn(s.turn)
+            paths = set(s.rels) | set(turn.files if turn else ())
+            return s.turn not in blocked_turns and all(r in restorable_paths for r in paths)
+        return bool(s.rels) and all(r in restorable_paths for r in s.rels)
+
     return partition(
-        steps, log=[s for t in state.turns[:keep] for s in t.steps],
-        restorable=lambda s: bool(s.rels) and all(r in restorable_paths for r in s.rels),
+        steps, log=[s for t in state.turns[:keep] for s in t.steps], restorable=restorable,
         runs_inverse=lambda s: False)  # the only host inverse turnback runs is the file restore
 
 
@@ -401,8 +417,9 @@ def summary(c: dict) -> str:
     parts.extend(file_sentences(c))
     crossed = c["effects"]["crossedUncompensated"] + c["effects"]["wouldCrossOnRewind"]
     if crossed:
+        what = {s["id"]: s["what"] for s in c.get("steps") or []}  # the steps in words
         parts.append(f"{len(crossed)} step(s) already left this machine and stay done: "
-                     + ", ".join(crossed) + ".")
+                     + ", ".join(what.get(sid, sid) for sid in crossed) + ".")
     cleared = {k: v for k, v in c["workflowCleared"].items() if v}
     if cleared:
         parts.append("Clears live " + ", ".join(f"{v} {k}" for k, v in cleared.items()) + ".")
@@ -427,7 +444,8 @@ def file_sentences(c: dict, who: str = "no discarded turn") -> list[str]:
                      + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
                                               if f.get("userEditBy") in USER_EDIT_WORDS else "")
                                  for f in edits)
-                     + "; keeping your edits leaves them as they are.")
+                     + "; keeping your edits: " + "; ".join(
+                         f"{f['path']} {keep_words(f)}" for f in edits) + ".")
     if c["gaps"]:
         parts.append("Cannot undo: " + "; ".join(
             f"{g['reason']}" + (f" ({_tail(g['uri'])})" if g.get("uri") else "") for g in c["gaps"]) + ".")

@@ -25,6 +25,7 @@ from ..timeline.book import Book
 from ..workspace.fence import Workspace
 from .agentlinks import agent_info, agent_resume
 from .collection import CollectionFeature
+from .diffs import DiffFeature
 from .directives import DirectivesFeature
 from .fork import ForkFeature
 from .restore import RestoreFeature
@@ -112,6 +113,7 @@ class Workbench:
         self.collection = CollectionFeature(self)
         self.sessions = SessionsFeature(self)
         self.fork = ForkFeature(self)
+        self.diffs = DiffFeature(self)
         self.restore = RestoreFeature(self)
         self._watch_ownership()
 

@@ -33,6 +33,7 @@ from ..travel import fork as plan_fork
 from ..travel import transaction
 from ..travel import worktree as wt
 from ..travel.folders import keep_full_folders
+from ..travel.user_edits import kept_report
 from . import params as P
 from .agentlinks import agent_resume, annotate, follow_fork
 from .sessions import PRIVATE_CONFIG, fresh_state, parked_record
@@ -103,9 +104,9 @@ class ForkFeature:
     def _in_place_job(self, plan, keep: bool = False):
         wb, book, store = self.wb, self.wb.book, self.wb.store
         report = plan.report
-        # The user's edits (travel/user_edits.py) stay as they are now: the rewind's own rule.
+        # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
         derived = plan.derived.keeping_user_edits(book.state) if keep else plan.derived
-        kept = getattr(derived, "kept", [])
+        kept = derived if keep else None  # the plan that kept them: its kept, merged, … lists
         try:
             if book.dirty:
                 book.publish()
@@ -182,8 +183,8 @@ class ForkFeature:
         resume = agent_resume(wb, wb.state.turn_count)
         if resume is not None:
             result["agentResume"] = resume  # the agent's conversation, resumed at the fork point
-        if kept:
-            result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+        if kept is not None:  # what keeping the user's edits did: kept, merged, conflicts
+            result.update(kept_report(kept, wb.ws.to_uri))  # (travel/user_edits.py)
         return result
 
     def _complete(self, record: dict, parent, head_seq) -> None:

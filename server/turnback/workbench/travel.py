@@ -13,7 +13,7 @@ from ..travel import transaction
 from ..travel.disk import put_image
 from ..travel.rewind import derive_job
 from ..travel.settle import settle
-from ..travel.user_edits import keep_user_edits
+from ..travel.user_edits import keep_user_edits, kept_report
 from . import params as P
 from .agentlinks import annotate
 from .restore import left_the_machine_job, rewind_args
@@ -29,10 +29,11 @@ PENDING_WORDS = {
 }
 
 
-def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None, *,
+def _commit_job(wb, operation: str, changes, new_state, kept=None, modes=None, *,
                 conversation: bool = True, announce: dict | None = None):
     """The shared tail of a confirmed rewind, redo or restore: the transaction, then its report and
-    notices (`announce`: what `turnback/rewound` says, its files filled in from `changes`)."""
+    notices (`announce`: what `turnback/rewound` says, its files filled in from `changes`). `kept`
+    is what keeping the user's edits made (a plan with kept, merged, … lists, or a list of paths)."""
     if announce is not None:
         announce = dict(announce, files=[rel for rel, _ in changes])
     touched = {d.rel for d in wb.state.directives.values()}
@@ -51,18 +52,25 @@ def _commit_job(wb, operation: str, changes, new_state, kept=(), modes=None, *,
     return _report(wb, outcome, operation, touched, kept, conversation, announce)
 
 
-def _report(wb, outcome, operation: str, touched, kept=(), conversation=True, announce=None) -> dict:
+def _report(wb, outcome, operation: str, touched, kept=None, conversation=True, announce=None) -> dict:
     result = wb.after_transaction(outcome, operation, touched=touched, conversation=conversation,
                                   announce=announce)
     if outcome.message:
         result["message"] = outcome.message
     if kept and result.get("status") == "committed":
-        result["kept"] = [wb.ws.to_uri(rel) for rel in kept]  # user edits left as they were
+        # what keeping the user's edits did: kept as they were, merged, conflicts (with markers)
+        result.update(kept_report(kept, wb.ws.to_uri))
     return result
 
 
 def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
+
+
+def _conflict_markers(p: dict) -> bool:
+    """`conflictMarkers`: with keepUserEdits, a conflicting file gets conflict markers instead of
+    staying as it is now (travel/user_edits.py)."""
+    return P.field(p, "conflictMarkers", bool, default=False)
 
 
 class RewindFeature:
@@ -93,6 +101,7 @@ class RewindFeature:
         boundary, mode, dirty = rewind_args(self.wb, p)
         plan = P.field(p, "planHash", str)
         keep = _keep_user_edits(p)
+        markers = _conflict_markers(p)
         wb = self.wb
         wb.book.require_owner()
         settled = yield from wb.turns.settle_idle_job("rewind")
@@ -102,9 +111,9 @@ class RewindFeature:
         if derived.noop:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
-            derived = derived.keeping_user_edits(wb.state)
+            derived = derived.keeping_user_edits(wb.state, markers=markers)
         return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                       getattr(derived, "kept", ()), derived.modes,
+                                       derived if keep else None, derived.modes,
                                        conversation=mode != "files",
                                        announce={"operation": "rewind", "mode": mode,
                                                  "boundary": boundary}))
@@ -165,7 +174,7 @@ class RedoFeature:
         if keep:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                       getattr(plan, "kept", ()), plan.modes,
+                                       plan if keep else None, plan.modes,
                                        announce={"operation": "redo", "mode": "all",
                                                  "boundary": None, "headSeq": head_seq}))
 

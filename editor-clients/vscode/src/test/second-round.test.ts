@@ -218,7 +218,7 @@ describe("the user's own edits: flagged in the confirmation, kept on request (ke
         assert.match(c.detail, /Your own edits, made by no discarded turn \(1\): notes\.md\./);
         assert.equal(c.alternative, KEEP_MY_EDITS.rewind);
         assert.match(c.detail, /\n\nGaps: none, everything in range was captured\.\n\nEffects: no step to account for\./, "sections apart");
-        assert.match(confirmationText(c), /\[ Rewind \]  \[ Rewind, Keep My Edits \]  \[ Cancel \]/);
+        assert.match(confirmationText(c), /\[ Rewind \]  \[ Rewind, Keep My Edits \]  \[ Files Only… \]  \[ Conversation Only… \]  \[ Cancel \]/);
         assert.equal(renderCandidate({ ...candidate({ files: [candidate().files[0]] }), boundary: BOUNDARY }).alternative, undefined);
     });
 
@@ -230,7 +230,7 @@ describe("the user's own edits: flagged in the confirmation, kept on request (ke
             assert.equal(out.keptUserEdits, keep);
             const commit = api.calls.find(([n]) => n === "rewindCommit")!;
             assert.deepEqual(commit[1][2], keep ? { keepUserEdits: true } : {});
-            assert.equal(out.message.includes("your own edits left as they were"), keep);
+            assert.equal(out.message.includes("Your own edits were kept"), keep);
         }
     });
 
@@ -304,8 +304,8 @@ describe("Fork at This Response: the confirmation, confirm, stale, refusal, work
         assert.match(c.detail, /This session: frozen as it is \(read-only, no new turns\), with its 1 later turn from turn 3 “third” on\./);
         assert.match(c.detail, /restore\s+a\.txt/);
         assert.match(c.detail, /step-scope-unknown/);
-        assert.match(c.detail, /Undone by their inverse: s3\.1/);
-        assert.match(c.detail, /Held sends dropped before they leave this machine: s3\.2\./);
+        assert.match(c.detail, /Put back by this rewind:\n    step s3\.1/);
+        assert.match(c.detail, /Held sends dropped before they leave this machine: step s3\.2\./);
         assert.match(c.detail, /does not preserve: model seeds, the clock, provider versions\./);
         assert.deepEqual([c.action, c.alternative], [FORK_HERE, FORK_WORKTREE]);
     });
@@ -369,8 +369,8 @@ describe("Fork at This Response: the confirmation, confirm, stale, refusal, work
         assert.equal(node.expanded, true);
         assert.deepEqual(node.children!.map((c) => [c.label, c.description]), [
             ["aaaaaaaa", "4 turns · frozen"],
-            ["  ↳ ● bbbbbbbb", "3 turns · forked at turn 2 of aaaaaaaa"],
-            ["  ↳ cccccccc", "1 turn · forked at turn 1 of aaaaaaaa · in /w-fork"],
+            ["  ↳ ● bbbbbbbb", "3 turns · forked at turn 2"],
+            ["  ↳ cccccccc", "1 turn · forked at turn 1 · in /w-fork"],
         ]);
         assert.equal(node.children![0].contextValue, "turnback.session.frozen");
         assert.equal(lineageNode([sessions[1]]), undefined, "one session: no lineage node");

@@ -115,7 +115,12 @@ describe("a chat session: rewind, stale commit, redo", () => {
         const tree = sessionTree(log, s.root);
         assert.equal(tree[0].label, "Turn 3: Deploy it");
         const t2files = tree[1].children!.map((c) => `${c.label} ${c.description}`).sort();
-        assert.deepEqual(t2files, ["src/app.py modified", "src/util.py created"]);
+        assert.deepEqual(t2files, ["src/app.py changed", "src/util.py created"]);
+        // words, not digests: the rows and their tooltips
+        const rows = JSON.stringify(tree);
+        assert.doesNotMatch(rows, /[0-9a-f]{32}/, "no digest in the view");
+        assert.doesNotMatch(rows, /@v1/, "no checkpoint name in the view");
+        assert.deepEqual(tree[1].children![0].diff, { source: "turn", turn: 2, uri: tree[1].children![0].uri });
 
         // Rewind to before prompt 2, confirmed from the rendering.
         const ui = scriptedUi();
@@ -131,8 +136,9 @@ describe("a chat session: rewind, stale commit, redo", () => {
         assert.match(c.detail, /delete\s+src\/util\.py/);
         assert.match(c.detail, /restore\s+README\.md/);
         assert.match(c.detail, /step-scope-unknown/, "the shell step without a scope is a gap");
-        assert.match(c.detail, /Effects of the discarded steps:/);
-        assert.match(c.detail, /s3\.1/, "the shell step is in an effects list");
+        assert.match(c.detail, /What the discarded steps did:\n  Put back by this rewind:\n    file write src\/util\.py, src\/app\.py \(turn 2\)\n  Already left this machine; nothing undoes them:\n    ran “git push && \.\/deploy\.sh” \(turn 3\)/);
+        assert.doesNotMatch(c.detail.split("What the discarded steps did:")[1], /s3\.1|crossedUncompensated/,
+            "steps by what they did, buckets by their names");
         assert.equal(c.action, "Rewind");
 
         assert.equal(s.read("src/app.py"), "print('v1')\n");
@@ -186,7 +192,9 @@ describe("a chat session: rewind, stale commit, redo", () => {
         const three = list.groups.find((g) => g.turnCount === 3 && g.lastPrompt === "Deploy it");
         assert.ok(three, "the three-turn head is offered: " + JSON.stringify(list.groups));
         const pick = picks.find((p) => p.headSeq === three.headSeq)!;
-        assert.match(pick.label, /3 turns: Deploy it/);
+        assert.match(pick.label, /Turns 2–3 back: Deploy it/, "labelled by what it brings back");
+        assert.match(pick.description!, /README\.md/);
+        assert.match(pick.detail!, /saved \d{4}-\d\d-\d\d \d\d:\d\d · 3 turns in all · head \d+/);
 
         const ui = scriptedUi();
         const out = await redoFlow(s.api, async (groups) => groups.find((g) => g.headSeq === three.headSeq), ui, { root: s.root });
@@ -305,7 +313,9 @@ describe("directives: CodeLens titles from real turnback/directives notification
         assert.equal(first.uri, uri);
         let lenses = directiveLenses(s.state.directivesFor(uri)[0]);
         assert.match(lenses[0].title, new RegExp(`turnback: ${d.state}`));
-        assert.deepEqual(lenses.map((l) => l.title).slice(1), ["$(edit) Edit request"], "no attempt yet: only edit");
+        assert.deepEqual(lenses.map((l) => l.title).slice(1), ["$(play) Begin attempt", "$(edit) Edit request"],
+            "no attempt yet: begin one, or edit the request");
+        assert.deepEqual(lenses[1].arguments, [{ directiveId: d.id }]);
 
         // An attempt: a directive turn that edits the file, then its answer recorded.
         since = s.notifications.length;
@@ -335,12 +345,13 @@ describe("directives: CodeLens titles from real turnback/directives notification
         const out = await rewindFlow(s.api, { kind: "beforeDirectiveAttempt", directiveId: d.id, turn }, ui, { root: s.root });
         assert.equal(out.status, "committed", out.message);
         artifact("confirmation-directive.txt", confirmationText(ui.shown[0]));
-        assert.match(ui.shown[0].detail, /Directives:\n\s+d\w+: 1 attempt discarded, then \w+/);
+        assert.match(ui.shown[0].detail, /Directives:\n\s+“Handle integer overflow”: 1 attempt discarded, then \w+/);
         assert.match(ui.shown[0].detail, /restore\s+lib\/math\.py/);
         assert.equal(s.read("lib/math.py"), "def add(a, b):\n    # TODO(turnback): handle overflow\n    return a + b\n");
         await s.waitFor("turnback/directives", (p) => p.directives.some((x: any) => x.id === d.id && x.attempts.length === 0), { since });
         const after = s.state.directivesFor(uri)[0];
-        assert.equal(directiveLenses(after).length, 2, "state and edit only, the attempt is gone");
+        assert.deepEqual(directiveLenses(after).slice(1).map((l) => l.title), ["$(play) Begin attempt", "$(edit) Edit request"],
+            "state, begin and edit only: the attempt is gone");
 
         // Edit the request (what the "Edit request" lens sends).
         since = s.notifications.length;

@@ -1,0 +1,27 @@
+"""A folder is not a file (issue 26 §6): a watcher's event for a folder the agent created records no
+`not-a-file` gap (VS Code's `**/*` watcher reports folders too), while a file that became a folder is
+still a gap: the rewind cannot put that file back through the folder."""
+
+from __future__ import annotations
+
+
+def test_a_new_folder_is_no_gap(agent):
+    a = agent()
+    a.begin("make a package")
+    (a.root / "tests").mkdir()
+    a.wb.turns.capture_rels(["tests"], by="watch")
+    a.write("tests/test_a.py", "def test(): pass\n")
+    a.settle()
+    (a.root / "docs").mkdir()  # between turns, too
+    a.wb.turns.capture_rels(["docs"], by="watch")
+    assert a.wb.live_gaps() == []
+    assert all(not t["gaps"] for t in a.log()["turns"])
+
+
+def test_a_file_turned_into_a_folder_is_still_a_gap(agent):
+    a = agent()
+    a.turn("write", {"notes": "n\n"})
+    (a.root / "notes").unlink()
+    (a.root / "notes").mkdir()
+    a.wb.turns.capture_rels(["notes"], by="watch")
+    assert [g["reason"] for g in a.wb.live_gaps()] == ["not-a-file"]
