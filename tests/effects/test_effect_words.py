@@ -49,7 +49,7 @@ def test_a_shell_write_into_the_workspace_is_put_back_not_left_the_machine(ws):
     assert printf["what"] == "ran \u201cprintf '## 1.1\\n' > CHANGELOG.md\u201d"
     assert push["bucket"] == "crossedUncompensated" and push["what"] == "ran \u201cgit push origin main\u201d"
     assert c["effects"]["restored"] == [printf["id"]]
-    text = "\n".join(Renderer().effects(c))
+    text = "\n".join(Renderer().effect_lines(c, None, "What the discarded steps did:"))
     assert "Put back by this rewind:\n    ran \u201cprintf" in text
     assert "Already left this machine; nothing undoes them:\n    ran \u201cgit push origin main\u201d" in text
     assert "Had no effect" not in text and "provablyEmpty" not in text and "none" not in text

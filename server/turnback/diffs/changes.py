@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.images import ABSENT, UNKNOWN
+from ..model.images import ABSENT, UNKNOWN, is_folder_key
 
 # Who made a change between turns (the capture source), in a person's words.
 BY_WORDS = {"save": "saved in the editor", "watch": "changed on disk", "sweep": "changed on disk",
@@ -102,7 +102,10 @@ def changes_since(state, n: int, *, under: str | None = None) -> list[Change]:
 
 
 def _under(rel: str, prefix: str | None) -> bool:
-    """rel is the path asked for, or inside the folder asked for (None or "": everything)."""
+    """rel is a file's path (a folder key has no text to diff: made or removed, the files in it
+    say what changed), and the path asked for or inside the folder asked for (None or "": all)."""
+    if is_folder_key(rel):
+        return False
     if not prefix:
         return True
     prefix = prefix.rstrip("/")
