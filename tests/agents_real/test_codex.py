@@ -11,6 +11,7 @@ an interrupted run can be rewound at once."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -178,7 +179,8 @@ def test_an_interrupted_codex_run_can_be_rewound_at_once(codex, model, how):
     proc = codex.start(T2i, resume=codex.thread_id(first))
     model.wait_for(lambda r: r.choice is not None and r.choice.prompt == T2i and r.choice.step == 1)
     assert files(root)["notes.txt"] == "two\n"
-    proc.send_signal(getattr(signal, how))
+    # the whole agent, native codex included (its npm launcher runs it as a child under Node 20)
+    os.killpg(proc.pid, getattr(signal, how))
     proc.wait(60)
     commit = tb_json(codex, "rewind", "--after-response", "1", "--yes")["commit"]
     assert commit["status"] == "committed", commit

@@ -94,6 +94,10 @@ def test_malformed_params_are_refused_and_the_owner_keeps_running(owned):
                          ({"agent": "claude-code", "payload": {}, "eventId": 7}, "invalid-params"),
                          ({"agent": "claude-code", "payload": {}, "eventId": "x" * 65},
                           "invalid-params"),
+                         ({"agent": "claude-code", "payload": {}, "hookParent": "1"},
+                          "invalid-params"),
+                         ({"agent": "claude-code", "payload": {}, "hookParent": -4},
+                          "invalid-params"),
                          ([1, 2], "invalid-params")):
         with pytest.raises(client.RemoteError) as err:
             client.call(str(owned), "turnback/hook/event", params)

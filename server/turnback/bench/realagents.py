@@ -278,9 +278,11 @@ class Codex(Agent):
         return finish(self.start(prompt, resume, extra), timeout)
 
     def start(self, prompt: str, resume: str | None = None, extra: tuple = ()) -> subprocess.Popen:
+        # A group of its own: the npm launcher (node) runs the native codex as its child under
+        # Node < 23, so a signal for "the agent" goes to the group, as a terminal sends it.
         proc = subprocess.Popen(self.argv(prompt, resume, extra), cwd=self.root, env=self.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
         proc.reader = _Reader(proc.stdout)
         return proc
 

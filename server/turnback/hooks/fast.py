@@ -213,9 +213,9 @@ def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, eve
         gone = owner_gone(pid)
         if gone:
             return Missed(gone, sent=False)
-        params = b'{"agent":"%s","payload64":"%s","cwd64":"%s","eventId":"%s"%s}' % (
+        params = b'{"agent":"%s","payload64":"%s","cwd64":"%s","eventId":"%s","hookParent":%d%s}' % (
             agent.encode(), _b64(body), _b64(os.fsencode(cwd or "")), event_id.encode(),
-            b',"event":"%s"' % event.encode() if event else b"")
+            os.getppid(), b',"event":"%s"' % event.encode() if event else b"")
         sent = True  # from the first byte on, the owner may record it
         _send_all(sock, framed(b'{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}'
                                % (HOOK_METHOD.encode(), params)), pid)

@@ -95,6 +95,8 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
         else:
             handler(s)
         s["active"] = self.now
+        if ev.process:
+            s["process"] = ev.process
         self.data["current"] = self.key
         self._forget_old_sessions()
         return self.reply

@@ -91,7 +91,7 @@ def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = No
                            fast.Missed("earlier events still wait in the spool", sent=False),
                            stderr)
     return handle(agent, raw, body, root, store, in_process, stdout, stderr, event_id=event_id,
-                  lock_seconds=min(LOCK_SECONDS, fast.remaining()))
+                  lock_seconds=min(LOCK_SECONDS, fast.remaining()), hook_parent=os.getppid())
 
 
 def _through_started_owner(place, agent, body, event, event_id, cwd):
@@ -166,12 +166,14 @@ def _new_id() -> str:
 
 def handle(agent: str, raw, body: bytes | None, root: Path, store: Path, make_port, stdout,
            stderr, *, event_id: str | None = None, cursor: dict | None = None,
-           lock_seconds: float = LOCK_SECONDS, stop=None, on_refused=None) -> int:
+           lock_seconds: float = LOCK_SECONDS, stop=None, on_refused=None,
+           hook_parent: int | None = None) -> int:
     """One parsed payload mapped onto the session through the port `make_port(config, record)`
     gives; the exit status the agent gets. Runs in the hook process, or in the live sidecar
     (`lsp/hookhost.py`), which sends back what would have been printed. `event_id` is the event's
     id (recorded once only); `cursor` marks a replayed spool frame (drain.py): a failure that says
-    "not now" then raises `Deferred` instead of keeping the event again."""
+    "not now" then raises `Deferred` instead of keeping the event again. `hook_parent`: the hook
+    process's parent pid, which leads to the agent's process (None: a replay, not known)."""
     from ..store import trust
 
     problem = trust.place_problem(root, store)
@@ -194,6 +196,9 @@ def handle(agent: str, raw, body: bytes | None, root: Path, store: Path, make_po
         record.log(f"{exc}; payload: {_clip(raw)}")
         _mark(record, event_id, cursor)
         return EXIT_OK
+    from ..store.agentrecord import agent_process
+
+    ev.process = agent_process(hook_parent)
     from .config import load
 
     config = load(root, store)

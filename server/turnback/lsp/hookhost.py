@@ -101,7 +101,8 @@ def _stopping(server, loop) -> bool:
 async def handle_event(server, params) -> dict:
     """`{agent, payload}` (the payload as an object) or `{agent, payload64, cwd64, event?}` (its
     bytes, and the hook's own folder, base64-encoded: what hooks/fast.py sends); `eventId` is the
-    event's id (an event is recorded once, however often it is sent)."""
+    event's id (an event is recorded once, however often it is sent); `hookParent` the hook
+    process's parent pid (it leads to the agent's process: a killed agent's turn ends at once)."""
     from ..hooks.agents import ADAPTERS
 
     if not isinstance(params, dict):
@@ -113,6 +114,9 @@ async def handle_event(server, params) -> dict:
     if event_id is not None and not (isinstance(event_id, str) and 0 < len(event_id) <= 64):
         raise InvalidParams("eventId must be a string of 1 to 64 characters")
     body, raw, cwd = _payload(params)
+    hook_parent = params.get("hookParent")
+    if hook_parent is not None and (type(hook_parent) is not int or hook_parent <= 0):
+        raise InvalidParams("hookParent must be a process id")
     wb = server.workbench()
     root, store = Path(wb.root), Path(wb.store.path)
     loop = asyncio.get_running_loop()
@@ -140,7 +144,8 @@ async def handle_event(server, params) -> dict:
             code = handle(agent, raw, body, root, store,
                           lambda config, record: OwnerPort(server, loop), out, err,
                           event_id=event_id, stop=lambda: _stopping(server, loop),
-                          on_refused=lambda why: log.warning("a hook event was refused: %s", why))
+                          on_refused=lambda why: log.warning("a hook event was refused: %s", why),
+                          hook_parent=hook_parent)
         return {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
     return await in_thread(work)

@@ -42,6 +42,9 @@ LONG_TOOLS = ("shell", "helper", "mcp", "other")  # tools that may run long; the
 # write, a read) end at once, so one still open after QUIET_SECONDS was denied or interrupted
 HELPER_SECONDS = 15 * 60  # a helper agent silent this long is lost
 IDLE_SECONDS = 30 * 60  # silent this long, a turn is over whatever it seemed to wait for
+# What runs a hook command between the agent and turnback; the agent is the nearest other ancestor.
+WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "env",
+                      "timeout", "nice", "nohup", "stdbuf", "setsid", "time"})
 
 
 def empty() -> dict:
@@ -211,15 +214,57 @@ def end_of(s: dict, n: int, started=None) -> dict | None:
 
 
 # -- is the agent still working? --------------------------------------------------------------------
+def _proc_stat(pid: int) -> tuple[str, str, int, str] | None:
+    """(command name, state, parent pid, start time in clock ticks) from /proc, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+        name = raw[raw.index("(") + 1: raw.rindex(")")]
+        rest = raw[raw.rindex(")") + 2:].split()
+        return name, rest[0], int(rest[1]), rest[19]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def agent_process(hook_parent: int | None) -> dict | None:
+    """The agent's own process, found from the hook's parent (past the shells that run the hook
+    command): `{pid, start}`, so a turn whose agent was killed (no Stop, no SessionEnd, no
+    interrupt event: SIGKILL, a closed terminal) ends at once. None where /proc cannot tell."""
+    pid = hook_parent
+    for _ in range(4):
+        if not isinstance(pid, int) or pid <= 1:
+            return None
+        stat = _proc_stat(pid)
+        if stat is None:
+            return None
+        name, _state, parent, start = stat
+        if name not in WRAPPERS:
+            return {"pid": pid, "start": start}
+        pid = parent
+    return None
+
+
+def process_gone(proc) -> bool:
+    """The agent process a session's hooks came from has ended (or its pid is another process's
+    now). False when nothing was recorded or /proc cannot tell."""
+    if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
+        return False
+    stat = _proc_stat(proc["pid"])
+    if stat is None:
+        return os.path.isdir("/proc/self")  # /proc works and has no such process
+    return stat[3] != proc.get("start") or stat[1] in ("Z", "X")
+
+
 def waiting_for(s: dict, now: float | None = None, *, transcript_mtime: float | None = None) -> list[dict]:
     """What the agent session is still working on in its turn (empty: nothing, the turn is idle and
     may be settled for it). A tool call begun and not finished (a shell, helper or MCP tool for
     TOOL_SECONDS, any other for QUIET_SECONDS), a helper agent still running, or an answer being
     written (an event or a transcript write in the last QUIET_SECONDS); none of them counts once the
-    session has been silent for IDLE_SECONDS, or after the person interrupted it."""
+    session has been silent for IDLE_SECONDS, after the person interrupted it, or once the agent's
+    process has ended."""
     now = time.time() if now is None else now
     last = max(s.get("active", 0) or 0, transcript_mtime or 0)
-    if s.get("interrupted") or now - last >= IDLE_SECONDS:
+    if s.get("interrupted") or now - last >= IDLE_SECONDS or process_gone(s.get("process")):
         return []
     out = []
     for key, p in (s.get("pending") or {}).items():

@@ -89,7 +89,8 @@ class TurnsFeature:
         running = self.state.running
         if not self.wb.is_owner:
             return None
-        from ..store.agentrecord import AgentRecord, holder, steps_in_order, unfinished_step
+        from ..store.agentrecord import (AgentRecord, holder, process_gone, steps_in_order,
+                                         unfinished_step)
         from .agentlinks import busy, follow_settled, idle_holder, settled_words
 
         if running is None:
@@ -116,7 +117,9 @@ class TurnsFeature:
                         s["pending"].pop(tool, None)
             status = "settled" if s.get("stopped") else "cancelled"
             why = ("its Stop came and its helpers went quiet" if s.get("stopped") else
-                   "the person interrupted it" if s.get("interrupted") else "no Stop ever came")
+                   "the person interrupted it" if s.get("interrupted") else
+                   "its agent's process has ended" if process_gone(s.get("process")) else
+                   "no Stop ever came")
             try:
                 yield from self.settle_job({"turn": n, "status": status})
             finally:
