@@ -72,9 +72,10 @@ def conversation_prompts(request, prompts: list[str]) -> list[str]:
     return [p for p in prompts if any(t.strip() == p for t in texts)]
 
 
-def rewind_all_redo_rewind_to_2(agent, states: list[dict[str, str]]) -> None:
+def rewind_all_redo_rewind_to_2(agent, states: list[dict[str, str]]) -> dict:
     """Rewind before prompt 1 (every file back, shell edits included), Redo the newest head (every
-    turn back), then rewind after response 2 (what the later turns changed goes)."""
+    turn back), then rewind after response 2 (what the later turns changed goes); that last
+    rewind's result."""
     commit = tb_json(agent, "rewind", "--before-prompt", "1", "--yes")["commit"]
     assert commit["status"] == "committed", commit
     assert files(agent.root) == states[0]
@@ -87,3 +88,4 @@ def rewind_all_redo_rewind_to_2(agent, states: list[dict[str, str]]) -> None:
     commit = tb_json(agent, "rewind", "--after-response", "2", "--yes")["commit"]
     assert commit["status"] == "committed", commit
     assert files(agent.root) == states[2]
+    return commit
