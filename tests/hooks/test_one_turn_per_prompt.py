@@ -109,8 +109,9 @@ def test_a_helper_is_a_step_of_the_turn_that_launched_it_and_holds_it_open(ws):
     assert turn["state"] == "settled"
     helper_steps = [s["summary"] for s in turn["stepList"] if s["summary"].startswith("[helper")]
     assert helper_steps == ["[helper general-purpose ag-1] Bash: sleep 1; echo late > late.txt "
-                            "[scope unknown: 'sleep' -> none (default); 'echo' writes its output to "
-                            "a file]", "[helper general-purpose ag-1] Write helper.txt"]
+                            "[scope host: 'sleep' -> none (default); 'echo' writes late.txt in the "
+                            "workspace (the sweep captures it)]",
+                            "[helper general-purpose ag-1] Write helper.txt"]
     assert "late.txt" in {f["path"] for f in turn["files"]}
     assert "helper.txt" in {f["path"] for f in turn["files"]}
     tb(ws, "rewind", "--before-prompt", "1", "--yes")
