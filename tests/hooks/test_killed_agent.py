@@ -80,3 +80,19 @@ def test_a_killed_agents_turn_is_settled_at_once(tmp_path, how):
             agent.proc.wait()
         if how == "owner":
             tb(ws, "daemon", "stop", check=False)
+
+
+def test_a_reused_pid_is_gone_and_another_namespace_cannot_tell():
+    """The record names a process by pid and start time: the same pid started later is another
+    process (the agent is gone); a record made in another pid namespace (a container) says nothing
+    here, so the silence rules apply instead of a wrong "gone"."""
+    from turnback.store.agentrecord import agent_process, process_gone, waiting_for
+
+    me = agent_process(os.getpid())
+    assert me is not None and me["pid"] == os.getpid()
+    assert not process_gone(me)
+    assert process_gone({**me, "start": str(int(me["start"]) + 1)})
+    assert not process_gone({**me, "ns": "pid:[1]", "start": "0"})
+    busy = {"active": 10**10, "process": {**me, "start": "0"}, "stopped": None}
+    assert waiting_for(busy, now=10**10) == []  # the agent's process is gone: nothing to wait for
+    assert waiting_for({**busy, "process": me}, now=10**10)[0]["what"] == "answer"

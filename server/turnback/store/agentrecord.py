@@ -239,16 +239,25 @@ def agent_process(hook_parent: int | None) -> dict | None:
             return None
         name, _state, parent, start = stat
         if name not in WRAPPERS:
-            return {"pid": pid, "start": start}
+            return {"pid": pid, "start": start, "ns": _pid_namespace()}
         pid = parent
     return None
 
 
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
 def process_gone(proc) -> bool:
     """The agent process a session's hooks came from has ended (or its pid is another process's
-    now). False when nothing was recorded or /proc cannot tell."""
+    now). False when nothing was recorded or /proc cannot tell (no /proc, another namespace)."""
     if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
         return False
+    if proc.get("ns") != _pid_namespace():
+        return False  # recorded in another pid namespace (a container): its pids mean nothing here
     stat = _proc_stat(proc["pid"])
     if stat is None:
         return os.path.isdir("/proc/self")  # /proc works and has no such process
