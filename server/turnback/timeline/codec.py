@@ -67,7 +67,8 @@ class StateCodec:
     def _put(self, data: bytes) -> str:
         digest = self.objects.hasher.digest(data)
         seen = self._confirmed.get(digest)
-        if seen is not None and seen[0] == len(data) and self._stored(digest) == seen[1]:
+        if seen is not None and seen[0] == len(data) and seen[1] >= 0 \
+                and self._stored(digest) == seen[1]:
             return digest
         digest = self.objects.put(data)
         self._confirmed[digest] = (len(data), self._stored(digest))
@@ -191,8 +192,11 @@ class StateCodec:
         return turn
 
     def _present(self, digest: str) -> bool:
+        # -1: it had no file yet (put in a batch, durable only when the batch commits, gone if the
+        # batch failed): never counted as present, or a failed publication's objects were skipped
+        # by the next one, which then named objects that do not exist
         seen = self._confirmed.get(digest)
-        return seen is not None and self._stored(digest) == seen[1]
+        return seen is not None and seen[1] >= 0 and self._stored(digest) == seen[1]
 
     def _stored(self, digest: str) -> int:
         stored = getattr(self.objects, "stored_size", None)  # an object store without envelopes
