@@ -11,14 +11,14 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "server" / "turnback"
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path, modules: set[str]) -> tuple[set[str], set[str]]:
-    """(module-level, function-level) turnback modules that `path` imports."""
-    name, tree = module_name(path), ast.parse(path.read_text(), str(path))
+def imports(path: Path, modules: set[str], root: Path = PACKAGE) -> tuple[set[str], set[str]]:
+    """(module-level, function-level) modules of the package at `root` that `path` imports."""
+    name, tree = module_name(path, root), ast.parse(path.read_text(), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     top, inner = set(), set()
 
@@ -46,11 +46,12 @@ def imports(path: Path, modules: set[str]) -> tuple[set[str], set[str]]:
     return top, inner
 
 
-def graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    files = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+def graph(root: Path = PACKAGE) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module-level, function-level) edges: module -> the package's modules it imports."""
+    files = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
     top, inner = {}, {}
     for name, path in files.items():
-        top[name], inner[name] = imports(path, set(files))
+        top[name], inner[name] = imports(path, set(files), root)
     return top, inner
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 
 from ..errors import InvalidParams
-from .main import EXIT_ERROR, EXIT_OK
+from .confirm import decide, renderer
+from .exits import EXIT_ERROR, EXIT_OK
 from .render import Renderer, clip, step_index
 
 
@@ -34,17 +35,15 @@ def add_parsers(sub, add) -> None:
 
 
 def cmd_fork(ctx) -> int:
-    from .commands import _decide
-
     wb = ctx.open(must_exist=True)
     try:
-        r = Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
+        r = renderer(wb)
 
         def confirm(params):
             ctx.require_owner(wb)
             return wb.fork.confirm(params)
 
-        return fork_flow(ctx, lambda yes: _decide(ctx, yes, "Fork?") in (True, "yes"), r,
+        return fork_flow(ctx, lambda yes: decide(ctx, yes, "Fork?") in (True, "yes"), r,
                          wb.fork.prepare, confirm, lambda: wb.turns.log({}))
     finally:
         wb.close()

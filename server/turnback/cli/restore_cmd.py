@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 
-from .main import EXIT_ERROR, EXIT_OK, Unavailable
+from .confirm import confirmed, renderer
+from .exits import EXIT_ERROR, EXIT_OK, Unavailable
 from .render import Renderer, clip, when
 
 GLOB_CHARS = frozenset("*?[")
@@ -118,8 +119,6 @@ def restore_lines(r: Renderer, c: dict, *, keep_user_edits: bool) -> list[str]:
 
 
 def cmd_restore(ctx) -> int:
-    from .commands import _renderer, confirmed
-
     a = ctx.args
     wb = ctx.open(must_exist=True)
     try:
@@ -136,7 +135,7 @@ def cmd_restore(ctx) -> int:
             boundary = chosen[0]
         params = {"paths": specs, "boundary": boundary}
         candidate = wb.restore.prepare(params)
-        r = _renderer(wb)
+        r = renderer(wb)
         keep = bool(a.keep_user_edits)
         if not confirmed(ctx, wb, candidate, restore_lines(r, candidate, keep_user_edits=keep),
                          "restore", candidate["summary"]):
