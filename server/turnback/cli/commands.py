@@ -12,10 +12,12 @@ from .exits import EXIT_ERROR, EXIT_OK, Unavailable
 from .fork_cmd import COMMANDS as FORK_COMMANDS
 from .guard_cmd import COMMANDS as GUARD_COMMANDS
 from .progress import shown
-from .render import Renderer, fsck_json, step_index
+from .render import step_index
 from .restore_cmd import COMMANDS as RESTORE_COMMANDS
 from .restore_cmd import pick_boundary
 from .takeover import cmd_takeover
+from .upkeep_cmd import COMMANDS as UPKEEP_COMMANDS
+from .upkeep_cmd import ProgressBar  # noqa: F401  (tests and callers name it here)
 
 
 def dispatch(ctx) -> int:
@@ -334,88 +336,6 @@ def cmd_redo(ctx) -> int:
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
 
 
-# -- store upkeep -------------------------------------------------------------------------------
-def run_collection(wb, progress=None) -> dict:
-    """One full collection. With `progress`, drive the collector's job and report its yields."""
-    coll = wb.collection
-    if progress is not None and callable(getattr(coll, "job", None)):
-        job = coll.job()
-        count = 0
-        try:
-            while True:
-                progress(next(job), count)
-                count += 1
-        except StopIteration as done:
-            result = done.value
-        if isinstance(result, dict):
-            return result
-    if not callable(getattr(coll, "run", None)):
-        raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
-    return coll.run({})
-
-
-class ProgressBar:
-    """A one-line bar on stderr, fed by whatever the collector's job yields."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.drawn = False
-
-    def __call__(self, item, count: int) -> None:
-        spin = "|/-\\"[count % 4]
-        if isinstance(item, dict) and isinstance(item.get("done"), int) and item.get("total"):
-            done, total = item["done"], max(item["total"], 1)
-            fill = min(30, 30 * done // total)
-            text = f"{item.get('phase', 'collecting'):<10} [{'#' * fill}{' ' * (30 - fill)}] {done}/{total}"
-        elif isinstance(item, dict) and item.get("phase"):
-            text = f"{item['phase']:<10} {spin} slice {count + 1}"
-        elif isinstance(item, str):
-            text = f"{item:<10} {spin} slice {count + 1}"
-        else:
-            text = f"collecting {spin} slice {count + 1}"
-        self.stream.write("\r" + text[:78].ljust(78))
-        self.stream.flush()
-        self.drawn = True
-
-    def finish(self) -> None:
-        if self.drawn:
-            self.stream.write("\r" + " " * 78 + "\r")
-            self.stream.flush()
-
-
-def cmd_gc(ctx) -> int:
-    wb = ctx.open(must_exist=True)
-    bar = ProgressBar(ctx.stderr) if not ctx.json and _isatty(ctx.stderr) else None
-    try:
-        ctx.require_owner(wb)
-        try:
-            stats = run_collection(wb, bar)
-        finally:
-            if bar:
-                bar.finish()
-    finally:
-        wb.close()
-    ctx.emit(stats) if ctx.json else ctx.print(*Renderer.stats(stats))
-    return EXIT_OK
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def cmd_fsck(ctx) -> int:
-    # Opens nothing but fsck: no ownership, no workbench, no writes.
-    from .. import collect  # noqa: F401 - registers the deep check: every head's body and refs
-    from ..store.fsck import fsck
-
-    report = fsck(ctx.store_path)
-    ctx.emit(fsck_json(report)) if ctx.json else ctx.print(*Renderer.fsck(report))
-    return EXIT_OK if report.ok else EXIT_ERROR
-
-
 def cmd_recovery(ctx) -> int:
     a = ctx.args
     if a.resolve is None and (a.retry or a.dismiss):
@@ -448,9 +368,10 @@ def cmd_recovery(ctx) -> int:
 
 COMMANDS = {
     "serve": cmd_serve, "demo": cmd_demo, "log": cmd_log, "info": cmd_info, "rewind": cmd_rewind,
-    "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
+    "redo": cmd_redo, "recovery": cmd_recovery, "bench": cmd_bench,
     "daemon": cmd_daemon, "takeover": cmd_takeover,
     **FORK_COMMANDS, **DIFF_COMMANDS, **RESTORE_COMMANDS, **GUARD_COMMANDS,
+    **UPKEEP_COMMANDS,
 }
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}
