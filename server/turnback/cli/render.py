@@ -10,6 +10,7 @@ import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
 from ..effects.words import shown_buckets
+from ..travel.plan_words import boundary_words
 from ..travel.user_edits import keep_words
 from .plan_lines import (clip, closing_lines, kept_turns, later_turns, mode_note,  # noqa: F401
                          mode_text, short)
@@ -141,8 +142,6 @@ class Renderer:
 
     def restore_record(self, rec: dict) -> list[str]:
         """One restore that kept every turn, as the log shows it after the turn it followed."""
-        from ..travel.rewind import boundary_words
-
         paths = [self.path(p) for p in rec.get("paths", [])]
         more = rec.get("count", len(paths)) - len(paths)
         what = "restore" if rec.get("operation") == "restore" else "files-only rewind"

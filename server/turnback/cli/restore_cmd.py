@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ..travel.plan_words import boundary_words
 from .confirm import confirmed, renderer
 from .exits import EXIT_ERROR, EXIT_OK, Unavailable
 from .render import Renderer, clip, when
@@ -101,8 +102,6 @@ def pick_boundary(ctx, wb, *, restore: bool, mode: str | None = None, flags: str
 
 
 def restore_lines(r: Renderer, c: dict, *, keep_user_edits: bool) -> list[str]:
-    from ..travel.rewind import boundary_words
-
     named = ", ".join(r.path(p) if p.startswith("file:") else p for p in c.get("paths", []))
     out = [f"Restore {named} to how they were {boundary_words(c['boundary'])}:"
            f" every turn ({c['keep']['turnCount']}) and the conversation stay."]
