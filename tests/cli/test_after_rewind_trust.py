@@ -10,22 +10,13 @@ import sys
 
 import pytest
 from cli_helpers import cli, ws  # noqa: F401  (fixtures)
+from test_after_rewind_hook import session  # two turns of a.txt: a1, a2
 
 from turnback.hooks import after_rewind
 from turnback.hooks.config import load
 
 NOBODY = 65534  # another user: the owner of a planted file
 MARK = "import pathlib; pathlib.Path('ran.txt').write_text('after-rewind ran')"
-
-
-def session(cli):
-    (cli.root / "a.txt").write_text("a0")
-    for n, text in ((1, "a1"), (2, "a2")):
-        cli.ok("turn", "begin", "--prompt", f"turn {n}")
-        cli.ok("turn", "capture", "--phase", "before", "a.txt")
-        (cli.root / "a.txt").write_text(text)
-        cli.ok("turn", "capture", "a.txt")
-        cli.ok("turn", "settle")
 
 
 def plant(cli, *, mode: int = 0o644, owner: int | None = None):
