@@ -175,6 +175,7 @@ class RedoFeature:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
                                        plan if keep else None, plan.modes,
+                                       conversation=plan.conversation,
                                        announce={"operation": "redo", "mode": "all",
                                                  "boundary": None, "headSeq": head_seq}))
 
