@@ -11,6 +11,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from turnback.errors import InvalidParams
+
 APP = "def hello():\n    return 'hello'\n\n\ndef bye():\n    return 'bye'\n"
 RENAMED = APP.replace("bye", "farewell")
 COMMENT = "# Greetings, kept short.\n"
@@ -119,3 +123,54 @@ def test_redo_of_the_state_a_restore_left_sends_no_epoch(agent):
     done = a.wb.redo.commit({"headSeq": back["headSeq"], "planHash": plan["planHash"]})
     assert done["status"] == "committed" and "epoch" in done
     assert [d["source"] for k, d in events if k == "epoch"] == ["rewind", "redo"]
+
+
+def conflict_session(a):
+    a.turn("write", {"app.py": "x = 1\n"})
+    a.turn("change", {"app.py": "x = 2\n"})
+    (a.root / "app.py").write_text("x = 3\n")  # the user's edit of the very line turn 2 changed
+    a.wb.turns.capture_rels(["app.py"], by="save")
+
+
+MARKED = "<<<<<<< your edit\nx = 3\n=======\nx = 1\n>>>>>>> as restored\n"
+
+
+def test_a_fork_keeping_a_conflict_writes_markers_only_when_asked(agent):
+    a = agent()
+    conflict_session(a)
+    report = a.wb.fork.prepare({"turn": 1})
+    assert by_path(report["files"])["app.py"]["merge"]["result"] == "conflict"
+    for p in ({"conflictMarkers": True}, {"conflictMarkers": True, "keepUserEdits": False}):
+        with pytest.raises(InvalidParams) as err:  # alone it means nothing: refused, not ignored
+            a.wb.fork.confirm({"turn": 1, "hash": report["hash"], **p})
+        assert err.value.data["field"] == "conflictMarkers"
+    with pytest.raises(InvalidParams):
+        c = a.wb.rewind.prepare({"boundary": {"kind": "afterResponse", "turn": 1}})
+        a.wb.rewind.commit({"boundary": {"kind": "afterResponse", "turn": 1},
+                            "planHash": c["planHash"], "conflictMarkers": True})
+    assert (a.root / "app.py").read_text() == "x = 3\n" and a.wb.state.turn_count == 2
+    out = a.wb.fork.confirm({"turn": 1, "hash": report["hash"], "keepUserEdits": True,
+                             "conflictMarkers": True})
+    assert out["status"] == "forked" and out["conflictMarkers"] == [a.uri("app.py")]
+    assert (a.root / "app.py").read_text() == MARKED
+
+
+def test_the_command_line_fork_writes_markers_with_the_flag(agent):
+    a = agent()
+    conflict_session(a)
+    root = a.root
+    a.wb.close()
+    tb = [sys.executable, "-m", "turnback", "--workspace", str(root), "fork", "--turn", "1"]
+    alone = subprocess.run(tb + ["--conflict-markers", "--yes"], capture_output=True, text=True,
+                           timeout=120)
+    assert alone.returncode != 0 and "--conflict-markers goes with --keep-user-edits" in alone.stderr
+    assert (root / "app.py").read_text() == "x = 3\n"
+    shown = subprocess.run(tb + ["--keep-user-edits"], capture_output=True, text=True, timeout=120,
+                           input="")
+    assert "keeping it: conflict with turn 2: left as it is now" in shown.stdout, shown.stdout
+    done = subprocess.run(tb + ["--keep-user-edits", "--conflict-markers", "--yes"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "keeping it: conflict with the later turns: written with conflict markers" in done.stdout
+    assert "  conflict, written with conflict markers: app.py" in done.stdout, done.stdout
+    assert (root / "app.py").read_text() == MARKED
