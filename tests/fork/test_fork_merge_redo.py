@@ -8,10 +8,9 @@ sends no epoch."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from forkkit import command_line
 
 from turnback.errors import InvalidParams
 
@@ -82,18 +81,16 @@ def test_the_command_line_says_what_keeping_did(agent):
     a = agent()
     session(a)
     root = a.root
-    a.wb.close()
-    tb = [sys.executable, "-m", "turnback", "--workspace", str(root)]
-    shown = subprocess.run(tb + ["fork", "--turn", "2", "--keep-user-edits", "--yes"],
-                           capture_output=True, text=True, timeout=120)
+    run = command_line(a)
+    shown = run("fork", "--turn", "2", "--keep-user-edits", "--yes")
     assert shown.returncode == 0, shown.stderr
     assert "merged your edit onto the restored file: src/app.py" in shown.stdout, shown.stdout
     assert (root / "src/app.py").read_text() == COMMENT + APP
-    listed = subprocess.run(tb + ["--json", "redo"], capture_output=True, text=True, timeout=120)
+    listed = run("--json", "redo")
     assert listed.returncode == 0, listed.stderr
     marked = [g for g in json.loads(listed.stdout)["groups"] if g["turnCount"] == 3]
     assert marked and marked[0]["frozenParent"] and marked[0]["sharedTurns"] == 2
-    words = subprocess.run(tb + ["redo"], capture_output=True, text=True, timeout=120)
+    words = run("redo")
     assert words.returncode == 0 and "frozen" in words.stdout, words.stdout
 
 
@@ -108,11 +105,12 @@ def test_redo_of_the_state_a_restore_left_sends_no_epoch(agent):
     out = a.wb.restore.commit({"paths": ["a.txt"], "boundary": boundary, "planHash": c["planHash"]})
     assert out["status"] == "committed" and (a.root / "a.txt").read_text() == "a1\n"
     before = next(g for g in a.wb.redo.list({})["groups"] if g["turnCount"] == 2)
+    epoch = a.wb.state.epoch
     plan = a.wb.redo.prepare({"headSeq": before["headSeq"]})
     done = a.wb.redo.commit({"headSeq": before["headSeq"], "planHash": plan["planHash"]})
     assert done["status"] == "committed" and (a.root / "a.txt").read_text() == "a2\n"
     assert "epoch" not in done and "agentResume" not in done  # the conversation did not change
-    assert [k for k, _ in events if k == "epoch"] == []
+    assert [k for k, _ in events if k == "epoch"] == [] and a.wb.state.epoch == epoch
     rewound = [d for k, d in events if k == "rewound"]
     assert [d["operation"] for d in rewound] == ["restore", "redo"]
     # a Redo that does bring turns back still sends its one epoch
@@ -159,17 +157,13 @@ def test_the_command_line_fork_writes_markers_with_the_flag(agent):
     a = agent()
     conflict_session(a)
     root = a.root
-    a.wb.close()
-    tb = [sys.executable, "-m", "turnback", "--workspace", str(root), "fork", "--turn", "1"]
-    alone = subprocess.run(tb + ["--conflict-markers", "--yes"], capture_output=True, text=True,
-                           timeout=120)
+    run = command_line(a)
+    alone = run("fork", "--turn", "1", "--conflict-markers", "--yes")
     assert alone.returncode != 0 and "--conflict-markers goes with --keep-user-edits" in alone.stderr
     assert (root / "app.py").read_text() == "x = 3\n"
-    shown = subprocess.run(tb + ["--keep-user-edits"], capture_output=True, text=True, timeout=120,
-                           input="")
+    shown = run("fork", "--turn", "1", "--keep-user-edits", input="")
     assert "keeping it: conflict with turn 2: left as it is now" in shown.stdout, shown.stdout
-    done = subprocess.run(tb + ["--keep-user-edits", "--conflict-markers", "--yes"],
-                          capture_output=True, text=True, timeout=120)
+    done = run("fork", "--turn", "1", "--keep-user-edits", "--conflict-markers", "--yes")
     assert done.returncode == 0, done.stderr
     assert "keeping it: conflict with the later turns: written with conflict markers" in done.stdout
     assert "  conflict, written with conflict markers: app.py" in done.stdout, done.stdout

@@ -253,12 +253,13 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             new_state.known.set_mode(rel, state.known.mode(rel))
     new_state.session_id = state.session_id
     new_state.directives = copy.deepcopy(state.directives)
-    new_state.epoch = state.epoch + 1
+    conversation = _talk(target_state) != _talk(state)
+    new_state.epoch = state.epoch + conversation  # a new context epoch only for a new conversation
     new_state.fork_point = uuid.uuid4().hex
     new_state.last_op = state.last_op
     new_state.frozen = False
     new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
-    return RedoPlan(result, new_state, changes, modes, conversation=_talk(target_state) != _talk(state))
+    return RedoPlan(result, new_state, changes, modes, conversation=conversation)
 
 
 def _talk(state: SessionState) -> tuple:
