@@ -70,7 +70,9 @@ class StateCodec:
         if seen is not None and seen[0] == len(data) and self._stored(digest) == seen[1]:
             return digest
         digest = self.objects.put(data)
-        self._confirmed[digest] = (len(data), self._stored(digest))
+        stored = self._stored(digest)
+        if stored >= 0:  # a small object a batch holds in memory has no size yet: not confirmed,
+            self._confirmed[digest] = (len(data), stored)  # or a discarded batch would pass as present
         return digest
 
     # -- write ----------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ class StateCodec:
 
     def _present(self, digest: str) -> bool:
         seen = self._confirmed.get(digest)
-        return seen is not None and self._stored(digest) == seen[1]
+        return seen is not None and seen[1] >= 0 and self._stored(digest) == seen[1]
 
     def _stored(self, digest: str) -> int:
         stored = getattr(self.objects, "stored_size", None)  # an object store without envelopes
