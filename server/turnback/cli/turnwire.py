@@ -77,8 +77,8 @@ def run(args) -> int | None:
             reply = reader.body()
         message = _reply(reply)
     except _Unanswerable as exc:  # sent: it may run once the owner is woken, so not again here
-        print(f"error [unresponsive]: the owner (pid {pid}) at {path} {exc} before it answered "
-              f"turnback/turn/{sub}", file=sys.stderr)
+        print(f"error [unresponsive]: {exc} (its socket {path}); it did not answer "
+              f"turnback/turn/{sub}, which it may still run when it is woken", file=sys.stderr)
         return EXIT_NOT_OWNER
     except Exception as exc:  # noqa: BLE001 - a broken exchange: it may have run, so not again
         print(f"error [unreachable]: the exchange with the owner at {path} broke off: {exc}",
@@ -108,18 +108,11 @@ class _Unanswerable(Exception):
 
 
 def _cannot_answer(pid) -> str | None:
-    """Why process `pid` cannot answer now (stopped, or gone), or None."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read(512)
-    except FileNotFoundError:
-        return "has exited"
-    except OSError:
-        return None
-    state = stat[stat.rfind(b")") + 2:][:1]  # the name may hold spaces and parentheses
-    return "was stopped" if state in (b"T", b"t") else "has exited" if state in (b"Z", b"X") else None
+    """Why process `pid` cannot answer now ("... is stopped", "... has exited"), or None: the
+    hook's own look (/proc/PID/stat), so the two faces give an owner up alike."""
+    from ..hooks.fast import owner_gone
+
+    return owner_gone(pid)
 
 
 def _watching_reader(sock, pid):
