@@ -92,12 +92,13 @@ def until_recorded(root, text, seconds=90.0) -> dict:
         time.sleep(0.05)
 
 
-def until_drained(root, seconds=60.0) -> None:
-    """Gate: the spool empty (a replay removes it once every event in it is recorded)."""
+def until_replayed(root, seconds=60.0) -> None:
+    """Gate: the spool is empty. A replay records its events and then removes what it replayed, so
+    the turn can be in the log a moment before the spool is gone."""
     deadline = time.monotonic() + seconds
     while spooled(root):
-        assert time.monotonic() < deadline, f"the spool was never drained: {spooled(root)}"
-        time.sleep(0.05)
+        assert time.monotonic() < deadline, f"the spool was never replayed whole: {spooled(root)}"
+        time.sleep(0.02)
 
 
 def checkpoint_is_the_recovered_tree(root, old, log, text) -> None:
@@ -126,13 +127,53 @@ def checkpoint_is_the_recovered_tree(root, old, log, text) -> None:
     assert _tree(root) == recovered
 
 
+def pending_intent(root) -> str:
+    [name] = [p.name for p in (root / ".turnback" / "txn").iterdir() if not fsio.is_temp_name(p.name)]
+    return name.split(".")[0]
+
+
+def said_what_it_recovered(root, txn: str) -> None:
+    """The owner the hook started recovered the rewind; nobody was attached to hear
+    `turnback/recovered`, so its log and `turnback info` say what it rolled back or finished."""
+    sentence = f"An interrupted rewind ({txn[:12]}) was "
+    daemon_log = (root / ".turnback" / "run" / "daemon.log").read_text()
+    assert f"recovered at open: {sentence}" in daemon_log, daemon_log[-2000:]
+    info = tb(root, "info").stdout
+    assert f"recovered:  {sentence}" in info and "when this owner opened the store" in info, info
+
+
 def test_the_first_prompt_after_a_crash_waits_for_recovery(tmp_path, pristine):
     root, old = crashed(tmp_path, pristine)
+    txn = pending_intent(root)
     try:
         proc = run_hook(root, prompt(root, "after the crash"))
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
         log = until_recorded(root, "after the crash")
+        said_what_it_recovered(root, txn)
         checkpoint_is_the_recovered_tree(root, old, log, "after the crash")
+    finally:
+        tb(root, "daemon", "stop", check=False)
+
+
+def test_the_first_prompt_never_races_the_owner_it_started_for_the_store(tmp_path, pristine):
+    """The owner the hook started is still starting when the hook's wait ends (a budget of 0 s:
+    under load a start and the recovery of a big rewind take longer than 5 s), and the dead owner's
+    lease is still in the store. The hook must not open the store itself: that would race the owner
+    it started for the lease and, winning, roll the rewind back in the agent's way. It keeps the
+    event in the spool, and the owner it started recovers and records it."""
+    root, old = crashed(tmp_path, pristine)
+    txn = pending_intent(root)
+    try:
+        proc = run_hook(root, prompt(root, "before the owner answers"),
+                        env={"TURNBACK_HOOK_START_SECONDS": "0"})
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+        hooks = (root / ".turnback" / "agents" / "hook.log").read_text()
+        assert "using the direct path" not in hooks, hooks
+        assert "UserPromptSubmit: kept in the spool" in hooks, hooks
+        log = until_recorded(root, "before the owner answers")  # the started owner replays it
+        until_replayed(root)
+        said_what_it_recovered(root, txn)
+        checkpoint_is_the_recovered_tree(root, old, log, "before the owner answers")
     finally:
         tb(root, "daemon", "stop", check=False)
 
@@ -154,7 +195,7 @@ def test_the_first_prompt_is_kept_while_the_recovering_owner_cannot_answer(tmp_p
         finally:
             os.kill(owner.pid, signal.SIGCONT)
         log = until_recorded(root, "while it recovers")  # it replays the spool once it serves
-        until_drained(root)  # the replay records the event, then lets go of the spool
+        until_replayed(root)
         checkpoint_is_the_recovered_tree(root, old, log, "while it recovers")
     finally:
         tb(root, "daemon", "stop", check=False)

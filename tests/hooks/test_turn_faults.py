@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 from agentkit import Hooked, backdate, workspace
+from sessionkit import assert_faulted
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
@@ -85,7 +86,7 @@ def fault_loop(tmp_path, root, action, check) -> None:
             wb.close()
         report = fsck(root / ".turnback")
         assert report.ok, (n, report.errors)
-    assert faulted >= 0.8 * len(points), (faulted, len(points))
+    assert_faulted(faulted, len(points), "a turn's action failed at each sampled operation")
 
 
 def never_finished(wb) -> list[str]:

@@ -66,15 +66,27 @@ async def test_an_editor_that_loses_its_lease_attaches_to_the_new_owner(ws, serv
     await first.req("turnback/turn/settle", {"turn": 1})
 
 
-def _waits_for_flock(pid: int) -> bool:
-    """Whether process `pid` is blocked waiting for a flock (a `->` line of /proc/locks)."""
-    with open("/proc/locks") as fh:
-        return any("->" in line and f" {pid} " in line for line in fh)
+def _waits_at_the_commit_point(pid: int, store) -> bool:
+    """Whether process `pid` is in the middle of a rewind (its intent is written) and waits for
+    the lease's lock (it has the lock file open: it opens it only to take the lock, and polls a
+    non-blocking flock with a budget, store/locks.py, so /proc/locks shows no waiter)."""
+    from turnback.store import fsio
+
+    if not [p for p in (store / "txn").iterdir() if not fsio.is_temp_name(p.name)]:
+        return False
+    lock = os.path.realpath(store / "lease.lock")
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == lock:
+                return True
+        except OSError:
+            continue  # closed meanwhile
+    return False
 
 
 async def test_the_owner_killed_in_the_middle_of_a_relayed_request(ws, servers):
     """The owner is held at the commit point of a relayed rewind (it publishes inside the lease's
-    flock, which this test holds), then SIGKILLed. The second editor takes the store over through
+    flock, which this test holds; it waits for it up to 10 s), then SIGKILLed. The second editor takes the store over through
     the normal open (which rolls the interrupted commit back) and answers the request itself: the
     rewind is committed once, by the editor that now owns the store."""
     owner = await servers(ws, "vscode")
@@ -94,7 +106,9 @@ async def test_the_owner_killed_in_the_middle_of_a_relayed_request(ws, servers):
         commit = asyncio.ensure_future(second.req("turnback/rewind/commit",
                                                   {"boundary": boundary, "planHash": cand["planHash"]},
                                                   timeout=120))
-        await _eventually(lambda: asyncio.sleep(0, owner.process.pid), _waits_for_flock,
+        # the owner gives the lock up after 10 s (lock-timeout): the kill comes well before
+        await _eventually(lambda: asyncio.sleep(0, owner.process.pid),
+                          lambda pid: _waits_at_the_commit_point(pid, ws / ".turnback"),
                           "the owner to wait at the commit point")
         owner.process.kill()
         await owner.process.wait()

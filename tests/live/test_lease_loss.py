@@ -157,3 +157,28 @@ def test_the_command_line_gives_a_stopped_owner_up_in_bounded_time(root, stopped
     assert direct.stdout.strip() in ("1", '{\n  "turn": 1\n}') or json.loads(direct.stdout)["turn"] == 1
     log = json.loads(tb(root, "--json", "log").stdout)
     assert [t["prompt"] for t in log["turns"]] == ["while the owner is stopped"]
+
+
+def test_turn_begin_and_capture_give_a_stopped_owner_up_in_bounded_time(root, stop_owner):  # noqa: F811
+    """The lean path of `turn begin` and `turn capture` (cli/turnwire.py, what scripts and hooks
+    run on every prompt and tool call) answers through the socket without the thin client: it
+    must not wait the request's 600 s on a stopped owner either. While the lease runs: exit 3,
+    naming the stopped pid (the subprocess's own limit, 60 s, is what fails it otherwise)."""
+    started, _attached = stop_owner(600)
+    old = started["pid"]
+    for args in (["turn", "begin", "--prompt", "to a stopped owner"], ["turn", "capture", "a.txt"]):
+        held = tb(root, *args, check=False)
+        assert held.returncode == 3, (args, held.stdout, held.stderr)
+        assert f"pid {old}" in held.stderr and "stopped" in held.stderr, held.stderr
+    assert who_owns(root / ".turnback", "heads")["pid"] == old  # nobody took its store
+
+
+def test_turn_begin_takes_the_store_of_a_stopped_owner_whose_lease_ran_out(root, stopped_owner):  # noqa: F811
+    """Once the stopped owner's lease has run out, the plain `turn begin` opens the store itself
+    (as `--json turn begin` and every other command do) and prints the turn's number."""
+    started, _attached = stopped_owner
+    until(lambda: _expired(root), "the stopped owner's lease to run out")
+    direct = tb(root, "turn", "begin", "--prompt", "while the owner is stopped")
+    assert direct.stdout.strip() == "1", (direct.stdout, direct.stderr)
+    log = json.loads(tb(root, "--json", "log").stdout)
+    assert [t["prompt"] for t in log["turns"]] == ["while the owner is stopped"]

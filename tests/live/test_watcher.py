@@ -275,9 +275,9 @@ def _walks_on(watcher, monkeypatch):
     walked = Counter()
     real = watcher._watch_tree
 
-    def counting(top, limit=None):
+    def counting(top, limit=None, **how):  # `how`: the watcher's own options (files_too)
         before = len(watcher._wd)
-        files = real(top, limit)
+        files = real(top, limit, **how)
         walked[threading.current_thread() is threading.main_thread()] += len(watcher._wd) - before
         return files
     monkeypatch.setattr(watcher, "_watch_tree", counting)

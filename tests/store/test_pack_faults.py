@@ -57,6 +57,8 @@ def _empty(path):
 
 
 def _fault_loop(tmp_path, plan_for):
+    from sessionkit import assert_faulted  # here: a child imports this module without tests/ on its path
+
     path = tmp_path / ".turnback"
     Store.open(path)
     points = faulted = 0
@@ -74,8 +76,8 @@ def _fault_loop(tmp_path, plan_for):
             break
         points += 1
         faulted += plan.faulted > 0
-    print(f"{points} fault points, {faulted} faulted")
-    assert points >= 10 and faulted >= 0.8 * points, (faulted, points)
+    assert points >= 10, points
+    assert_faulted(faulted, points, "pack writes failed at every operation")
 
 
 def test_fail_every_operation_of_writing_a_pack(tmp_path):

@@ -357,7 +357,18 @@ class Renderer:
             f"head:       {info.get('headSeq')}",
             f"live gaps:  {info.get('liveGaps')}",
             f"recovery:   {info.get('recovery')} record(s)",
-        ] + (["frozen:     yes"] if info.get("frozen") else []) + self.pending(info.get("pending"))
+        ] + (["frozen:     yes"] if info.get("frozen") else []) + self.pending(info.get("pending")) \
+            + self.recovered_at_open(info)
+
+    @staticmethod
+    def recovered_at_open(info: dict) -> list[str]:
+        """What the answering owner recovered when it opened the store: after a crash the owner a
+        hook started is the one that recovers, and this is where the user learns what it did."""
+        from ..travel.recovered import transaction_sentence
+
+        opened = info.get("opened") or {}
+        return [f"recovered:  {transaction_sentence(line)} (when this owner opened the store)"
+                for line in opened.get("recovered") or ()]
 
     @staticmethod
     def ownership(info: dict) -> str:

@@ -19,6 +19,7 @@ EXIT_OK, EXIT_ERROR, EXIT_NOT_OWNER = 0, 1, 3
 NOTIFICATION = b'{"jsonrpc": "2.0", "method": '  # what the owner fans out to every connection
 BEGUN = b'{"jsonrpc": "2.0", "id": 1, "result": {"turn": '
 TIMEOUT_SECONDS = 600.0
+WATCH_SECONDS = 0.05  # how often a waiting command looks whether its owner was stopped or died
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
 
 
@@ -52,7 +53,7 @@ def run(args) -> int | None:
     except UnicodeEncodeError:
         return None  # a name that is not UTF-8: the general path says what it makes of it
     from ..remote.paths import check_private, recorded_socket, store_dir
-    from ..remote.wire import Reader, connect, framed
+    from ..remote.wire import connect, framed, peer
 
     path = recorded_socket(store_dir(workspace))
     if path is None:
@@ -60,15 +61,25 @@ def run(args) -> int | None:
     try:
         check_private(path)
         sock = connect(path, TIMEOUT_SECONDS)
+        who = peer(sock)
     except Exception:  # noqa: BLE001 - no owner, or one the general path will describe
         return None
+    pid = who[0] if who else None
+    if _cannot_answer(pid):  # stopped: the general path says so, or takes a lease that ran out
+        sock.close()
+        return None
     try:
-        sock.sendall(framed(request))
-        reader = Reader(sock)
+        sock.settimeout(WATCH_SECONDS)
+        reader = _watching_reader(sock, pid)
+        sock.sendall(framed(request))  # a few hundred bytes: the kernel takes them at once
         reply = reader.body()
         while reply.startswith(NOTIFICATION):
             reply = reader.body()
         message = _reply(reply)
+    except _Unanswerable as exc:  # sent: it may run once the owner is woken, so not again here
+        print(f"error [unresponsive]: {exc} (its socket {path}); it did not answer "
+              f"turnback/turn/{sub}, which it may still run when it is woken", file=sys.stderr)
+        return EXIT_NOT_OWNER
     except Exception as exc:  # noqa: BLE001 - a broken exchange: it may have run, so not again
         print(f"error [unreachable]: the exchange with the owner at {path} broke off: {exc}",
               file=sys.stderr)
@@ -90,6 +101,43 @@ def run(args) -> int | None:
     for line in captured_lines(result, root):
         print(line)
     return EXIT_OK
+
+
+class _Unanswerable(Exception):
+    """The owner was stopped (SIGSTOP, a debugger) or died while the command waited."""
+
+
+def _cannot_answer(pid) -> str | None:
+    """Why process `pid` cannot answer now ("... is stopped", "... has exited"), or None: the
+    hook's own look (/proc/PID/stat), so the two faces give an owner up alike."""
+    from ..hooks.fast import owner_gone
+
+    return owner_gone(pid)
+
+
+def _watching_reader(sock, pid):
+    """The socket's reader, in short slices, looking between them whether the owner can still
+    answer: a stopped owner would otherwise hold the command for TIMEOUT_SECONDS (a commit of a
+    big tree may take minutes, so a running owner is waited for that long)."""
+    import time
+
+    from ..remote.wire import Reader
+
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+
+    class Watching(Reader):
+        def _fill(self) -> None:
+            while True:
+                try:
+                    return super()._fill()
+                except TimeoutError:
+                    why = _cannot_answer(pid)
+                    if why:
+                        raise _Unanswerable(why) from None
+                    if time.monotonic() >= deadline:
+                        raise
+
+    return Watching(sock)
 
 
 def _reply(reply: bytes):

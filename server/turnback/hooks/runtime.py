@@ -103,6 +103,8 @@ def _through_started_owner(place, agent, body, event, event_id, cwd):
     wait = min(fast.budget("TURNBACK_HOOK_START_SECONDS", fast.START_SECONDS), fast.remaining())
     try:
         client.ensure_owner(place[0], place[1], timeout=wait)
+    except client.OwnerStarting as exc:  # still importing or recovering: never race it for the lease
+        return fast.Missed(f"no owner answered within {wait:g} s: {exc}", sent=False)
     except client.NoOwner as exc:
         from ..store import ownership
 

@@ -164,6 +164,9 @@ def run(workspace: str, store: str, *, store_kind: str | None, idle: float) -> i
         log.info("another process (pid %s) owns %s; this starter's owner is not needed",
                  owner.get("pid"), store)
         return LOST_OWNERSHIP
+    notice = wb.recovery_notice()  # nobody is attached yet to hear `turnback/recovered`: log it
+    for line in (notice["transactions"] + notice["forks"]) if notice else ():
+        log.warning("recovered at open: %s", line["message"])
     server = create_server()
     server.wb = wb
     server.background = True

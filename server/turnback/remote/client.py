@@ -12,9 +12,9 @@ import os
 import sys
 
 from .paths import UnsafeSocket, check_private, store_dir, trusted_socket
-from .wire import NoOwner, Reader, RemoteError, connect, framed, peer, stopped
+from .wire import NoOwner, OwnerStarting, Reader, RemoteError, connect, framed, peer, stopped
 
-__all__ = ["NoOwner", "RemoteError", "call", "ensure_owner", "frame", "owner_socket"]
+__all__ = ["NoOwner", "OwnerStarting", "RemoteError", "call", "ensure_owner", "frame", "owner_socket"]
 
 # How long an answer may keep the owner silent before the client asks, on a second connection,
 # whether it is alive at all; and how long that question may go unanswered. A live owner answers a
@@ -211,4 +211,5 @@ def ensure_owner(workspace, store=None, *, timeout: float = 5.0) -> str:
         if time.monotonic() >= deadline:
             break
         time.sleep(0.02)
-    raise NoOwner(f"no owner answered within {timeout:g} s after starting one (see {log})")
+    raise OwnerStarting(f"no owner answered within {timeout:g} s after starting one, which is "
+                        f"still starting (see {log})")

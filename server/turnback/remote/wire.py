@@ -19,6 +19,11 @@ class NoOwner(Exception):
     """No live owner is reachable: no socket, a stale one from a dead owner, or a refused connect."""
 
 
+class OwnerStarting(NoOwner):
+    """An owner was started and its starter still runs, but none answered in time (importing, or
+    recovering a crash): one is on its way, so the caller must not open the store itself."""
+
+
 class RemoteError(Exception):
     """A JSON-RPC error reply (or a failure talking to a live owner), with its stable `code`."""
 

@@ -67,11 +67,12 @@ class StateCodec:
     def _put(self, data: bytes) -> str:
         digest = self.objects.hasher.digest(data)
         seen = self._confirmed.get(digest)
-        if seen is not None and seen[0] == len(data) and seen[1] >= 0 \
-                and self._stored(digest) == seen[1]:
+        if seen is not None and seen[0] == len(data) and self._stored(digest) == seen[1]:
             return digest
         digest = self.objects.put(data)
-        self._confirmed[digest] = (len(data), self._stored(digest))
+        stored = self._stored(digest)
+        if stored >= 0:  # a small object a batch holds in memory has no size yet: not confirmed,
+            self._confirmed[digest] = (len(data), stored)  # or a discarded batch would pass as present
         return digest
 
     # -- write ----------------------------------------------------------------------------------
