@@ -210,3 +210,26 @@ def test_cursor_asks_where_it_reads_a_permission(ws):
     guard(ws, "")
     assert hook("cursor", cur("beforeShellExecution", command="npm publish --tag next")) is None
     assert any("logged only" in line for line in hook_log(ws))
+
+
+def test_the_checkpoint_words_ask_the_owner_for_the_running_turn_only():
+    """The guard runs on every crossing call: it asks for the one running turn (a 300-turn log is
+    888 KiB the owner's loop would build each time), and words what that turn changed."""
+    from turnback.hooks.guard import checkpoint_words
+
+    asked = []
+
+    class Port:
+        def call(self, method, params):
+            asked.append((method, params))
+            return {"turns": [{"turn": 2, "prompt": "fix it", "files": [{"path": "b.txt"}]}]}
+
+    class Mapper:
+        port = Port()
+
+        def log(self, line):
+            raise AssertionError(line)
+
+    text = checkpoint_words(Mapper(), {"turn": 2})
+    assert asked == [("turnback/session/log", {"turn": 2})]
+    assert "start of turn 2" in text and "fix it" in text and "1 file(s) this turn changed (b.txt)" in text
