@@ -49,6 +49,19 @@ def _wait_quiet(client, root, timeout=600.0) -> None:
         time.sleep(0.05)
 
 
+def first_checkpoint(client, root: Path) -> float:
+    """Setup, not a measurement: the owner's first checkpoint of the tree, settled and collected;
+    its seconds. Waited out (stall=None): at 250,000 files under load 13 the owner left a status
+    question unanswered for 5 s meanwhile, which the client's wedge detector took for a hang, and
+    the scenario died before any figure."""
+    t0 = time.perf_counter()
+    first = client.call(root, "turnback/turn/begin", {"prompt": "first checkpoint"}, timeout=3600,
+                        stall=None)
+    client.call(root, "turnback/turn/settle", {"turn": first["turn"]}, timeout=3600, stall=None)
+    _wait_quiet(client, root)
+    return time.perf_counter() - t0
+
+
 def run(ctx) -> None:
     from ..remote import client
 
@@ -62,17 +75,7 @@ def run(ctx) -> None:
         (root / "notes.txt").write_text("a file the hook captures\n")
         started = start_owner(root)
         try:
-            # Setup, not a measurement: the owner's first checkpoint of the tree. It is waited out
-            # (stall=None): at 250,000 files under load 13 the owner left a status question
-            # unanswered for 5 s meanwhile, which the client's wedge detector took for a hang and
-            # the scenario died before any figure. The first checkpoint's own time is a figure.
-            t0 = time.perf_counter()
-            first = client.call(root, "turnback/turn/begin", {"prompt": "first checkpoint"},
-                                timeout=3600, stall=None)
-            client.call(root, "turnback/turn/settle", {"turn": first["turn"]}, timeout=3600,
-                        stall=None)
-            _wait_quiet(client, root)
-            first_s = time.perf_counter() - t0
+            first_s = first_checkpoint(client, root)
             results[n] = _measure(ctx, client, root, envs, rounds)
             results[n]["rss"] = _rss(started.get("pid"))
             results[n]["first"] = first_s
