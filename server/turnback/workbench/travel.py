@@ -67,12 +67,6 @@ def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
 
 
-def _conflict_markers(p: dict) -> bool:
-    """`conflictMarkers`: with keepUserEdits, a conflicting file gets conflict markers instead of
-    staying as it is now (travel/user_edits.py)."""
-    return P.field(p, "conflictMarkers", bool, default=False)
-
-
 class RewindFeature:
     def __init__(self, wb):
         self.wb = wb
@@ -100,8 +94,9 @@ class RewindFeature:
         p = P.obj(params)
         boundary, mode, dirty = rewind_args(self.wb, p)
         plan = P.field(p, "planHash", str)
-        keep = _keep_user_edits(p)
-        markers = _conflict_markers(p)
+        # `conflictMarkers`: with keepUserEdits, a conflicting file gets conflict markers instead of
+        # staying as it is now (travel/user_edits.py)
+        keep, markers = P.keep_flags(p)
         wb = self.wb
         wb.book.require_owner()
         settled = yield from wb.turns.settle_idle_job("rewind")
@@ -175,6 +170,7 @@ class RedoFeature:
             plan = keep_user_edits(plan, wb.state)
         return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
                                        plan if keep else None, plan.modes,
+                                       conversation=plan.conversation,
                                        announce={"operation": "redo", "mode": "all",
                                                  "boundary": None, "headSeq": head_seq}))
 
