@@ -93,3 +93,30 @@ def test_an_unavailable_scenario_fails_the_command(monkeypatch, workdir, capsys)
     code, lines = _run(capsys, "scan", "--scale", "tiny", "--json", "--workdir", str(workdir / "u"))
     assert code == 1
     assert [line["figure"] for line in lines if line["scenario"] == "scan"][0] == "unavailable"
+
+
+
+def test_turn_fast_path_waits_out_an_owner_busy_with_its_first_checkpoint(tmp_path):
+    """At 250,000 files under load the owner's first checkpoint left a status question unanswered for
+    5 s; the client's wedge detector gave up and the scenario died before any figure. Its setup
+    waits the first checkpoint out: a client that gives up on every stall, as it did, still gets
+    through it (and the settlement's collection)."""
+    from turnback.bench.fastpath import first_checkpoint
+    from turnback.remote import client
+    from turnback.remote.wire import RemoteError
+
+    calls = []
+
+    class OwnerBusyWithItsFirstCheckpoint:
+        def call(self, workspace, method, params, *, timeout=30.0, stall=client.STALL_SECONDS):
+            calls.append(method)
+            if stall is not None:
+                raise RemoteError("unresponsive", f"cannot answer {method}: it answered nothing "
+                                  f"for {stall:g} s and not a status question within 5 s")
+            return {"turnback/turn/begin": {"turn": 1}, "turnback/turn/settle": {"headSeq": 2},
+                    "turnback/session/status": {"collecting": len(calls) < 4}}[method]
+
+    seconds = first_checkpoint(OwnerBusyWithItsFirstCheckpoint(), tmp_path)
+    assert calls == ["turnback/turn/begin", "turnback/turn/settle", "turnback/session/status",
+                     "turnback/session/status"]
+    assert seconds >= 0
