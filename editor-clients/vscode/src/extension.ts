@@ -244,10 +244,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 rt.views.directivesChanged();
             } else if (change.kind === "epoch") {
                 tree.refresh();
-            } else if (change.kind === "recovered" && state.recovered) {
+            } else if (change.kind === "recovered" && rt.state.recovered) {
                 // the server finished or rolled back what a crash interrupted: say what, once
-                output.appendLine(`turnback: ${state.recovered.message}`);
-                void vscode.window.showWarningMessage(`turnback: ${state.recovered.message}`);
+                log(`turnback: ${rt.state.recovered.message}`);
+                void vscode.window.showWarningMessage(`turnback: ${rt.state.recovered.message}`);
                 tree.refresh();
             }
         }),
