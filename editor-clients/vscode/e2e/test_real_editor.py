@@ -20,6 +20,7 @@ TYPED = "# edited in the editor"
 MINE = "# my own line, saved between turns"
 RECOVERED = "Goodbye notes, as the backup has them.\n"
 PLANT = Path(__file__).resolve().parents[1] / "fixtures" / "plant_recovery.py"
+INTERRUPT = Path(__file__).resolve().parents[2] / "fixtures" / "interrupted_rewind.py"
 
 
 @pytest.fixture(scope="module")
@@ -477,3 +478,23 @@ def test_the_session_log_has_the_save_as_a_capture(vscode):
     files = {f["path"]: f for f in turn["files"]}
     assert "app.py" in files, turn
     assert image_bytes(root, files["app.py"]["after"]) == vscode.saved.encode()
+
+
+def test_a_rewind_a_crash_interrupted_is_rolled_back_at_open_and_the_editor_says_so(vscode):
+    # The editor is shut (the test above). The hand turn is settled from the command line, then an
+    # owner is killed half-way through a rewind of two more turns: the editor's server, opening the
+    # store, rolls it back and sends turnback/recovered, which the extension shows as a warning.
+    turnback, root = vscode.tools["turnback"], vscode.root
+    subprocess.run([turnback, "--workspace", str(root), "turn", "settle"], check=True, capture_output=True, cwd=root)
+    planted = subprocess.run([sys.executable, str(INTERRUPT), str(root), "20"], check=True,
+                             capture_output=True, text=True).stdout.split()[-1]
+    assert any(".tbtmp." in p.name for p in (root / "f").iterdir()), "half written"
+    vscode.launch()
+    ui = vscode.ui
+    said = wait_until("the warning", lambda: next((n for n in ui.notifications() if "was rolled back" in n), None),
+                      timeout=90)
+    assert said.startswith(f"turnback: An interrupted rewind ({planted[:12]}) was rolled back"), said
+    assert [(root / f"f/{i:03}.txt").read_text() for i in range(20)] == [f"two {i}\n" for i in range(20)]
+    assert not [p.name for p in (root / "f").iterdir() if ".tbtmp." in p.name]
+    assert f"turnback: An interrupted rewind ({planted[:12]})" in vscode.server.extension_log()
+    ui.shot("18-recovered-at-open")
