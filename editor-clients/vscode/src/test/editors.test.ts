@@ -78,6 +78,11 @@ describe("the keep that merges, the modes, restore, diffs (issue 26, issue 23 it
         assert.equal(mine.children![0].description, "changed (saved in the editor)");
         assert.deepEqual(mine.children![0].diff, { source: "user", turn: 3, uri: s.uri("src/app.py") });
         assert.deepEqual(tree.map((n) => n.label).slice(0, 3), ["Turn 4: document it", "Your edits after turn 3", "Turn 3: rename bye to farewell"]);
+        // the folders turn 1 made (src/, tests/) are no files: counted apart, no row to open
+        const turn1 = tree.find((n) => n.label === "Turn 1: write the app")!;
+        assert.ok((log.turns[0].files ?? []).some((f) => f.uri.endsWith("/")), "the log lists the folder keys");
+        assert.equal(turn1.description, "2 files · 2 folders");
+        assert.deepEqual(turn1.children!.map((c) => c.label), ["src/app.py", "tests/test_app.py"]);
 
         const turn3 = (await s.api.diff({ turn: 3, uri: s.uri("src/app.py"), text: false })).changes[0];
         assert.equal(diffTitle(turn3), "app.py (before turn 3 ↔ after turn 3)");
