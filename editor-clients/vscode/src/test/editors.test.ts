@@ -15,7 +15,7 @@ import { beginAttemptParams, directiveNodes, newDirectiveParams } from "../direc
 import { choiceOf, restoreFlow, rewindFlow } from "../flows";
 import type { FlowUi } from "../flows";
 import { diffTitle, imageText, imageUriParts, noDiffReason, parseImageQuery, sidesOf } from "../images";
-import { buttonsOf, isLong, planHtml, READ_WHOLE_PLAN, shortConfirmation } from "../preview";
+import { buttonsOf, drawnLines, isLong, MODAL_MAX_CHARS, MODAL_MAX_LINES, MODAL_WRAP_CHARS, planHtml, READ_WHOLE_PLAN, shortConfirmation } from "../preview";
 import { KEEP_MY_EDITS, KEEP_WITH_MARKERS, MODE_BUTTONS, redoPicks, renderCandidate, restorePicks, sessionTree } from "../render";
 import type { Confirmation } from "../render";
 import { isResolved, notFoundMessage, resolveServer } from "../setup";
@@ -205,6 +205,14 @@ describe("conflicts, a too-large file, directives from the editor", () => {
 });
 
 describe("a long plan: a short modal beside a preview that scrolls", () => {
+    test("a plan of few but long lines is long too: the modal wraps them (a fork's plan, 38 lines drawn)", () => {
+        const paragraph = "Forks at turn 1: a new branch session continues from turn 1 with turns 1–1; this session is frozen: " +
+            "readable, and Redo can bring back its states. The workspace is put back as it was at the end of turn 1.";
+        const detail = Array.from({ length: 9 }, () => paragraph).join("\n\n");
+        assert.ok(detail.split("\n").length <= MODAL_MAX_LINES && detail.length <= MODAL_MAX_CHARS, "short by count");
+        assert.equal(drawnLines(paragraph), Math.ceil(paragraph.length / MODAL_WRAP_CHARS));
+        assert.ok(isLong({ title: "Fork at the response of turn 1?", detail, action: "Fork Here" } as Confirmation));
+    });
     test("more than the modal can hold goes to the preview, the modal keeps its buttons", () => {
         const files = Array.from({ length: 30 }, (_v, i) => ({ uri: `file:///w/f${i}.txt`, path: `f${i}.txt`, action: "restore", from: "a", to: "b" }));
         const c = renderCandidate({
