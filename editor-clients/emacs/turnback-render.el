@@ -535,6 +535,10 @@ An alist of (LABEL . TURN)."
          (format-time-string "; saved %Y-%m-%d %H:%M" (plist-get g :created))
        "")
      (if (turnback--true-p (plist-get g :ancestor)) " (earlier on this line)" "")
+     (if (turnback--true-p (plist-get g :frozenParent))
+         " (a state of the frozen session this one was forked from)" "")
+     (if (turnback--true-p (plist-get g :keptBefore))
+         " (what a rewind, Redo or fork overwrote: your uncaptured edits)" "")
      (format "  (head %s)" (plist-get g :headSeq)))))
 
 (defun turnback-redo-choices (groups &optional hidden)

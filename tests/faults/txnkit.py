@@ -65,6 +65,17 @@ def assert_recorded_exactly(root: Path, files: dict, old: dict, what: str) -> No
     differ = {rel for rel in set(files) | set(old) if files.get(rel) != old.get(rel)}
     names = recorded(root)
     assert differ, f"{what}: not the old state, yet every file is as it was"
+    # Folders (travelkit.tree's empty "d/" keys, a record's folder keys) are held to their files: an
+    # empty folder that differs only because a file in it could not be put back is explained by
+    # that file's record, and a record may name the folders of a file it names (recovery lists
+    # what it could not finish from that point on, the folders the file needs among them).
+    files_differ = {rel for rel in differ if not rel.endswith("/")}
+    files_named = {rel for rel in names if not rel.endswith("/")}
+    for side, keys in (("differ", differ), ("are named", names)):
+        loose = {d for d in keys if d.endswith("/") and not any(
+            f.startswith(d) for f in files_differ | files_named)}
+        assert not loose, f"{what}: folders {side} with no file under them: {sorted(loose)}"
+    differ, names = files_differ, files_named
     assert names == differ, f"{what}: the records name {sorted(names)}, the files that differ are {sorted(differ)}"
 
 

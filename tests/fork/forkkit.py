@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from sessionkit import Agent
 
 
@@ -39,3 +42,14 @@ def three_turns(a: Agent) -> dict:
 def fork(a: Agent, turn: int, **extra) -> dict:
     report = a.wb.fork.prepare({"turn": turn})
     return a.wb.fork.confirm({"turn": turn, "hash": report["hash"], **extra})
+
+
+def command_line(a: Agent):
+    """Close the agent's workbench and return `run(*args, input=None)`: `turnback` on its workspace."""
+    a.wb.close()
+    tb = [sys.executable, "-m", "turnback", "--workspace", str(a.root)]
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(tb + list(args), capture_output=True, text=True, timeout=120,
+                              input=input)
+    return run

@@ -5,11 +5,9 @@ branch remembers them as nobody's turn. Through the workbench and through `turnb
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from forkkit import file_turn
+from forkkit import command_line, file_turn
 
 from turnback.errors import InvalidParams
 
@@ -70,15 +68,12 @@ def test_the_command_line_keeps_them_with_the_flag(agent):
     a = agent()
     session(a)
     root = a.root
-    a.wb.close()
-    tb = [sys.executable, "-m", "turnback", "--workspace", str(root)]
-    shown = subprocess.run(tb + ["fork", "--turn", "1", "--keep-user-edits"], capture_output=True,
-                           text=True, timeout=120, input="")
+    run = command_line(a)
+    shown = run("fork", "--turn", "1", "--keep-user-edits", input="")
     assert shown.returncode == 0, shown.stderr
     assert "Your edits, kept (--keep-user-edits):" in shown.stdout
     assert "notes.md" in shown.stdout and (root / "notes.md").read_text() == "n3\nmine\n"
-    done = subprocess.run(tb + ["--json", "fork", "--turn", "1", "--keep-user-edits", "--yes"],
-                          capture_output=True, text=True, timeout=120)
+    done = run("--json", "fork", "--turn", "1", "--keep-user-edits", "--yes")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["confirm"]
     assert result["status"] == "forked" and [u.rsplit("/", 1)[1] for u in result["kept"]] == ["notes.md"]

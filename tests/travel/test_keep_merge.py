@@ -132,15 +132,20 @@ def test_conflict_markers_are_written_only_when_asked_for(agent):
         "line 3\n")
 
 
-def test_conflict_markers_alone_do_not_keep_anything(agent):
+def test_conflict_markers_alone_are_refused_and_change_nothing(agent):
+    """A flag that means nothing alone is refused, never ignored (issue 25 item 7): markers alone
+    would otherwise overwrite the very edit the client asked to keep with markers."""
+    from turnback.errors import InvalidParams
+
     a = agent()
     conflicting(a)
     c = a.wb.rewind.prepare({"boundary": AFTER_1})
     assert by_path(c)["app.py"]["merge"]["result"] == "conflict"
-    out = a.wb.rewind.commit({"boundary": AFTER_1, "planHash": c["planHash"],
-                              "conflictMarkers": True})
-    assert out["status"] == "committed" and "conflictMarkers" not in out
-    assert (a.root / "app.py").read_text() == "line 1\nvalue = 1\nline 3\n"
+    before = (a.root / "app.py").read_text()
+    with pytest.raises(InvalidParams) as err:
+        a.wb.rewind.commit({"boundary": AFTER_1, "planHash": c["planHash"], "conflictMarkers": True})
+    assert err.value.data["field"] == "conflictMarkers"
+    assert (a.root / "app.py").read_text() == before and a.wb.state.turn_count == 2
 
 
 def test_a_binary_file_is_kept_whole_and_said_so(agent):

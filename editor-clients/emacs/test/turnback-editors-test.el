@@ -110,6 +110,14 @@ watch's events are input events, which only `read-event' delivers."
                                         :created 0))
                  (format "turns 4–6 back, last “ship it”; a.py, b.py and 5 more%s  (head 9)"
                          (format-time-string "; saved %Y-%m-%d %H:%M" 0))))
+  ;; a frozen parent's state and a kept *before* state say what they are (issue 25 item 7)
+  (should (equal (turnback-redo-label '(:headSeq 4 :turnCount 3 :sharedTurns 2 :lastPrompt "rename"
+                                        :frozenParent t :keptBefore t))
+                 (concat "turn 3 back, last “rename” (a state of the frozen session this one was "
+                         "forked from) (what a rewind, Redo or fork overwrote: your uncaptured "
+                         "edits)  (head 4)")))
+  (should-not (string-match-p "frozen" (turnback-redo-label '(:headSeq 2 :turnCount 2
+                                                              :frozenParent :json-false))))
   (let ((log '(:turns [(:turn 1 :prompt "one" :files [(:uri "file:///ws/a.py")])
                        (:turn 2 :prompt "two" :files [(:uri "file:///ws/b.py")])])))
     (should (equal (turnback-restore-choices log "file:///ws/a.py")

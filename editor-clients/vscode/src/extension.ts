@@ -246,7 +246,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 tree.refresh();
             } else if (change.kind === "recovered" && rt.state.recovered) {
                 // the server finished or rolled back what a crash interrupted: say what, once
-                log(`turnback: ${rt.state.recovered.message}`);
+                rt.output.appendLine(`turnback: ${rt.state.recovered.message}`);
                 void vscode.window.showWarningMessage(`turnback: ${rt.state.recovered.message}`);
                 tree.refresh();
             }

@@ -59,7 +59,10 @@ export function redoPicks(list: RedoList): RedoPick[] {
             label: `$(redo) ${what}: ${firstLine(g.lastPrompt) || "(empty session)"}`,
             description: g.changes ? (paths.length ? `${paths.join(", ")}${more > 0 ? ` and ${more} more` : ""}` : "no file changes") : undefined,
             detail: [formatTime(g.created) ? `saved ${formatTime(g.created)}` : "", `${plural(g.turnCount, "turn")} in all`,
-                `head ${g.headSeq}`, g.ancestor ? "earlier on this line" : ""].filter(Boolean).join(" · "),
+                `head ${g.headSeq}`, g.ancestor ? "earlier on this line" : "",
+                g.frozenParent ? "a state of the frozen session this one was forked from" : "",
+                g.keptBefore ? "what a rewind, Redo or fork overwrote: your uncaptured edits" : "",
+            ].filter(Boolean).join(" · "),
             headSeq: g.headSeq,
         };
     });

@@ -217,6 +217,12 @@ export interface RedoGroup {
     /** The files bringing it back would change (the first few paths). */
     changes?: { files: number; paths: string[] };
     ancestor?: boolean;
+    /** The session the state belongs to (a frozen parent's, when `frozenParent`). */
+    sessionId?: string;
+    /** A state of the frozen session this one was forked from (Redo brings its content here). */
+    frozenParent?: boolean;
+    /** What a rewind, Redo or fork overwrote that turnback had not captured (the safety net). */
+    keptBefore?: boolean;
 }
 
 export interface RedoList {

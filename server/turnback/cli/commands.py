@@ -6,9 +6,18 @@ import os
 from pathlib import Path
 
 from ..errors import InvalidParams, NoTurnRunning, NotFound, TurnbackError, UnknownTurn
-from .main import EXIT_ERROR, EXIT_OK, Unavailable
+from .confirm import confirmed, declined, decide, renderer
+from .diff_cmd import COMMANDS as DIFF_COMMANDS
+from .exits import EXIT_ERROR, EXIT_OK, Unavailable
+from .fork_cmd import COMMANDS as FORK_COMMANDS
+from .guard_cmd import COMMANDS as GUARD_COMMANDS
 from .progress import shown
-from .render import Renderer, fsck_json, step_index
+from .render import step_index
+from .restore_cmd import COMMANDS as RESTORE_COMMANDS
+from .restore_cmd import pick_boundary
+from .takeover import cmd_takeover
+from .upkeep_cmd import COMMANDS as UPKEEP_COMMANDS
+from .upkeep_cmd import ProgressBar  # noqa: F401  (tests and callers name it here)
 
 
 def dispatch(ctx) -> int:
@@ -16,10 +25,6 @@ def dispatch(ctx) -> int:
     if cmd == "turn":
         return TURN[ctx.args.turn_command](ctx)
     return COMMANDS[cmd](ctx)
-
-
-def _renderer(wb) -> Renderer:
-    return Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
 
 
 def _uri(ctx, wb, path: str) -> str:
@@ -114,7 +119,7 @@ def cmd_turn_capture(ctx) -> int:
         ctx.require_owner(wb)
         uris = [_uri(ctx, wb, p) for p in ctx.args.paths]
         result = wb.turns.capture({"uris": uris, "phase": ctx.args.phase})
-        r = _renderer(wb)
+        r = renderer(wb)
     finally:
         wb.close()
     if ctx.json:
@@ -189,7 +194,7 @@ def cmd_log(ctx) -> int:
     try:
         log = wb.turns.log({})
         info = wb.info()
-        r = _renderer(wb)
+        r = renderer(wb)
     finally:
         wb.close()
     if ctx.json:
@@ -206,7 +211,7 @@ def cmd_info(ctx) -> int:
     try:
         info = wb.info()
         live = wb.live_gaps()
-        r = _renderer(wb)
+        r = renderer(wb)
     finally:
         wb.close()
     if ctx.json:
@@ -239,49 +244,11 @@ def boundary_of(wb, a) -> dict:
     return {"kind": "beforeDirectiveAttempt", "directiveId": did, "turn": turn}
 
 
-def _decide(ctx, yes: bool, question: str) -> str:
-    """`yes`, `no` (the person answered no) or `unasked` (no terminal to ask on, or --json)."""
-    if yes:
-        return "yes"
-    if ctx.json or not ctx.interactive():
-        return "unasked"
-    return "yes" if ctx.confirm(question) else "no"
-
-
-def _declined(ctx, answer: str, what: str, flag: str) -> None:
-    if answer == "no":
-        ctx.print("Cancelled: nothing changed.")
-    else:
-        ctx.print(f"Nothing changed. Run again with {flag} to {what}.")
-
-
-def confirmed(ctx, wb, candidate: dict, lines, what: str, noop_text: str) -> bool:
-    """Show a plan (`lines`) and ask; True when the commit may go ahead (the owner checked). A plan
-    with nothing to do, a no and --json without --yes answer here and return False."""
-    if candidate.get("noop"):  # the current state: no question, no commit, no epoch
-        ctx.emit({"candidate": candidate, "commit": {"status": "nothing-to-do"}}) if ctx.json \
-            else ctx.print(noop_text)
-        return False
-    if not ctx.json:
-        ctx.print(*lines)
-    answer = _decide(ctx, ctx.args.yes, f"{what.capitalize()}?")
-    if answer != "yes":
-        if ctx.json:
-            ctx.emit({"candidate": candidate, "commit": None})
-        else:
-            _declined(ctx, answer, what, "--yes")
-        return False
-    ctx.require_owner(wb)
-    return True
-
-
 def cmd_rewind(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
         mode = ctx.args.mode or "all"
         if (ctx.args.after_response, ctx.args.before_prompt, ctx.args.before_directive) == (None,) * 3:
-            from .restore_cmd import pick_boundary
-
             chosen = pick_boundary(ctx, wb, restore=False, mode=mode, flags=(
                 "--after-response N, --before-prompt N or --before-directive ID"))
             if chosen is None:
@@ -291,7 +258,7 @@ def cmd_rewind(ctx) -> int:
         else:
             boundary = boundary_of(wb, ctx.args)
         candidate = wb.rewind.prepare({"boundary": boundary, "mode": mode})
-        r = _renderer(wb)
+        r = renderer(wb)
         steps = step_index(wb.turns.log({}))
         keep = bool(ctx.args.keep_user_edits)
         markers = bool(getattr(ctx.args, "conflict_markers", False))
@@ -336,7 +303,7 @@ def cmd_redo(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
         listing = wb.redo.list({"all": bool(ctx.args.all)})
-        r = _renderer(wb)
+        r = renderer(wb)
         if ctx.args.head is None:
             if ctx.json:
                 ctx.emit(listing)
@@ -349,12 +316,12 @@ def cmd_redo(ctx) -> int:
         keep = bool(ctx.args.keep_user_edits)
         if not ctx.json:
             ctx.print(*r.redo_plan(plan, keep_user_edits=keep))
-        answer = _decide(ctx, ctx.args.yes, "Redo?")
+        answer = decide(ctx, ctx.args.yes, "Redo?")
         if answer != "yes":
             if ctx.json:
                 ctx.emit({"plan": plan, "commit": None})
             else:
-                _declined(ctx, answer, "redo", "--yes")
+                declined(ctx, answer, "redo", "--yes")
             return EXIT_OK
         ctx.require_owner(wb)
         result = wb.redo.commit({"headSeq": ctx.args.head, "planHash": plan["planHash"],
@@ -369,88 +336,6 @@ def cmd_redo(ctx) -> int:
     return EXIT_OK if result.get("status") == "committed" else EXIT_ERROR
 
 
-# -- store upkeep -------------------------------------------------------------------------------
-def run_collection(wb, progress=None) -> dict:
-    """One full collection. With `progress`, drive the collector's job and report its yields."""
-    coll = wb.collection
-    if progress is not None and callable(getattr(coll, "job", None)):
-        job = coll.job()
-        count = 0
-        try:
-            while True:
-                progress(next(job), count)
-                count += 1
-        except StopIteration as done:
-            result = done.value
-        if isinstance(result, dict):
-            return result
-    if not callable(getattr(coll, "run", None)):
-        raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
-    return coll.run({})
-
-
-class ProgressBar:
-    """A one-line bar on stderr, fed by whatever the collector's job yields."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.drawn = False
-
-    def __call__(self, item, count: int) -> None:
-        spin = "|/-\\"[count % 4]
-        if isinstance(item, dict) and isinstance(item.get("done"), int) and item.get("total"):
-            done, total = item["done"], max(item["total"], 1)
-            fill = min(30, 30 * done // total)
-            text = f"{item.get('phase', 'collecting'):<10} [{'#' * fill}{' ' * (30 - fill)}] {done}/{total}"
-        elif isinstance(item, dict) and item.get("phase"):
-            text = f"{item['phase']:<10} {spin} slice {count + 1}"
-        elif isinstance(item, str):
-            text = f"{item:<10} {spin} slice {count + 1}"
-        else:
-            text = f"collecting {spin} slice {count + 1}"
-        self.stream.write("\r" + text[:78].ljust(78))
-        self.stream.flush()
-        self.drawn = True
-
-    def finish(self) -> None:
-        if self.drawn:
-            self.stream.write("\r" + " " * 78 + "\r")
-            self.stream.flush()
-
-
-def cmd_gc(ctx) -> int:
-    wb = ctx.open(must_exist=True)
-    bar = ProgressBar(ctx.stderr) if not ctx.json and _isatty(ctx.stderr) else None
-    try:
-        ctx.require_owner(wb)
-        try:
-            stats = run_collection(wb, bar)
-        finally:
-            if bar:
-                bar.finish()
-    finally:
-        wb.close()
-    ctx.emit(stats) if ctx.json else ctx.print(*Renderer.stats(stats))
-    return EXIT_OK
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def cmd_fsck(ctx) -> int:
-    # Opens nothing but fsck: no ownership, no workbench, no writes.
-    from .. import collect  # noqa: F401 - registers the deep check: every head's body and refs
-    from ..store.fsck import fsck
-
-    report = fsck(ctx.store_path)
-    ctx.emit(fsck_json(report)) if ctx.json else ctx.print(*Renderer.fsck(report))
-    return EXIT_OK if report.ok else EXIT_ERROR
-
-
 def cmd_recovery(ctx) -> int:
     a = ctx.args
     if a.resolve is None and (a.retry or a.dismiss):
@@ -459,7 +344,7 @@ def cmd_recovery(ctx) -> int:
         raise InvalidParams("--resolve ID needs --retry or --dismiss")
     wb = ctx.open(own=a.resolve is not None, must_exist=True)
     try:
-        r = _renderer(wb)
+        r = renderer(wb)
         if a.resolve is None:
             result = wb.recovery.list({})
         else:
@@ -483,23 +368,10 @@ def cmd_recovery(ctx) -> int:
 
 COMMANDS = {
     "serve": cmd_serve, "demo": cmd_demo, "log": cmd_log, "info": cmd_info, "rewind": cmd_rewind,
-    "redo": cmd_redo, "gc": cmd_gc, "fsck": cmd_fsck, "recovery": cmd_recovery, "bench": cmd_bench,
-    "daemon": cmd_daemon,
+    "redo": cmd_redo, "recovery": cmd_recovery, "bench": cmd_bench,
+    "daemon": cmd_daemon, "takeover": cmd_takeover,
+    **FORK_COMMANDS, **DIFF_COMMANDS, **RESTORE_COMMANDS, **GUARD_COMMANDS,
+    **UPKEEP_COMMANDS,
 }
-from .takeover import cmd_takeover  # noqa: E402  (a command of its own module)
-
-COMMANDS["takeover"] = cmd_takeover
-from .fork_cmd import COMMANDS as _FORK_COMMANDS  # noqa: E402  (fork, branch, compare)
-
-COMMANDS.update(_FORK_COMMANDS)
-from .diff_cmd import COMMANDS as _DIFF_COMMANDS  # noqa: E402  (diff)
-
-COMMANDS.update(_DIFF_COMMANDS)
-from .restore_cmd import COMMANDS as _RESTORE_COMMANDS  # noqa: E402  (restore)
-
-COMMANDS.update(_RESTORE_COMMANDS)
-from .guard_cmd import COMMANDS as _GUARD_COMMANDS  # noqa: E402  (guard)
-
-COMMANDS.update(_GUARD_COMMANDS)
 TURN = {"begin": cmd_turn_begin, "capture": cmd_turn_capture, "step": cmd_turn_step,
         "respond": cmd_turn_respond, "settle": cmd_turn_settle}

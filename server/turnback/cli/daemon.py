@@ -7,7 +7,7 @@ import time
 
 from ..errors import TurnbackError
 from ..remote import client
-from .main import EXIT_ERROR, EXIT_OK
+from .exits import EXIT_ERROR, EXIT_OK
 
 
 def serve_background(ctx) -> int:

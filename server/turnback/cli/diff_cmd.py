@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from ..diffs.changes import BY_WORDS
-from .main import EXIT_OK
+from .exits import EXIT_OK
 
 STATUS_WORDS = {"created": "created", "deleted": "deleted", "modified": "changed",
                 "mode": "permission bits changed", "transient": "created and removed again",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 
 from ..errors import InvalidParams
-from .main import EXIT_ERROR, EXIT_OK
+from .confirm import decide, renderer
+from .exits import EXIT_ERROR, EXIT_OK
 from .render import Renderer, clip, step_index
 
 
@@ -23,7 +24,10 @@ def add_parsers(sub, add) -> None:
     p.add_argument("--git", action="store_true",
                    help="with --worktree in a git repository: make it a `git worktree`")
     p.add_argument("--keep-user-edits", action="store_true",
-                   help="leave your own edits (made by no discarded turn) as they are now")
+                   help="keep your own edits (made by no later turn): each is merged onto the file "
+                        "put back (a conflict leaves that file as it is now)")
+    p.add_argument("--conflict-markers", action="store_true",
+                   help="with --keep-user-edits: write a conflicting file with conflict markers")
     p.add_argument("--yes", action="store_true", help="confirm without asking")
     add("branch", "the lineage of the store's sessions: parents, fork points, frozen marks, "
         "worktree forks (from the store alone)")
@@ -34,17 +38,15 @@ def add_parsers(sub, add) -> None:
 
 
 def cmd_fork(ctx) -> int:
-    from .commands import _decide
-
     wb = ctx.open(must_exist=True)
     try:
-        r = Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
+        r = renderer(wb)
 
         def confirm(params):
             ctx.require_owner(wb)
             return wb.fork.confirm(params)
 
-        return fork_flow(ctx, lambda yes: _decide(ctx, yes, "Fork?") in (True, "yes"), r,
+        return fork_flow(ctx, lambda yes: decide(ctx, yes, "Fork?") in (True, "yes"), r,
                          wb.fork.prepare, confirm, lambda: wb.turns.log({}))
     finally:
         wb.close()
@@ -64,10 +66,14 @@ def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
         raise InvalidParams("--git makes the branch's folder a git worktree: it goes with "
                             "--worktree PATH (without it the fork is made in place)",
                             data={"field": "git"})
-    report = prepare({"turn": a.turn})
     keep = bool(getattr(a, "keep_user_edits", False))
+    markers = bool(getattr(a, "conflict_markers", False))
+    if markers and not keep:
+        raise InvalidParams("--conflict-markers goes with --keep-user-edits",
+                            data={"field": "conflictMarkers"})
+    report = prepare({"turn": a.turn})
     if not io.json:
-        io.print(*report_lines(r, report, step_index(log()), a.worktree, keep))
+        io.print(*report_lines(r, report, step_index(log()), a.worktree, keep, markers))
     if report.get("refusal"):
         if io.json:
             io.emit({"report": report, "confirm": None})
@@ -83,6 +89,8 @@ def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
         params.update(worktree=os.path.abspath(a.worktree), git=bool(a.git))
     if keep:
         params["keepUserEdits"] = True
+    if markers:
+        params["conflictMarkers"] = True
     result = confirm(params)
     if io.json:
         io.emit({"report": report, "confirm": result})
@@ -93,7 +101,7 @@ def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
 
 
 def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
-                 keep: bool = False) -> list[str]:
+                 keep: bool = False, markers: bool = False) -> list[str]:
     where = (f"a new folder {worktree}; this session stays live" if worktree
              else "this workspace; this session is frozen")
     out = r.settled_first(report) + \
@@ -102,7 +110,7 @@ def report_lines(r: Renderer, report: dict, steps: dict, worktree: str | None,
         out.append("The workspace is left as it is; the folder gets every captured file as it was "
                    f"at the end of turn {report['turn']}.")
     else:
-        out.extend(r.fork_plan(report, steps, keep_user_edits=keep))
+        out.extend(r.fork_plan(report, steps, keep_user_edits=keep, conflict_markers=markers))
     if report["droppedSends"]:
         out.append("Held outbound sends of this session that the branch drops: "
                    + ", ".join(report["droppedSends"]))

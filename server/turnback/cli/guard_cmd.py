@@ -8,7 +8,7 @@ found here rather than by a push that was never asked about.
 from __future__ import annotations
 
 from ..errors import BadConfig
-from .main import EXIT_OK
+from .exits import EXIT_OK
 
 
 def add_parsers(sub, add) -> None:

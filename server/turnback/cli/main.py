@@ -11,14 +11,8 @@ import argparse
 import sys
 
 from ..errors import NotOwner, TurnbackError
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_OWNER = 0, 1, 2, 3
-
-
-class Unavailable(TurnbackError):
-    """A part of turnback this build does not have yet (exit status 2)."""
-
-    code = "unavailable"
+from . import diff_cmd, fork_cmd, guard_cmd, hooks_cmd, restore_cmd, takeover
+from .exits import EXIT_ERROR, EXIT_NOT_OWNER, EXIT_USAGE, Unavailable
 
 
 def _globals(suppress: bool) -> argparse.ArgumentParser:
@@ -122,12 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="put the files back and keep every turn of the conversation")
     m.add_argument("--conversation-only", dest="mode", action="store_const", const="conversation",
                    help="discard the turns and leave every file as it is now")
-    from .restore_cmd import add_parsers as add_restore_parsers
-
-    add_restore_parsers(sub, add)  # `restore`
-    from .guard_cmd import add_parsers as add_guard_parsers
-
-    add_guard_parsers(sub, add)  # `guard`
+    restore_cmd.add_parsers(sub, add)  # `restore`
+    guard_cmd.add_parsers(sub, add)  # `guard`
 
     p = add("redo", "list what rewinds left behind, or bring one back with --head")
     p.add_argument("--head", type=int, metavar="SEQ")
@@ -147,18 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--retry", action="store_true", help="put the backups back again")
     a.add_argument("--dismiss", action="store_true", help="record that you took care of it")
 
-    from .hooks_cmd import add_parsers as add_hook_parsers
+    hooks_cmd.add_parsers(sub, add)  # `hook AGENT` and `hooks install|uninstall|status`
 
-    add_hook_parsers(sub, add)  # `hook AGENT` and `hooks install|uninstall|status`
-
-    from .takeover import register as register_takeover
-    register_takeover(add)
-    from .fork_cmd import add_parsers as add_fork_parsers
-
-    add_fork_parsers(sub, add)  # `fork`, `branch`, `compare`
-    from .diff_cmd import add_parsers as add_diff_parsers
-
-    add_diff_parsers(sub, add)  # `diff --turn K | --since K [PATH]`
+    takeover.register(add)
+    fork_cmd.add_parsers(sub, add)  # `fork`, `branch`, `compare`
+    diff_cmd.add_parsers(sub, add)  # `diff --turn K | --since K [PATH]`
 
     p = add("bench", "the benchmark scenarios (one JSON line per figure with --json); "
             "`turnback bench --help` is the benchmarks' own help", add_help=False)
@@ -195,10 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         args = parser.parse_args(argv)
     if args.command in ("hook", "hooks"):  # the agent's fast path: no workbench import up front
-        from .hooks_cmd import run as run_hooks
-
         try:
-            return int(run_hooks(args) or 0)
+            return int(hooks_cmd.run(args) or 0)
         except TurnbackError as exc:
             print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
             return EXIT_ERROR

@@ -10,6 +10,7 @@ import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
 from ..effects.words import shown_buckets
+from ..travel.plan_words import boundary_words
 from ..travel.user_edits import keep_words
 from .plan_lines import (clip, closing_lines, kept_turns, later_turns, mode_note,  # noqa: F401
                          mode_text, short)
@@ -141,8 +142,6 @@ class Renderer:
 
     def restore_record(self, rec: dict) -> list[str]:
         """One restore that kept every turn, as the log shows it after the turn it followed."""
-        from ..travel.rewind import boundary_words
-
         paths = [self.path(p) for p in rec.get("paths", [])]
         more = rec.get("count", len(paths)) - len(paths)
         what = "restore" if rec.get("operation") == "restore" else "files-only rewind"
@@ -235,7 +234,7 @@ class Renderer:
             if f.get("merge"):
                 words = keep_words(f)
                 if markers and f["merge"].get("result") == "conflict":
-                    words = "conflict with the discarded turns: written with conflict markers"
+                    words = "conflict with the later turns: written with conflict markers"
                 out.append(f"    keeping it: {words}")
         if any((f.get("merge") or {}).get("result") == "conflict" for f in edits) and not markers:
             out.append("  (--conflict-markers writes a conflicting file with markers where the "
@@ -272,7 +271,7 @@ class Renderer:
 
     # -- fork -------------------------------------------------------------------------------------
     def fork_plan(self, report: dict, steps: dict[str, dict] | None = None, *,
-                  keep_user_edits: bool = False) -> list[str]:
+                  keep_user_edits: bool = False, conflict_markers: bool = False) -> list[str]:
         """A fork in place in its own words: the later turns stay in the frozen session (nothing is
         discarded), the files are put back as they were at the end of turn k."""
         steps = steps or {}
@@ -281,7 +280,7 @@ class Renderer:
                later_turns(report["discard"], "later turn(s)", "no later turns")]
         files = report.get("files", [])
         out.extend(self.files(files, FORK_ACTION_TEXT))
-        out.extend(self.user_edits(files, keep_user_edits))
+        out.extend(self.user_edits(files, keep_user_edits, conflict_markers))
         edits = [f for f in files if f.get("userEdit") and f.get("action") != "unchanged"]
         if edits and not keep_user_edits:
             out.append("  " + ("Redo of the frozen session's last state brings them back."

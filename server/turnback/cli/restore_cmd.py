@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 
-from .main import EXIT_ERROR, EXIT_OK, Unavailable
+from ..travel.plan_words import boundary_words
+from .confirm import confirmed, renderer
+from .exits import EXIT_ERROR, EXIT_OK, Unavailable
 from .render import Renderer, clip, when
 
 GLOB_CHARS = frozenset("*?[")
@@ -100,8 +102,6 @@ def pick_boundary(ctx, wb, *, restore: bool, mode: str | None = None, flags: str
 
 
 def restore_lines(r: Renderer, c: dict, *, keep_user_edits: bool) -> list[str]:
-    from ..travel.rewind import boundary_words
-
     named = ", ".join(r.path(p) if p.startswith("file:") else p for p in c.get("paths", []))
     out = [f"Restore {named} to how they were {boundary_words(c['boundary'])}:"
            f" every turn ({c['keep']['turnCount']}) and the conversation stay."]
@@ -118,8 +118,6 @@ def restore_lines(r: Renderer, c: dict, *, keep_user_edits: bool) -> list[str]:
 
 
 def cmd_restore(ctx) -> int:
-    from .commands import _renderer, confirmed
-
     a = ctx.args
     wb = ctx.open(must_exist=True)
     try:
@@ -136,7 +134,7 @@ def cmd_restore(ctx) -> int:
             boundary = chosen[0]
         params = {"paths": specs, "boundary": boundary}
         candidate = wb.restore.prepare(params)
-        r = _renderer(wb)
+        r = renderer(wb)
         keep = bool(a.keep_user_edits)
         if not confirmed(ctx, wb, candidate, restore_lines(r, candidate, keep_user_edits=keep),
                          "restore", candidate["summary"]):

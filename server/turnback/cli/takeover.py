@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .main import EXIT_ERROR, EXIT_OK
+from .exits import EXIT_ERROR, EXIT_OK
 
 
 def register(add) -> None:

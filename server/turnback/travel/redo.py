@@ -29,6 +29,9 @@ class RedoPlan:
     new_state: SessionState
     changes: list[tuple[str, str]]
     modes: dict = field(default_factory=dict)  # (rel, image) -> permission bits, as in rewind
+    # whether the turns (or agent transcripts) brought back differ from the current ones: Redo of
+    # the state a file restore left behind changes files only, so it sends no epoch, as the restore
+    conversation: bool = True
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
@@ -80,10 +83,12 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
             # turns with other files are no earlier moment: a transaction left them (the git
             # checkout a worktree fork wrote over, a Redo's own source), so Redo offers them.
             # A *before* head (what a transaction overwrote that the session never captured) is
-            # never an earlier moment: it is what the safety net kept.
-            group["ancestor"] = theirs[0] == mine[0][:len(theirs[0])] and not kept_before(h) \
-                and key not in restored and (len(theirs[0]) < len(mine[0])
-                                             or not group["changes"]["files"])
+            # never an earlier moment: it is what the safety net kept, unless it is now exactly the
+            # current state (its turns and files: a Redo brought it back), with nothing to redo.
+            same = theirs[0] == mine[0] and not group["changes"]["files"]
+            group["ancestor"] = same or (theirs[0] == mine[0][:len(theirs[0])]
+                                         and not kept_before(h) and key not in restored
+                                         and len(theirs[0]) < len(mine[0]))
             if group["ancestor"] and not everything:
                 continue
         out.append(group)
@@ -248,12 +253,19 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             new_state.known.set_mode(rel, state.known.mode(rel))
     new_state.session_id = state.session_id
     new_state.directives = copy.deepcopy(state.directives)
-    new_state.epoch = state.epoch + 1
+    conversation = _talk(target_state) != _talk(state)
+    new_state.epoch = state.epoch + conversation  # a new context epoch only for a new conversation
     new_state.fork_point = uuid.uuid4().hex
     new_state.last_op = state.last_op
     new_state.frozen = False
     new_state.lineage = copy.deepcopy(state.lineage)  # a redo brings back content, not ancestry
-    return RedoPlan(result, new_state, changes, modes)
+    return RedoPlan(result, new_state, changes, modes, conversation=conversation)
+
+
+def _talk(state: SessionState) -> tuple:
+    """The conversation of a state: its turns and agent transcripts, as they are stored."""
+    return ([t.to_dict() for t in state.turns],
+            sorted((k, a.to_dict()) for k, a in state.agents.items()))
 
 
 def first_before(state: SessionState, rel: str):

@@ -24,9 +24,9 @@ from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint, checkpoint_modes
 from .disk import disk_images_job, drain
-from .rewind import (Derived, _file, _loose_changes, _unique, _wire_gap, boundary_words,
-                     changed_behind, file_sentences, keep_count, keeping_turns, plan_entry,
-                     plan_hash, refuse_unsaved)
+from .plan_words import boundary_words, file_sentences
+from .rewind import (Derived, _file, _loose_changes, _unique, _wire_gap, changed_behind, keep_count,
+                     keeping_turns, plan_entry, plan_hash, refuse_unsaved)
 from .user_edits import user_edit_fields
 
 GLOB_CHARS = frozenset("*?[")

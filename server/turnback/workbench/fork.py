@@ -75,7 +75,7 @@ class ForkFeature:
         expected = P.field(p, "hash", str)
         worktree = P.field(p, "worktree", str, default=None, allow_none=True)
         use_git = P.field(p, "git", bool, default=False)
-        keep = P.field(p, "keepUserEdits", bool, default=False)
+        keep, markers = P.keep_flags(p)  # conflictMarkers: as a rewind writes a conflicting edit
         if use_git and worktree is None:
             raise InvalidParams("git makes the branch's folder a git worktree, so it needs a "
                                 "worktree folder; without one the fork is made in place",
@@ -99,13 +99,13 @@ class ForkFeature:
             return {"status": "stale", "report": report}
         if worktree is not None:
             return (yield from self._worktree_job(plan, target, git_plan))
-        return (yield from self._in_place_job(plan, keep))
+        return (yield from self._in_place_job(plan, keep, markers))
 
-    def _in_place_job(self, plan, keep: bool = False):
+    def _in_place_job(self, plan, keep: bool = False, markers: bool = False):
         wb, book, store = self.wb, self.wb.book, self.wb.store
         report = plan.report
         # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
-        derived = plan.derived.keeping_user_edits(book.state) if keep else plan.derived
+        derived = plan.derived.keeping_user_edits(book.state, markers=markers) if keep else plan.derived
         kept = derived if keep else None  # the plan that kept them: its kept, merged, … lists
         try:
             if book.dirty:

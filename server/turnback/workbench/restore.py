@@ -1,7 +1,7 @@
 """Selective restore (`turnback/restore/prepare|commit`), and the parameters rewind's modes share.
 
 Thin wiring of `travel/restore.py` into the workbench: the same shared commit tail as a rewind
-(`travel._commit_job`: the file transaction, the report, the notices), but no epoch, since the
+(`commit.commit_tail_job`: the file transaction, the report, the notices), but no epoch, since the
 conversation does not change, and `restored` in the result.
 """
 
@@ -13,6 +13,7 @@ from ..travel.restore import derive_restore_job
 from ..travel.rewind import MODES
 from . import params as P
 from .agentlinks import annotate
+from .commit import commit_tail_job
 
 
 def dirty_rels(wb, p: dict) -> set[str]:
@@ -62,8 +63,6 @@ class RestoreFeature:
         return self.wb.run(self.commit_job(params))
 
     def commit_job(self, params):
-        from .travel import _commit_job  # travel.py imports this module for the rewind's modes
-
         p = P.obj(params)
         plan = P.field(p, "planHash", str)
         keep = P.field(p, "keepUserEdits", bool, default=False)
@@ -77,10 +76,10 @@ class RestoreFeature:
             return {"status": "nothing-to-do"}
         if keep:
             derived = derived.keeping_user_edits(wb.state)
-        result = yield from _commit_job(wb, "restore", derived.changes, derived.new_state,
-                                        derived.kept, derived.modes, conversation=False,
-                                        announce={"operation": "restore", "mode": "files",
-                                                  "boundary": derived.candidate["boundary"]})
+        result = yield from commit_tail_job(wb, "restore", derived.changes, derived.new_state,
+                                             derived.kept, derived.modes, conversation=False,
+                                             announce={"operation": "restore", "mode": "files",
+                                                       "boundary": derived.candidate["boundary"]})
         if result.get("status") == "committed":
             result["restored"] = [wb.ws.to_uri(rel) for rel, _ in derived.changes]
         return result

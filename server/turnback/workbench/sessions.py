@@ -104,7 +104,7 @@ class SessionsFeature:
         if sid is None or sid == self.wb.state.session_id:
             return self.wb.turns.log({k: v for k, v in p.items() if k != "sessionId"})
         state = self.read(sid)
-        out = self.wb.turns.log({}, state=state)
+        out = self.wb.turns.log({k: v for k, v in p.items() if k != "sessionId"}, state=state)
         out["frozen"] = state.frozen
         return out
 

@@ -13,9 +13,10 @@ from ..travel import transaction
 from ..travel.disk import put_image
 from ..travel.rewind import derive_job
 from ..travel.settle import settle
-from ..travel.user_edits import keep_user_edits, kept_report
+from ..travel.user_edits import keep_user_edits
 from . import params as P
 from .agentlinks import annotate
+from .commit import commit_tail_job
 from .restore import left_the_machine_job, rewind_args
 
 
@@ -29,48 +30,8 @@ PENDING_WORDS = {
 }
 
 
-def _commit_job(wb, operation: str, changes, new_state, kept=None, modes=None, *,
-                conversation: bool = True, announce: dict | None = None):
-    """The shared tail of a confirmed rewind, redo or restore: the transaction, then its report and
-    notices (`announce`: what `turnback/rewound` says, its files filled in from `changes`). `kept`
-    is what keeping the user's edits made (a plan with kept, merged, … lists, or a list of paths)."""
-    if announce is not None:
-        announce = dict(announce, files=[rel for rel, _ in changes])
-    touched = {d.rel for d in wb.state.directives.values()}
-    done: dict = {}
-    try:
-        outcome = yield from transaction.run_job(wb.book, wb.ws, operation=operation,
-                                                 changes=changes, new_state=new_state,
-                                                 max_bytes=wb.options.max_file_bytes, done=done,
-                                                 modes=modes)
-    except GeneratorExit:
-        # Closed (cancelled, disconnected, shut down) after the first file was touched: the
-        # transaction ran on to its outcome; clients still hear of it.
-        if "outcome" in done:
-            _report(wb, done["outcome"], operation, touched, kept, conversation, announce)
-        raise
-    return _report(wb, outcome, operation, touched, kept, conversation, announce)
-
-
-def _report(wb, outcome, operation: str, touched, kept=None, conversation=True, announce=None) -> dict:
-    result = wb.after_transaction(outcome, operation, touched=touched, conversation=conversation,
-                                  announce=announce)
-    if outcome.message:
-        result["message"] = outcome.message
-    if kept and result.get("status") == "committed":
-        # what keeping the user's edits did: kept as they were, merged, conflicts (with markers)
-        result.update(kept_report(kept, wb.ws.to_uri))
-    return result
-
-
 def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
-
-
-def _conflict_markers(p: dict) -> bool:
-    """`conflictMarkers`: with keepUserEdits, a conflicting file gets conflict markers instead of
-    staying as it is now (travel/user_edits.py)."""
-    return P.field(p, "conflictMarkers", bool, default=False)
 
 
 class RewindFeature:
@@ -100,8 +61,9 @@ class RewindFeature:
         p = P.obj(params)
         boundary, mode, dirty = rewind_args(self.wb, p)
         plan = P.field(p, "planHash", str)
-        keep = _keep_user_edits(p)
-        markers = _conflict_markers(p)
+        # `conflictMarkers`: with keepUserEdits, a conflicting file gets conflict markers instead of
+        # staying as it is now (travel/user_edits.py)
+        keep, markers = P.keep_flags(p)
         wb = self.wb
         wb.book.require_owner()
         settled = yield from wb.turns.settle_idle_job("rewind")
@@ -112,11 +74,11 @@ class RewindFeature:
             return {"status": "nothing-to-do"}  # the boundary is the current state: no epoch
         if keep:
             derived = derived.keeping_user_edits(wb.state, markers=markers)
-        return (yield from _commit_job(wb, "rewind", derived.changes, derived.new_state,
-                                       derived if keep else None, derived.modes,
-                                       conversation=mode != "files",
-                                       announce={"operation": "rewind", "mode": mode,
-                                                 "boundary": boundary}))
+        return (yield from commit_tail_job(wb, "rewind", derived.changes, derived.new_state,
+                                            derived if keep else None, derived.modes,
+                                            conversation=mode != "files",
+                                            announce={"operation": "rewind", "mode": mode,
+                                                      "boundary": boundary}))
 
 
 class RedoFeature:
@@ -173,10 +135,11 @@ class RedoFeature:
             return {"status": "stale", "plan": annotate(dict(plan.result), settled)}
         if keep:
             plan = keep_user_edits(plan, wb.state)
-        return (yield from _commit_job(wb, "redo", plan.changes, plan.new_state,
-                                       plan if keep else None, plan.modes,
-                                       announce={"operation": "redo", "mode": "all",
-                                                 "boundary": None, "headSeq": head_seq}))
+        return (yield from commit_tail_job(wb, "redo", plan.changes, plan.new_state,
+                                            plan if keep else None, plan.modes,
+                                            conversation=plan.conversation,
+                                            announce={"operation": "redo", "mode": "all",
+                                                      "boundary": None, "headSeq": head_seq}))
 
 
 class RecoveryFeature:

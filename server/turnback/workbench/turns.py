@@ -307,12 +307,21 @@ class TurnsFeature:
 
     # -- log ------------------------------------------------------------------------------------
     def log(self, params=None, *, state=None) -> dict:
-        """The session log of the live session, or of `state` (a parked or frozen session)."""
-        P.obj(params)
+        """The session log of the live session, or of `state` (a parked or frozen session). With
+        `turn`, only that turn (and the restores that followed it): what a hook asks about the
+        running turn costs one turn, not the whole session (a 300-turn log is about 1 MiB)."""
+        p = P.obj(params)
+        only = P.field(p, "turn", int, default=None)
         state = state or self.state
+        chosen = state.turns
+        if only is not None:
+            chosen = [t for t in state.turns if t.n == only]
+            if not chosen:
+                raise UnknownTurn(f"this session has no turn {only} (it has {len(state.turns)})",
+                                  data={"turn": only})
         to_uri = self.wb.ws.to_uri
         turns = []
-        for t in state.turns:
+        for t in chosen:
             entry = {
                 "turn": t.n, "kind": t.kind, "prompt": t.prompt, "response": t.response,
                 "state": t.state, "started": t.started, "ended": t.ended,
@@ -330,7 +339,8 @@ class TurnsFeature:
         out = {"turns": turns, "sessionId": state.session_id}
         if state.lineage:
             out["lineage"] = state.lineage
-        if state.restores:  # file restores that kept every turn (travel/filestate.py)
+        restores = [r for r in state.restores if only is None or r.get("afterTurn") == only]
+        if restores:  # file restores that kept every turn (travel/filestate.py)
             out["restores"] = [dict(r, paths=[to_uri(p) for p in r.get("paths", [])])
-                               for r in state.restores]
+                               for r in restores]
         return out

@@ -6,7 +6,7 @@ import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
 import { agentResumeNote } from "../flows";
-import { dialogDetail, gapReasonText, mentionsPath, renderStatus } from "../render";
+import { dialogDetail, gapReasonText, mentionsPath, redoPicks, renderStatus } from "../render";
 import { SessionState, uriKey } from "../state";
 
 test("server command: default, explicit command, python interpreter wins", () => {
@@ -110,4 +110,17 @@ test("turnback/recovered is kept and announced once (what the server's open roll
     handlers.get("turnback/recovered")!(params);
     assert.deepEqual(seen, ["recovered"]);
     assert.equal(state.recovered?.transactions[0].action, "rolled-back");
+});
+
+test("a Redo pick says when it is a frozen parent's state or what a transaction overwrote", () => {
+    const [parent, own] = redoPicks({
+        available: true, groups: [
+            { headSeq: 4, turnCount: 3, forkPoint: "f", created: 0, lastPrompt: "rename", sharedTurns: 2,
+              frozenParent: true, keptBefore: true, sessionId: "p" },
+            { headSeq: 2, turnCount: 2, forkPoint: "g", created: 0, lastPrompt: "readme", frozenParent: false },
+        ],
+    });
+    assert.match(parent.label, /Turn 3 back: rename/);
+    assert.match(parent.detail!, / · a state of the frozen session this one was forked from · what a rewind, Redo or fork overwrote: your uncaptured edits$/);
+    assert.doesNotMatch(own.detail!, /frozen|overwrote/);
 });

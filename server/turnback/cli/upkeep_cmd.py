@@ -1,0 +1,91 @@
+"""`turnback gc` and `turnback fsck`: the store's upkeep (a full collection with a progress bar, and
+the read-only check)."""
+
+from __future__ import annotations
+
+from .exits import EXIT_ERROR, EXIT_OK, Unavailable
+from .render import Renderer, fsck_json
+
+
+def run_collection(wb, progress=None) -> dict:
+    """One full collection. With `progress`, drive the collector's job and report its yields."""
+    coll = wb.collection
+    if progress is not None and callable(getattr(coll, "job", None)):
+        job = coll.job()
+        count = 0
+        try:
+            while True:
+                progress(next(job), count)
+                count += 1
+        except StopIteration as done:
+            result = done.value
+        if isinstance(result, dict):
+            return result
+    if not callable(getattr(coll, "run", None)):
+        raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
+    return coll.run({})
+
+
+class ProgressBar:
+    """A one-line bar on stderr, fed by whatever the collector's job yields."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.drawn = False
+
+    def __call__(self, item, count: int) -> None:
+        spin = "|/-\\"[count % 4]
+        if isinstance(item, dict) and isinstance(item.get("done"), int) and item.get("total"):
+            done, total = item["done"], max(item["total"], 1)
+            fill = min(30, 30 * done // total)
+            text = f"{item.get('phase', 'collecting'):<10} [{'#' * fill}{' ' * (30 - fill)}] {done}/{total}"
+        elif isinstance(item, dict) and item.get("phase"):
+            text = f"{item['phase']:<10} {spin} slice {count + 1}"
+        elif isinstance(item, str):
+            text = f"{item:<10} {spin} slice {count + 1}"
+        else:
+            text = f"collecting {spin} slice {count + 1}"
+        self.stream.write("\r" + text[:78].ljust(78))
+        self.stream.flush()
+        self.drawn = True
+
+    def finish(self) -> None:
+        if self.drawn:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
+
+
+def cmd_gc(ctx) -> int:
+    wb = ctx.open(must_exist=True)
+    bar = ProgressBar(ctx.stderr) if not ctx.json and _isatty(ctx.stderr) else None
+    try:
+        ctx.require_owner(wb)
+        try:
+            stats = run_collection(wb, bar)
+        finally:
+            if bar:
+                bar.finish()
+    finally:
+        wb.close()
+    ctx.emit(stats) if ctx.json else ctx.print(*Renderer.stats(stats))
+    return EXIT_OK
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def cmd_fsck(ctx) -> int:
+    # Opens nothing but fsck: no ownership, no workbench, no writes.
+    from .. import collect  # noqa: F401 - registers the deep check: every head's body and refs
+    from ..store.fsck import fsck
+
+    report = fsck(ctx.store_path)
+    ctx.emit(fsck_json(report)) if ctx.json else ctx.print(*Renderer.fsck(report))
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
+COMMANDS = {"gc": cmd_gc, "fsck": cmd_fsck}
