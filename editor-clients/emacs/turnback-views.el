@@ -255,11 +255,19 @@ the turn they followed."
                   (list :source "user" :turn after :uri (plist-get c :uri))))
                mine "")))))
 
+(defun turnback--folder-key-p (entry)
+  "Non-nil when ENTRY of a turn's files names a folder (its URI ends with a slash)."
+  (string-suffix-p "/" (or (plist-get entry :uri) (plist-get entry :path) "")))
+
 (defun turnback--render-turn (turn root)
   "The lines of one TURN of a session log, relative to ROOT."
-  (let ((files (turnback--list (plist-get turn :files)))
-        (steps (turnback--list (plist-get turn :stepList)))
-        (gaps (turnback--list (plist-get turn :gaps))))
+  (let* ((entries (turnback--list (plist-get turn :files)))
+         ;; a folder the turn made or removed is a key of its own (`pkg/'), not a file: listed on
+         ;; a line of its own, with no diff (it has no text; the files in it say what changed)
+         (folders (cl-remove-if-not #'turnback--folder-key-p entries))
+         (files (cl-remove-if #'turnback--folder-key-p entries))
+         (steps (turnback--list (plist-get turn :stepList)))
+         (gaps (turnback--list (plist-get turn :gaps))))
     (concat
      (propertize (format "Turn %s · %s · %s\n" (plist-get turn :turn)
                          (if (equal (plist-get turn :kind) "directive") "directive" "chat")
@@ -278,6 +286,12 @@ the turn they followed."
                              (cdr (assoc (turnback--file-status f) turnback--file-words)))
                      (list :source "turn" :turn (plist-get turn :turn) :uri (plist-get f :uri))))
                   files ""))
+       "")
+     (if folders
+         (format "  folders: %s\n"
+                 (mapconcat (lambda (f) (format "%s (%s)" (turnback--display-path (plist-get f :uri) root)
+                                                (cdr (assoc (turnback--file-status f) turnback--file-words))))
+                            folders ", "))
        "")
      (if steps
          (concat "  steps:\n"

@@ -177,6 +177,9 @@ watch's events are input events, which only `read-event' delivers."
       (let ((text (turnback-editors--view-text)))
         (should (string-search "turnback session “write the app”" text))
         (should (string-search "    src/app.py  changed\n" text))
+        ;; the folders turn 1 made are no files: a line of their own, no row to open a diff on
+        (should (string-search "  folders: src/ (created), tests/ (created)\n" text))
+        (should-not (string-search "    src/  " text))
         (should (string-search "  your own edits after turn 3, before turn 4:\n    src/app.py  changed (saved in the editor)\n"
                                text))
         (should-not (string-match-p "[0-9a-f]\\{8\\} -> " text)))

@@ -530,5 +530,43 @@ finally:
     (should (cl-find-if (lambda (x) (and (listp x) (plist-get x :transactions))) said))
     (delete-process pipe)))
 
+;; The same notification from the real server: a workspace left by an owner killed in the middle of
+;; a rewind (editor-clients/fixtures/interrupted_rewind.py, run by the Python that runs the server)
+;; is rolled back when Emacs starts the server, which says so.
+(defun turnback-ux--server-python ()
+  "The Python next to the server program (a virtual environment's), or nil."
+  (let* ((program (executable-find (car (turnback-test--server-command))))
+         (python (and program (expand-file-name "python" (file-name-directory (file-truename program))))))
+    (and python (file-executable-p python) python)))
+
+(defun turnback-ux--interrupt-a-rewind (root)
+  "Leave ROOT as a rewind killed half-way leaves it; return the transaction's id."
+  (let ((fixture (expand-file-name "../fixtures/interrupted_rewind.py"
+                                   (file-name-directory (locate-library "turnback")))))
+    (with-temp-buffer
+      (unless (zerop (call-process (turnback-ux--server-python) nil t nil fixture root "20"))
+        (error "interrupted_rewind.py failed: %s" (buffer-string)))
+      (car (last (split-string (buffer-string) "\n" t))))))
+
+(ert-deftest turnback-ux-recovered-from-the-real-server-when-emacs-opens-the-store ()
+  "Starting the server on a store a killed rewind left: every file back, and `turnback/recovered' said it."
+  (skip-unless (turnback-ux--server-python))
+  (let ((said nil))
+    (turnback-test--with-workspace
+        (nil (interrupted (turnback-ux--interrupt-a-rewind root))
+             (turnback-recovered-functions (list (lambda (p) (push p said)))))
+      (should (string-match-p "\\`[0-9a-f]\\{32\\}\\'" interrupted))
+      (should (turnback-test--wait (lambda () (turnback--recovered server)) 30))
+      (let* ((params (turnback--recovered server))
+             (txn (aref (plist-get params :transactions) 0)))
+        (should (equal (plist-get txn :id) interrupted))
+        (should (equal (plist-get txn :action) "rolled-back"))
+        (should (string-match-p "was rolled back" (plist-get params :message)))
+        (should (equal said (list params))))
+      (dotimes (i 20)
+        (should (equal (turnback-test--read (expand-file-name (format "f/%03d.txt" i) root))
+                       (format "two %d\n" i))))
+      (should-not (directory-files (expand-file-name "f" root) nil "tbtmp")))))
+
 (provide 'turnback-ux-test)
 ;;; turnback-ux-test.el ends here

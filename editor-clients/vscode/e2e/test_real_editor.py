@@ -20,6 +20,19 @@ TYPED = "# edited in the editor"
 MINE = "# my own line, saved between turns"
 RECOVERED = "Goodbye notes, as the backup has them.\n"
 PLANT = Path(__file__).resolve().parents[1] / "fixtures" / "plant_recovery.py"
+INTERRUPT = Path(__file__).resolve().parents[2] / "fixtures" / "interrupted_rewind.py"
+
+
+def plan_beside(ui, window_height: int = 900) -> str:
+    """A plan too long for a modal (issue 26 §3): the short modal fits the window, its detail says
+    where the rest is, and the whole plan is in the preview beside it; returns the preview's text."""
+    _message, short = ui.dialog_texts()
+    assert "is in the panel beside this dialog" in short, short
+    box = ui.dialog().bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= window_height, box
+    plan = ui.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame").locator("#plan")
+    plan.wait_for(timeout=20_000)
+    return plan.inner_text()
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +202,8 @@ def test_rewind_keep_my_edits_leaves_the_users_own_save(vscode):
     wait_until("the save on disk", lambda: (root / "app.py").read_text() == APP_V3 + MINE + "\n")
     ui.show_session_view()
     ui.context_menu(ui.session_row(f"Turn 2: {PROMPTS[1]}"), "Rewind at This Response")
-    message, detail = ui.dialog_texts()
+    # with your edit and what keeping it does, the plan draws more lines than a modal holds
+    detail = plan_beside(ui)
     ui.shot("10-rewind-with-my-edit")
     assert "app.py" in detail and "✎ your edit (saved in the editor)" in detail, detail
     assert "Your own edits, made by no discarded turn (1): app.py." in detail, detail
@@ -277,7 +291,9 @@ def test_fork_at_this_response_freezes_this_session_and_shows_the_lineage(vscode
     ui, root = vscode.ui, vscode.root
     ui.show_session_view()
     ui.inline_action(ui.session_row(f"Turn 1: {PROMPTS[0]}"), "Fork at This Response")
-    message, detail = ui.dialog_texts()
+    message, _short = ui.dialog_texts()
+    # few but long lines (what the branch does not preserve): 1,897 characters drawn on ~40 lines
+    detail = plan_beside(ui)
     ui.shot("12-fork-confirmation")
     assert "Fork at the response of turn 1: continue in a new branch and freeze this session?" in message, message
     assert f"ending with turn 1 “{PROMPTS[0]}”" in detail, detail
@@ -477,3 +493,23 @@ def test_the_session_log_has_the_save_as_a_capture(vscode):
     files = {f["path"]: f for f in turn["files"]}
     assert "app.py" in files, turn
     assert image_bytes(root, files["app.py"]["after"]) == vscode.saved.encode()
+
+
+def test_a_rewind_a_crash_interrupted_is_rolled_back_at_open_and_the_editor_says_so(vscode):
+    # The editor is shut (the test above). The hand turn is settled from the command line, then an
+    # owner is killed half-way through a rewind of two more turns: the editor's server, opening the
+    # store, rolls it back and sends turnback/recovered, which the extension shows as a warning.
+    turnback, root = vscode.tools["turnback"], vscode.root
+    subprocess.run([turnback, "--workspace", str(root), "turn", "settle"], check=True, capture_output=True, cwd=root)
+    planted = subprocess.run([sys.executable, str(INTERRUPT), str(root), "20"], check=True,
+                             capture_output=True, text=True).stdout.split()[-1]
+    assert any(".tbtmp." in p.name for p in (root / "f").iterdir()), "half written"
+    vscode.launch()
+    ui = vscode.ui
+    said = wait_until("the warning", lambda: next((n for n in ui.notifications() if "was rolled back" in n), None),
+                      timeout=90)
+    assert said.startswith(f"turnback: An interrupted rewind ({planted[:12]}) was rolled back"), said
+    assert [(root / f"f/{i:03}.txt").read_text() for i in range(20)] == [f"two {i}\n" for i in range(20)]
+    assert not [p.name for p in (root / "f").iterdir() if ".tbtmp." in p.name]
+    assert f"turnback: An interrupted rewind ({planted[:12]})" in vscode.server.extension_log()
+    ui.shot("18-recovered-at-open")

@@ -16,8 +16,18 @@ export const READ_WHOLE_PLAN = "Read the Whole Plan";
 /** The preview's minimum: below this the window is too small for any plan. */
 export const MIN_PREVIEW = { width: 180, height: 160 };
 
+/** About how many characters of the detail the modal draws on one line before it wraps (VS Code's
+ *  dialog wraps near 80; a little less, to be safe). */
+export const MODAL_WRAP_CHARS = 72;
+
+/** The lines the modal draws for `text`: a paragraph of 330 characters is five of them, not one
+ *  (a fork's plan of few, long lines measured taller than a 900 px window). */
+export function drawnLines(text: string, width = MODAL_WRAP_CHARS): number {
+    return text.split("\n").reduce((n, line) => n + Math.max(1, Math.ceil(line.length / width)), 0);
+}
+
 export function isLong(c: Confirmation): boolean {
-    return c.detail.split("\n").length > MODAL_MAX_LINES || c.detail.length > MODAL_MAX_CHARS;
+    return drawnLines(c.detail) > MODAL_MAX_LINES || c.detail.length > MODAL_MAX_CHARS;
 }
 
 /** The short modal's detail: the first paragraph, the section headings with their counts, and

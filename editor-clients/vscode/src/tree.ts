@@ -39,6 +39,11 @@ const FILE_WORDS: Record<string, string> = {
     transient: "created and removed in this turn", "unknown-before": "changed (never seen before)", gap: "not captured",
 };
 
+/** A folder key of the captured state: its path (and URI) ends with `/` (docs/protocol.md). */
+export function isFolderKey(f: { uri?: string | null; path?: string | null }): boolean {
+    return (f.path ?? f.uri ?? "").endsWith("/");
+}
+
 function fileStatus(f: TurnFile): string {
     if (f.before === "absent" && f.after === "absent") {
         return "transient";
@@ -95,11 +100,16 @@ export function sessionTree(log: SessionLog, root?: string, opts: SessionTreeOpt
         }
         const running = t.state === "running";
         const steps = t.stepList ?? [];
+        // A folder the turn made or removed is a key of its own (`pkg/`), not a file: counted apart,
+        // with no row (it has no text to diff; the files in it say what changed).
+        const files = (t.files ?? []).filter((f) => !isFolderKey(f));
+        const folders = (t.files ?? []).length - files.length;
         out.push({
             id: `${sid ?? ""}turn:${t.turn}`,
             label: `Turn ${t.turn}: ${firstLine(t.prompt, 60) || "(empty prompt)"}`,
             description: [running ? "running: settle or cancel it here" : t.state !== "settled" ? t.state : "",
-                t.gaps?.length ? `⚠ ${plural(t.gaps.length, "gap")}` : "", t.files?.length ? plural(t.files.length, "file") : ""]
+                t.gaps?.length ? `⚠ ${plural(t.gaps.length, "gap")}` : "", files.length ? plural(files.length, "file") : "",
+                folders ? plural(folders, "folder") : ""]
                 .filter(Boolean).join(" · "),
             tooltip: [`Prompt: ${firstLine(t.prompt, 200)}`, `Answer: ${firstLine(t.response, 200) || "(none)"}`,
                 steps.length ? `Steps:\n${steps.map((x) => `• ${stepWords(x)}`).join("\n")}` : plural(t.steps ?? 0, "step"),
@@ -107,7 +117,7 @@ export function sessionTree(log: SessionLog, root?: string, opts: SessionTreeOpt
             contextValue: sid ? "turnback.turn.readonly" : running ? "turnback.turn.running"
                 : t.kind === "directive" ? "turnback.turn.directive" : "turnback.turn",
             turn: t.turn,
-            children: (t.files ?? []).map((f) => {
+            children: files.map((f) => {
                 const status = fileStatus(f);
                 return {
                     id: `${sid ?? ""}turn:${t.turn}:${f.uri}`,

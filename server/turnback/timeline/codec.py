@@ -169,14 +169,29 @@ class StateCodec:
         text = turn.response.encode("utf-8")
         end, prefix, chunks = self._chunks.get(key, (0, None, []))
         if end > len(text) or (end and self.objects.hasher.digest(text[:end]) != prefix) \
-                or not all(self._present(c) for c in chunks):
-            end, chunks = 0, []  # the text was replaced, not extended: start over
+                or not self._chunks_hold(chunks, text[:end]):
+            end, chunks = 0, []  # the text was replaced, not extended (or a chunk is gone): start over
         if len(text) > end or not chunks:
             chunks = chunks + [self._put(text[end:])]
             end = len(text)
             self._chunks[key] = (end, self.objects.hasher.digest(text), chunks)
         refs.update(chunks)
         return list(chunks)
+
+    def _chunks_hold(self, chunks: list[str], text: bytes) -> bool:
+        """The cached chunks still spell `text`. A repack moves them into a pack (their stored size
+        changes, their bytes do not): read them again rather than write the text as one new chunk,
+        which would give the unchanged turn a new digest (Redo compares turns by digest)."""
+        if all(self._present(c) for c in chunks):
+            return True
+        try:
+            if b"".join(self.objects.get(c) for c in chunks) != text:
+                return False
+        except (FileNotFoundError, CorruptStore):  # collected or damaged: the text is written again
+            return False
+        for c in chunks:
+            self._confirm(c)
+        return True
 
     def _read_turn(self, session_id: str, digest: str) -> Turn:
         doc = self._get(digest, "turn")

@@ -15,7 +15,7 @@ import { beginAttemptParams, directiveNodes, newDirectiveParams } from "../direc
 import { choiceOf, restoreFlow, rewindFlow } from "../flows";
 import type { FlowUi } from "../flows";
 import { diffTitle, imageText, imageUriParts, noDiffReason, parseImageQuery, sidesOf } from "../images";
-import { buttonsOf, isLong, planHtml, READ_WHOLE_PLAN, shortConfirmation } from "../preview";
+import { buttonsOf, drawnLines, isLong, MODAL_MAX_CHARS, MODAL_MAX_LINES, MODAL_WRAP_CHARS, planHtml, READ_WHOLE_PLAN, shortConfirmation } from "../preview";
 import { KEEP_MY_EDITS, KEEP_WITH_MARKERS, MODE_BUTTONS, redoPicks, renderCandidate, restorePicks, sessionTree } from "../render";
 import type { Confirmation } from "../render";
 import { isResolved, notFoundMessage, resolveServer } from "../setup";
@@ -78,6 +78,11 @@ describe("the keep that merges, the modes, restore, diffs (issue 26, issue 23 it
         assert.equal(mine.children![0].description, "changed (saved in the editor)");
         assert.deepEqual(mine.children![0].diff, { source: "user", turn: 3, uri: s.uri("src/app.py") });
         assert.deepEqual(tree.map((n) => n.label).slice(0, 3), ["Turn 4: document it", "Your edits after turn 3", "Turn 3: rename bye to farewell"]);
+        // the folders turn 1 made (src/, tests/) are no files: counted apart, no row to open
+        const turn1 = tree.find((n) => n.label === "Turn 1: write the app")!;
+        assert.ok((log.turns[0].files ?? []).some((f) => f.uri.endsWith("/")), "the log lists the folder keys");
+        assert.equal(turn1.description, "2 files · 2 folders");
+        assert.deepEqual(turn1.children!.map((c) => c.label), ["src/app.py", "tests/test_app.py"]);
 
         const turn3 = (await s.api.diff({ turn: 3, uri: s.uri("src/app.py"), text: false })).changes[0];
         assert.equal(diffTitle(turn3), "app.py (before turn 3 ↔ after turn 3)");
@@ -200,6 +205,14 @@ describe("conflicts, a too-large file, directives from the editor", () => {
 });
 
 describe("a long plan: a short modal beside a preview that scrolls", () => {
+    test("a plan of few but long lines is long too: the modal wraps them (a fork's plan, 38 lines drawn)", () => {
+        const paragraph = "Forks at turn 1: a new branch session continues from turn 1 with turns 1–1; this session is frozen: " +
+            "readable, and Redo can bring back its states. The workspace is put back as it was at the end of turn 1.";
+        const detail = Array.from({ length: 9 }, () => paragraph).join("\n\n");
+        assert.ok(detail.split("\n").length <= MODAL_MAX_LINES && detail.length <= MODAL_MAX_CHARS, "short by count");
+        assert.equal(drawnLines(paragraph), Math.ceil(paragraph.length / MODAL_WRAP_CHARS));
+        assert.ok(isLong({ title: "Fork at the response of turn 1?", detail, action: "Fork Here" } as Confirmation));
+    });
     test("more than the modal can hold goes to the preview, the modal keeps its buttons", () => {
         const files = Array.from({ length: 30 }, (_v, i) => ({ uri: `file:///w/f${i}.txt`, path: `f${i}.txt`, action: "restore", from: "a", to: "b" }));
         const c = renderCandidate({
