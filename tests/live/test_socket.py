@@ -142,7 +142,8 @@ async def test_a_stale_socket_is_replaced_and_an_unsafe_one_refused(ws, servers)
     assert remote.call(ws, "turnback/session/info", {})["owner"]["pid"] == editor.process.pid
 
 
-async def test_a_long_store_path_puts_the_socket_in_a_private_runtime_folder(tmp_path, monkeypatch):
+async def test_a_long_store_path_puts_the_socket_in_a_private_runtime_folder(tmp_path, monkeypatch,
+                                                                               short_tmp):
     from turnback.lsp.sockets import Listener
     from turnback.remote.paths import recorded_socket
 
@@ -150,8 +151,8 @@ async def test_a_long_store_path_puts_the_socket_in_a_private_runtime_folder(tmp
         def on_clients_changed(self):
             pass
 
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
-    (tmp_path / "xdg").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp / "xdg"))
+    (short_tmp / "xdg").mkdir(mode=0o700)
     store = tmp_path / ("d" * 60) / ("e" * 60) / ".turnback"
     store.mkdir(parents=True, mode=0o700)
     assert preferred_socket(str(store)) is None  # <store>/run/owner.sock does not fit sun_path
@@ -160,7 +161,7 @@ async def test_a_long_store_path_puts_the_socket_in_a_private_runtime_folder(tmp
     path = await listener.start()
     try:
         folder = os.path.dirname(path)
-        assert os.path.dirname(folder) == str(tmp_path / "xdg") and len(path) < 108
+        assert os.path.dirname(folder) == str(short_tmp / "xdg") and len(path) < 108
         assert os.path.basename(folder).startswith("turnback-")  # a random name of its own
         assert recorded_socket(str(store)) == path  # the store records where its owner listens
         assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700

@@ -51,10 +51,10 @@ def long_root(tmp_path):
 
 
 @ROOT_ONLY
-def test_a_squatted_runtime_folder_changes_nothing(long_root, tmp_path):
+def test_a_squatted_runtime_folder_changes_nothing(long_root, short_tmp):
     """Another user's `mkdir -m 777 /tmp/turnback-UID` (the fixed name of old) and a folder of theirs
     of any other name: the owner makes a folder of its own, random and exclusive, and is reachable."""
-    tmp = tmp_path / "t"
+    tmp = short_tmp / "t"
     tmp.mkdir()
     for name in (f"turnback-{os.getuid()}", "turnback-0000000000000000"):
         (tmp / name).mkdir(mode=0o777)

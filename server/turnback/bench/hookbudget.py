@@ -50,6 +50,18 @@ def _prompts(root: Path) -> list[str]:
     return [t.get("prompt") for t in client.call(str(root), "turnback/session/log", {})["turns"]]
 
 
+def _recorded(root: Path, expected: list[str], seconds: float = 30.0) -> tuple[bool, str]:
+    """Whether the session's prompts come to be `expected` (and what they are): a kept event is
+    recorded when the owner replays its spool, which goes on after the hook that found it has
+    returned, so this waits for it (bounded)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        got = _prompts(root)
+        if got == expected or time.monotonic() > deadline or len(got) > len(expected):
+            return got == expected, f"recorded {got}"
+        time.sleep(0.05)
+
+
 def _workspace(ctx, name: str, env: dict) -> Path:
     from ..remote import client
 
@@ -99,8 +111,8 @@ def run(ctx) -> None:
         _case(ctx, "stopped owner", stopped, live_p50, texts_ok)
         _hook(root, "after the stop", env)  # replays the spool first
         ctx.check("a stopped owner's events recorded once, in order, when it woke",
-                  _prompts(root) == [f"live {i}" for i in range(n)]
-                  + [f"stopped {i}" for i in range(n)] + ["after the stop"])
+                  *_recorded(root, [f"live {i}" for i in range(n)]
+                            + [f"stopped {i}" for i in range(n)] + ["after the stop"]))
 
         if ctx.scale != "tiny":  # dead: a new owner is started (seconds) and handed the event
             pid = _owner_pid(root)
@@ -127,7 +139,7 @@ def run(ctx) -> None:
               note=f"the owner waits {lock_budget} s for the lock, then keeps the event")
         _hook(root, "after the lock", env)
         ctx.check("events kept while the lock was held recorded once, in order",
-                  _prompts(root) == [f"held {i}" for i in range(n)] + ["after the lock"])
+                  *_recorded(root, [f"held {i}" for i in range(n)] + ["after the lock"]))
     finally:
         _stop_owner(root)
 
@@ -184,7 +196,7 @@ def _flooded(ctx, n: int, env: dict, live_p50: float, texts_ok: list) -> None:
     try:
         _hook(root, "after the flood", env)
         ctx.check("events kept during the flood recorded once, in order",
-                  _prompts(root) == [f"flooded {i}" for i in range(n)] + ["after the flood"])
+                  *_recorded(root, [f"flooded {i}" for i in range(n)] + ["after the flood"]))
     finally:
         _stop_owner(root)
 
