@@ -58,4 +58,6 @@ export TURNBACK_CODE_SERVER="$entry" TURNBACK_VSIX="$vsix" TURNBACK_E2E_TURNBACK
 export TURNBACK_E2E_ARTIFACTS="$out"
 cd "$repo"
 echo "e2e/run.sh: code-server $entry, extension $vsix, server $turnback"
-"$python" -m pytest -q -p no:cacheprovider "$here"
+# One process (-n 0): the server's suite runs in xdist workers (pyproject's addopts), but the real
+# editors share one code-server build and its user-data folder.
+"$python" -m pytest -q -p no:cacheprovider -n 0 "$here"
