@@ -264,7 +264,9 @@ the turn they followed."
   (let* ((entries (turnback--list (plist-get turn :files)))
          ;; a folder the turn made or removed is a key of its own (`pkg/'), not a file: listed on
          ;; a line of its own, with no diff (it has no text; the files in it say what changed)
-         (folders (cl-remove-if-not #'turnback--folder-key-p entries))
+         (folders (sort (cl-remove-if-not #'turnback--folder-key-p entries)
+                        ;; in path order, as the files are (the server lists folders as walked)
+                        (lambda (a b) (string< (or (plist-get a :uri) "") (or (plist-get b :uri) "")))))
          (files (cl-remove-if #'turnback--folder-key-p entries))
          (steps (turnback--list (plist-get turn :stepList)))
          (gaps (turnback--list (plist-get turn :gaps))))
