@@ -12,8 +12,7 @@ from urllib.parse import unquote, urlsplit
 from ..effects.words import shown_buckets
 from ..travel.plan_words import boundary_words
 from ..travel.user_edits import keep_words
-from .plan_lines import (clip, closing_lines, kept_turns, later_turns, mode_note,  # noqa: F401
-                         mode_text, short)
+from .plan_lines import clip, closing_lines, kept_turns, later_turns, mode_note, short  # noqa: F401
 
 GAP_TEXT = {
     "unknown-before-image": "turnback never saw this file before it changed, so it cannot put it back",
