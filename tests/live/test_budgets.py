@@ -74,7 +74,11 @@ def test_more_connections_than_descriptors_are_refused_and_the_owner_goes_on(roo
         honest = remote.call(root, "turnback/session/info", {})
         assert honest["owner"]["pid"] == started["pid"]
         assert honest["sockets"]["connections"] <= cap
-        assert honest["sockets"]["refused"].get("too-many-connections", 0) >= 120
+        refused = honest["sockets"]["refused"]
+        assert refused.get("too-many-connections", 0) >= 120
+        # idle clients are closed for room, never a newcomer turned away (nor the honest one asked
+        # to try again) for the timing of a flood: the owner waits for the ones it is setting up
+        assert refused.get("turned-away", 0) == 0, refused
         # the quietest connections were closed to make room, each with a clear refusal
         said = refusal(idle[0])
         assert said is not None and said["data"]["code"] == "too-many-connections", said
@@ -176,3 +180,51 @@ def test_budgets_are_read_from_the_environment():
                                                      "buffered=x"})
     assert (b.connections, b.first_message, b.buffered) == (8, 0.5, Budgets().buffered)
     assert sys.maxsize > b.cap() >= 1
+
+
+STAND_IN = """
+import socket, sys
+from turnback.lsp.connection import encode, refusal
+from turnback.remote.client import _Reader
+path, refusals, serve = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(path)
+import os; os.chmod(path, 0o600)
+listener.listen(8)
+print("ready", flush=True)
+for n in range(1, serve + 1):
+    conn, _ = listener.accept()
+    print(_Reader(conn).message()["method"], flush=True)  # read before the refusal, as the owner does
+    if n <= refusals:
+        conn.sendall(refusal("too-many-connections", "every slot is taken"))
+    else:
+        conn.sendall(encode({"jsonrpc": "2.0", "id": 1, "result": {"ok": True}}))
+    conn.close()
+"""
+
+
+@pytest.mark.parametrize("refusals", [2, len(remote.REFUSED_RETRIES) + 1])
+def test_a_client_turned_away_by_a_full_owner_asks_again_then_says_why(short_tmp, refusals):
+    """A stand-in owner (its own process: a client never asks itself) turns away the first
+    `refusals` connections the way a full owner does, id null and `too-many-connections`."""
+    run = short_tmp / ".turnback" / "run"
+    run.mkdir(parents=True, mode=0o700)
+    os.chmod(short_tmp / ".turnback", 0o700)
+    tries = len(remote.REFUSED_RETRIES) + 1
+    stand_in = subprocess.Popen([sys.executable, "-c", STAND_IN, str(run / "owner.sock"),
+                                 str(refusals), str(min(refusals + 1, tries))],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert stand_in.stdout.readline() == "ready\n"
+        if refusals < tries:
+            assert remote.call(short_tmp, "turnback/session/status", {}) == {"ok": True}
+        else:
+            with pytest.raises(remote.RemoteError) as caught:
+                remote.call(short_tmp, "turnback/session/status", {})
+            assert caught.value.code == "too-many-connections", caught.value  # the reason, no reset
+            assert "every slot is taken" in caught.value.message
+        out, _ = stand_in.communicate(timeout=GATE)
+    finally:
+        stand_in.kill()
+    # asked again after each refusal, each time the same request, and no more than the retries
+    assert out.split() == ["turnback/session/status"] * min(refusals + 1, tries)

@@ -37,7 +37,8 @@ PAYLOAD_LOG_LIMIT = 4096
 LOCK_SECONDS = budget("TURNBACK_HOOK_LOCK_SECONDS", 3.0)
 # Failures that say "not now" rather than "not this event": such an event is kept in the spool.
 NOT_NOW = frozenset({"lock-timeout", "shutting-down", "not-owner", "timeout", "unreachable",
-                     "recovery-pending", "cancelled", "not-initialized", "unsafe-socket"})
+                     "recovery-pending", "cancelled", "not-initialized", "unsafe-socket",
+                     "too-many-connections", "over-budget", "idle", "stalled"})
 READS = frozenset({"turnback/session/info", "turnback/session/log"})
 
 

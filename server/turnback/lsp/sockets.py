@@ -31,6 +31,9 @@ from .sockplace import Placement, SocketRefused  # noqa: F401 - SocketRefused is
 log = logging.getLogger("turnback.socket")
 
 HEADER_LIMIT = 1 << 16        # bytes of one header line
+# Connections closed to make room give their descriptors back only on the loop's next turn: one
+# batch of accepts closes at most this many, so a flood never runs the owner out of descriptors.
+EVICTIONS_PER_TURN = 8
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -64,6 +67,7 @@ class Listener:
         self._closed = False
         self._serving: set[asyncio.Task] = set()
         self._spare: int | None = None
+        self._held = False  # accepting waits for admitted clients to be set up
 
     async def start(self) -> str:
         self._sock = self.place.bind()
@@ -79,9 +83,17 @@ class Listener:
     # Accepting is synchronous, in the listening socket's reader callback: a client accepted is
     # never lost to a task cancelled between accept and admission (a superseded owner stopping).
     def _accept_ready(self, batch: int = 64) -> None:
+        evicted = 0
         for _ in range(batch):
             if self._sock is None:
                 return
+            if self._full() and self._admitting and self._victim() is None:
+                # Every slot is a client still being set up: none is known quiet yet, so turning
+                # the next one away would refuse it for a flood's timing. Wait for them in the queue.
+                self._hold_accepting()
+                return
+            if evicted >= EVICTIONS_PER_TURN:
+                return  # the listener is still readable: the loop calls again once they are closed
             try:
                 client, _ = self._sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -94,7 +106,26 @@ class Listener:
                 log.error("accepting a client failed: %s", exc)
                 self._pause_accepting(0.05)
                 return
-            self._admit(client)
+            evicted += self._admit(client)
+
+    def _full(self) -> bool:
+        return sum(not c.closed for c in self.connections) + self._admitting >= self.cap
+
+    def _victim(self) -> "Connection | None":
+        """The connection quiet the longest with no request in flight: the one closed for room."""
+        return min((c for c in self.connections if not c.closed and not c.pending),
+                   key=lambda c: c.last_active, default=None)
+
+    def _hold_accepting(self) -> None:
+        if self._sock is not None and not self._held:
+            self._held = True
+            self._loop.remove_reader(self._sock.fileno())
+
+    def _release_accepting(self) -> None:
+        if self._held:
+            self._held = False
+            if self._sock is not None:
+                self._loop.add_reader(self._sock.fileno(), self._accept_ready)
 
     def _pause_accepting(self, seconds: float) -> None:
         if self._sock is None:
@@ -118,35 +149,39 @@ class Listener:
             client = None
         if client is not None:
             self.refused["no-descriptors"] += 1
+            self.refused["turned-away"] += 1
             _refuse_raw(client, "too-many-connections", "the owner has no descriptor to spare for "
                         "another client; try again when a client has left")
         self._spare = _open_spare()
         return client is not None
 
-    def _admit(self, client: socket.socket) -> None:
-        """Decide at once (the peer, the cap); the streams are set up by a task of its own."""
+    def _admit(self, client: socket.socket) -> int:
+        """Decide at once (the peer, the cap); the streams are set up by a task of its own. Returns
+        how many connections were closed to make room (0 or 1)."""
         client.setblocking(False)
         uid = peer_uid(client)
         if uid is not None and uid != os.getuid():
             log.warning("refused a connection from user %s (only user %s may attach)", uid, os.getuid())
             self.refused["other-user"] += 1
             client.close()
-            return
-        live = [c for c in self.connections if not c.closed]  # the closed ones are on their way out
-        if len(live) + self._admitting >= self.cap:
-            victim = min((c for c in live if not c.pending), key=lambda c: c.last_active,
-                         default=None)
+            return 0
+        evicted = 0
+        if self._full():
+            victim = self._victim()
             self.refused["too-many-connections"] += 1
             if victim is None:
+                self.refused["turned-away"] += 1
                 _refuse_raw(client, "too-many-connections", f"the owner serves at most {self.cap} "
                             "clients at once and every one is busy; try again")
-                return
+                return 0
             victim.refuse("too-many-connections", f"the owner serves at most {self.cap} clients at "
                           "once; this connection, quiet the longest, was closed to make room")
+            evicted = 1
         self._admitting += 1
         task = self._loop.create_task(self._connect(client))
         self._serving.add(task)
         task.add_done_callback(self._serving.discard)
+        return evicted
 
     async def _connect(self, client: socket.socket) -> None:
         reader = asyncio.StreamReader(limit=HEADER_LIMIT)
@@ -158,6 +193,7 @@ class Listener:
             return
         finally:
             self._admitting -= 1
+            self._release_accepting()
         writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
         conn = Connection(self, reader, writer)
         if self._closed:  # the listener closed while this one was being set up
@@ -217,6 +253,7 @@ class Listener:
 
     def _stop_accepting(self) -> None:
         sock, self._sock = self._sock, None
+        self._held = False
         if sock is not None:
             try:
                 self._loop.remove_reader(sock.fileno())
@@ -253,13 +290,16 @@ def _open_spare() -> int | None:
 
 
 def _refuse_raw(client: socket.socket, code: str, message: str) -> None:
-    """Tell a client that was never admitted why (best effort: it may not read), then close."""
+    """Tell a client that was never admitted why (best effort: it may not read), then close. What
+    it already sent is read first: closing over unread bytes resets the connection, and the client
+    would see `Connection reset` instead of the reason."""
     try:
         client.setblocking(False)
         client.send(refusal(code, message))
+        for _ in range(16):
+            if not client.recv(1 << 16):
+                break
     except OSError:
-        pass
+        pass  # BlockingIOError: nothing more to read
     finally:
         client.close()
-
-

@@ -24,6 +24,9 @@ PROBE_SECONDS = 5.0
 # A stopped owner (SIGSTOP, a debugger) answers nothing until it is continued: given up this soon.
 STOPPED_SECONDS = 1.0
 POLL_SECONDS = 0.25
+# Turned away by an owner whose every slot is taken (`too-many-connections`, sent before any
+# request of this connection ran): asked again after each of these pauses, then the refusal stands.
+REFUSED_RETRIES = (0.05, 0.2, 0.5)
 _given_up: dict = {}  # (socket, listener) -> the `unresponsive` error this process already got
 
 
@@ -94,6 +97,19 @@ def call(workspace, method: str, params: dict, *, store=None, timeout: float = 3
     path = _socket_path(workspace, store)
     if path is None:
         raise NoOwner("no owner socket is recorded for this store")
+    for pause in REFUSED_RETRIES:
+        try:
+            return _call_once(path, method, params, timeout, stall)
+        except RemoteError as exc:
+            if exc.code != "too-many-connections":
+                raise
+        import time  # only when turned away
+
+        time.sleep(pause)  # a flood holds every slot: the owner named no request run, so ask again
+    return _call_once(path, method, params, timeout, stall)
+
+
+def _call_once(path: str, method: str, params: dict, timeout: float, stall: float | None) -> dict:
     sock, who = _connect(path, min(timeout, 5.0))
     known = _given_up.get((path, who))
     if known is not None and stall is not None:
@@ -154,6 +170,8 @@ def _await_reply(sock, path: str, method: str, timeout: float, stall: float | No
         heard = time.monotonic()
         if reply.get("id") == 1 and ("result" in reply or "error" in reply):
             return reply
+        if reply.get("id") is None and isinstance(reply.get("error"), dict):
+            return reply  # the owner closes this connection and says why (no request ran)
 
 
 def _answers(path: str) -> bool:
