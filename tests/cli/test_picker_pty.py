@@ -25,6 +25,13 @@ DOWN = b"\x1bOB"  # what xterm sends for the down arrow once a program asks for 
 DOWN_CSI = b"\x1b[B"  # what some terminals send all the same
 
 
+def _readable(fd: int, timeout: float) -> bool:
+    """poll, not select: a worker that has opened many files has descriptors past select's 1024."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, timeout) * 1000))
+
+
 class Terminal:
     """A program on a pseudo terminal of 100x30: send keys, wait for text on its screen (the pty's
     output drawn by a VT100 emulator, so what is checked is what a person would see)."""
@@ -53,7 +60,7 @@ class Terminal:
         while not done():
             left = deadline - time.monotonic()
             assert left > 0, f"never saw {what}; the screen:\n{self.text}"
-            ready, _, _ = select.select([self.master], [], [], left)
+            ready = _readable(self.master, left)
             if ready:
                 try:
                     chunk = os.read(self.master, 65536)
@@ -89,7 +96,7 @@ class Terminal:
     def finish(self) -> int:
         try:
             while True:
-                ready, _, _ = select.select([self.master], [], [], 60)
+                ready = _readable(self.master, 60)
                 if not ready:
                     break
                 chunk = os.read(self.master, 65536)

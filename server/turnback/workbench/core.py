@@ -28,6 +28,7 @@ from .collection import CollectionFeature
 from .diffs import DiffFeature
 from .directives import DirectivesFeature
 from .fork import ForkFeature
+from .keepalive import Keepalive
 from .restore import RestoreFeature
 from .sessions import SessionsFeature
 from .travel import RecoveryFeature, RedoFeature, RewindFeature
@@ -333,17 +334,22 @@ class Workbench:
     # -- jobs -----------------------------------------------------------------------------------
     def run(self, job: Job):
         """Run a job to the end at once (the command line's way). A long job renews the lease as it
-        goes, as the server's timer would, so a collection of a large store keeps its ownership."""
+        goes, as the server's timer would, so a collection of a large store keeps its ownership:
+        between steps, and from a watchdog while one step runs long (`keepalive.py`). A test that
+        brings its own lease clock keeps its own time: no watchdog then."""
         every = self.options.lease_ttl / 3
         renewed = time.monotonic()
-        try:
-            while True:
-                next(job)
-                if time.monotonic() - renewed >= every:
-                    self.renew()
-                    renewed = time.monotonic()
-        except StopIteration as done:
-            return done.value
+        watched = self.book.owner if self.options.lease_clock is None else None
+        with Keepalive(watched, self.options.lease_ttl) as keep:
+            try:
+                while True:
+                    next(job)
+                    if keep.lost or time.monotonic() - renewed >= every:
+                        self.renew()
+                        renewed = time.monotonic()
+                        keep.renewed()
+            except StopIteration as done:
+                return done.value
 
     def maybe_publish(self) -> int | None:
         """Debounced publication inside long turns, so a crash or suspend loses little."""
