@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
-from . import envelope, fsio, loose
+from . import envelope, fsio, loose, waiting
 from .digest import Hasher, is_digest
 from .envelope import EnvelopeError
 from .loose import CHUNK, LooseDamage, same_bytes
@@ -82,6 +82,7 @@ class ObjectStore:
         self.limit = limit  # no envelope may declare more raw bytes than this (decompression bombs)
         self.packs = PackSet(self.root / "pack", hasher)
         self._batch: _Batch | None = None
+        self._sealing: _Batch | None = None  # a batch being committed in steps (iter_batch)
         self.removals = 0  # objects this process removed: lets callers know when a cache may lie
 
     @property
@@ -372,11 +373,7 @@ class ObjectStore:
             finally:
                 self._batch.depth -= 1
             return
-        self._batch = b = _Batch()
-        try:
-            b.fanouts = set(os.listdir(self.root))
-        except FileNotFoundError:
-            b.fanouts = set()
+        b = self._open_batch()
         try:
             yield
         except BaseException:
@@ -384,9 +381,49 @@ class ObjectStore:
             _discard(b)
             raise
         self._batch = None
-        self._commit(b)
+        for _ in self._iter_commit(b, threaded=False):
+            pass  # nothing waits on a helper thread when not threaded
 
-    def _commit(self, b: _Batch) -> None:
+    def iter_batch(self, body):
+        """`batch()` around a job's generator `body` (its value is body's): the same batch, whose
+        commit then runs in steps. The pack's last blocks, its index and the one sync pass are
+        waited for in slices (`waiting.py`), so a first checkpoint's commit (0.6 s at 250,000 files
+        on a quiet machine, much more on a loaded disk) never holds the owner's loop. Meanwhile the
+        batch's objects stay readable; new puts no longer join it (they are written durable)."""
+        if self._batch is not None:
+            self._batch.depth += 1
+            try:
+                return (yield from body)
+            finally:
+                self._batch.depth -= 1
+        b = self._open_batch()
+        try:
+            value = yield from body
+        except BaseException:
+            self._batch = None
+            _discard(b)
+            raise
+        self._batch = None
+        self._sealing = b
+        try:
+            yield from self._iter_commit(b, threaded=True)
+        finally:
+            self._sealing = None
+        return value
+
+    def _open_batch(self) -> _Batch:
+        self._batch = b = _Batch()
+        try:
+            b.fanouts = set(os.listdir(self.root))
+        except FileNotFoundError:
+            b.fanouts = set()
+        return b
+
+    def _readable_batch(self) -> _Batch | None:
+        """The batch whose objects are read from it: the open one, or one being committed."""
+        return self._batch if self._batch is not None else self._sealing
+
+    def _iter_commit(self, b: _Batch, *, threaded: bool):
         try:
             for digest, data in b.small.items():  # too few for a pack: loose, as ever
                 final = self.path(digest)
@@ -398,8 +435,12 @@ class ObjectStore:
             items = list(b.pending.items())
             temps = [tmp for _, (tmp, _) in items]
             if b.pack is not None:
-                temps += b.pack.finish()
-            fsio.syncfs_or_fsync(temps)
+                temps += (yield from b.pack.iter_finish()) if threaded else b.pack.finish()
+            if threaded:
+                yield from waiting.wait_in_slices(waiting.in_thread(fsio.syncfs_or_fsync, temps))
+            else:
+                fsio.syncfs_or_fsync(temps)
+            # From here to its end in one step: no reader sees a temp name that is gone.
             folders: set[Path] = set()
             for digest, (tmp, _) in items:
                 final = self.path(digest)
@@ -440,14 +481,14 @@ class ObjectStore:
     # ------------------------------------------------------------ reading
 
     def has(self, digest: str) -> bool:
-        b = self._batch
+        b = self._readable_batch()
         if b is not None and b.holds(digest):
             return True
         return os.path.lexists(self.path(digest)) or self.packs.locate(digest) is not None
 
     def stat(self, digest: str) -> int | None:
         """The object's raw size (what `get` returns), None if absent; -1 if its envelope is damaged."""
-        b = self._batch
+        b = self._readable_batch()
         if b is not None and b.holds(digest):
             if digest in b.pending:
                 return loose.raw_size(b.pending[digest][0], self.limit)
@@ -460,7 +501,7 @@ class ObjectStore:
 
     def stored_size(self, digest: str) -> int | None:
         """What the object costs on disk: its file, or its share of its pack."""
-        b = self._batch
+        b = self._readable_batch()
         if b is not None and digest in b.pending:
             return os.stat(b.pending[digest][0], follow_symlinks=False).st_size
         try:
@@ -472,7 +513,7 @@ class ObjectStore:
     def get(self, digest: str) -> bytes:
         """The object's raw bytes, verified against its digest (CorruptObject if no copy is sound,
         FileNotFoundError if there is none)."""
-        b = self._batch
+        b = self._readable_batch()
         if b is not None and b.holds(digest):
             if digest in b.pending:
                 return self._get_loose(digest, b.pending[digest][0])
@@ -525,7 +566,7 @@ class ObjectStore:
 
         Consumers must not commit anything built from the chunks before the iteration has finished.
         """
-        b = self._batch
+        b = self._readable_batch()
         where = b.pending[digest][0] if b is not None and digest in b.pending else self.path(digest)
         if (b is not None and b.holds(digest) and digest not in b.pending) \
                 or not os.path.lexists(where) or loose.is_small_envelope(where):
@@ -548,7 +589,7 @@ class ObjectStore:
 
     def damage(self, digest: str) -> str | None:
         """None if a copy of the object is sound; else what is wrong with it, in a few words."""
-        b = self._batch
+        b = self._readable_batch()
         if b is not None and digest in b.pending:
             return loose.damage(b.pending[digest][0], digest, self.hasher, self.limit)
         try:

@@ -28,7 +28,7 @@ from pathlib import Path
 import xxhash
 import zstandard
 
-from . import delta, fsio, memory
+from . import delta, fsio, memory, waiting
 from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, PackFiles, Segment,
                          encode_index, pack_header, segment_check)
 
@@ -144,7 +144,9 @@ class PackWriter(PackFiles):
         self._hash.update(data)
         self._offset += len(data)
 
-    def _flush_block(self) -> None:
+    def _flush_block(self, *, wait: bool = True) -> None:
+        """The open block goes to be compressed; with `wait`, the oldest are written until at most
+        IN_FLIGHT remain (a job's finish waits for them in slices instead: `iter_finish`)."""
         if not self._block:
             return
         raw = b"".join(self._block)
@@ -159,7 +161,8 @@ class PackWriter(PackFiles):
                 memory.bound_malloc()  # a big pack: its buffers must not pin memory afterwards
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack")
             self._inflight.append((self._pool.submit(compress_block, raw), members, len(raw), None))
-        while len(self._inflight) > IN_FLIGHT or (self._inflight and self._inflight[0][0] is None):
+        while wait and (len(self._inflight) > IN_FLIGHT
+                        or (self._inflight and self._inflight[0][0] is None)):
             self._write_oldest()
 
     def _write_oldest(self) -> None:
@@ -216,6 +219,25 @@ class PackWriter(PackFiles):
             return self.temp_files()
         self._flush_block()
         self._drain()
+        return self._finish_tail()
+
+    def iter_finish(self):
+        """`finish` for a job (a generator; its value is the temp files): it yields while the last
+        blocks are compressed and while the index is built on a helper thread, each wait at most
+        `waiting.WAIT_SLICE`, so the end of a big pack never holds an event loop (250,000 files: 0.6 s
+        on a quiet machine). Between its yields the writer reads back as ever."""
+        if self.finished:
+            return self.temp_files()
+        self._flush_block(wait=False)
+        while self._inflight:
+            fut = self._inflight[0][0]
+            if fut is not None and not fut.done():
+                yield from waiting.wait_in_slices(fut)
+            self._write_oldest()
+        return (yield from waiting.wait_in_slices(waiting.in_thread(self._finish_tail)))
+
+    def _finish_tail(self) -> list[Path]:
+        """After the last block is written: trailer, index (its encoding is the costly part)."""
         self._ensure_open()
         digest = self._hash.digest()
         fsio.append(self._fd, digest)

@@ -382,17 +382,18 @@ class Workbench:
         # A live owner's watcher (capture/watcher.py) names the paths that may have changed.
         plan = self.watcher.begin() if getattr(self, "watcher", None) is not None else None
         cache = self._stat_cache.for_sweep(plan is None or plan.full)
-        with self.store.objects.batch():
-            if plan is not None and not plan.full:
-                from ..capture.sweep import iter_dirty
+        if plan is not None and not plan.full:
+            from ..capture.sweep import iter_dirty
 
-                result = yield from iter_dirty(self.ws, self.store.objects, cache, plan.dirty,
-                                               max_bytes=self.options.max_file_bytes,
-                                               rules=self.rules, verify_objects=verify)
-            else:
-                result = yield from iter_sweep(self.ws, self.store.objects, cache,
-                                               max_bytes=self.options.max_file_bytes,
-                                               rules=self.rules, verify_objects=verify)
+            walk = iter_dirty(self.ws, self.store.objects, cache, plan.dirty,
+                              max_bytes=self.options.max_file_bytes, rules=self.rules,
+                              verify_objects=verify)
+        else:
+            walk = iter_sweep(self.ws, self.store.objects, cache,
+                              max_bytes=self.options.max_file_bytes, rules=self.rules,
+                              verify_objects=verify)
+        # one batch, committed in steps: a first checkpoint's pack is made durable off the loop
+        result = yield from self.store.objects.iter_batch(walk)
         self._verified_at = removals
         full = plan is None or plan.full  # a full walk read every rule file that decides anything
         changed = yield from self.recorder.iter_apply_sweep(result,

@@ -1,0 +1,54 @@
+"""Waiting inside a job without holding its thread: blocking work on a helper thread, awaited in
+slices.
+
+A job is a generator the server advances a slice at a time on its event loop (`lsp/slices.py`) and
+the command line runs straight through (`Workbench.run`). Work that blocks in one call (a sync of a
+big pack on a loaded disk, a pack's last blocks being compressed, its index being built) would hold
+the loop for all of it; run on a helper thread, the job waits for it at most `WAIT_SLICE` per step
+and yields between (the command line then simply waits again: no spinning).
+
+Architecture invariant: the job's own thread is the only one that changes the store's state; a
+helper thread does one self-contained piece whose result (or exception, a fault plan's included)
+is handed back and raised where the job waits.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, TimeoutError as FutureTimeout
+
+WAIT_SLICE = 0.005  # seconds a step may block waiting: half the loop's slice budget
+
+
+def in_thread(fn, *args) -> Future:
+    """Start `fn(*args)` on a thread of its own (daemon: a process that must exit is not held)."""
+    fut: Future = Future()
+
+    def run():
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the job, which raises it
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name="turnback-wait", daemon=True).start()
+    return fut
+
+
+def wait_in_slices(fut: Future, slice_seconds: float = WAIT_SLICE):
+    """Yield (None) until `fut` is done, blocking at most `slice_seconds` per step; return its
+    result or raise its exception. Closed meanwhile (a cancelled job), it waits for the helper to
+    end before it lets go: what the helper touches is the caller's to clean up afterwards."""
+    try:
+        while True:
+            try:
+                return fut.result(timeout=slice_seconds)
+            except FutureTimeout:
+                yield None
+    except GeneratorExit:
+        try:
+            fut.result()
+        except BaseException:  # noqa: BLE001 - the job is being closed; its own error stands
+            pass
+        raise
