@@ -15,6 +15,7 @@ import time
 from ..store import agenttranscript
 from ..store.agentrecord import turn_key
 from .agents import CONTEXT, DELIVERS
+from .port import PortError
 from .transcript import last_prompt
 
 ANSWER_KEEP = 4000
@@ -86,7 +87,12 @@ class ConversationMixin:
                 self.agent_rewind(s, None, record=record, current=n)
 
     def _turn_files(self, n: int) -> list[str]:
-        log = self.port.call("turnback/session/log", {})
+        try:  # one turn, not the whole log (a 300-turn session's is about 1 MiB)
+            log = self.port.call("turnback/session/log", {"turn": n})
+        except PortError as exc:
+            if exc.code != "unknown-turn":
+                raise
+            return []  # rewound away meanwhile
         s = self.data["sessions"][self.key]
         if s.get("provisional"):  # the first publication settled the store's session id
             s["turnback"], s["provisional"] = log.get("sessionId") or s["turnback"], False
