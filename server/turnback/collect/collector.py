@@ -87,6 +87,7 @@ class Collector:
         self.marked_bodies: set[str] = set()
         self.marked: set[str] = set()
         self.pins: set[str] = set()
+        self._journal_pins = roots.JournalPins()  # read on from where it stopped
         self.loose_kept: list[tuple[str, int]] = []  # referenced old loose objects: to pack
         self.blocked: list[str] = []  # why nothing may be deleted
         self._pins_key = None
@@ -381,7 +382,8 @@ class Collector:
         try:
             key = (id(state), state.last_op, roots.journal_signature(self.store))
             if key != self._pins_key:
-                added = roots.journal_pins(self.store) | state_refs(state)
+                added = state_refs(state)
+                self._journal_pins.read(self.store, added)
                 if self._pins_key is not None and not added <= self.pins:
                     self.stats["observations"] += 1
                 self.pins |= added

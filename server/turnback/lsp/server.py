@@ -32,6 +32,7 @@ from ..store import fsio
 from ..workbench import Options, Workbench
 from ..workbench.ownership import resign
 from .errors import NotInitialized, to_rpc
+from . import stalls
 from .hookhost import METHOD as HOOK_METHOD
 from .hookhost import handle_event, spool_loop
 from .methods import METHODS, Method
@@ -441,6 +442,7 @@ class TurnbackServer(LanguageServer):
         """The background work of an opened workbench: collection, lease renewal, take-over polling,
         and (for an owner) the private socket."""
         loop = asyncio.get_running_loop()
+        stalls.start_from_env(loop)  # TURNBACK_LOOP_TRACE=MS: a diagnostic, off by default
         gc.freeze()  # the opened session's objects live as long as the server: keep them out of gc
         self.tasks += [loop.create_task(self.collection_loop()),
                        loop.create_task(self.lease_loop()),

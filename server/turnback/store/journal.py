@@ -80,8 +80,24 @@ def frame_bytes(frame: dict) -> bytes:
     return FRAME_HEAD.pack(len(payload), xxhash.xxh64_digest(payload)) + payload
 
 
-def scan(path: str | os.PathLike) -> Scan:
-    """Read every good frame without changing the file (fsck uses this directly)."""
+# How many times this process cut each journal back (reset, a torn tail, a failed append): a
+# reader that remembers where it stopped reads on from there only while this count holds still.
+_cuts: dict[str, int] = {}
+
+
+def cuts(path: str | os.PathLike) -> int:
+    return _cuts.get(os.path.abspath(path), 0)
+
+
+def _cut(path) -> None:
+    key = os.path.abspath(path)
+    _cuts[key] = _cuts.get(key, 0) + 1
+
+
+def scan(path: str | os.PathLike, start: int | None = None) -> Scan:
+    """Read every good frame without changing the file (fsck uses this directly). With `start`
+    (the `good_end` of an earlier scan of the same, since only grown, journal), only the frames
+    after it."""
     path = str(path)
     with os.fdopen(fsio.open_read(path), "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -101,6 +117,9 @@ def scan(path: str | os.PathLike) -> Scan:
                               f"version {VERSION}", data={"path": path, "version": version})
         frames: list[dict] = []
         end = HEADER_LEN
+        if start is not None and HEADER_LEN < start <= size:
+            f.seek(start)
+            end = start
         reason = ""
         while end < size:
             head = f.read(FRAME_HEAD.size)
@@ -234,6 +253,7 @@ class Journal:
     @classmethod
     def _open_scanned(cls, path: Path, s: Scan, report):
         fd = fsio.open_for_append(path)
+        _cut(path)  # whatever it cuts below, readers read it anew
         try:
             if s.header_torn:
                 fsio.truncate(fd, 0)
@@ -255,6 +275,7 @@ class Journal:
         try:
             fsio.append(fd, data)
         except BaseException:
+            _cut(self.path)
             try:
                 fsio.truncate(fd, self._end)
             except OSError as exc:
@@ -269,6 +290,7 @@ class Journal:
     def reset(self) -> None:
         """Empty the journal durably (the header stays), e.g. once a head covering it is published."""
         fd = self._require_open()
+        _cut(self.path)
         fsio.truncate(fd, HEADER_LEN)
         fsio.fsync(fd)
         self._end = HEADER_LEN

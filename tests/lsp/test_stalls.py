@@ -1,0 +1,63 @@
+"""`TURNBACK_LOOP_TRACE`: a loop held past the threshold is named with the stack that holds it, and
+how long it lasted once it runs again. The hold is a gate the tracer's own report opens."""
+
+import asyncio
+import logging
+import threading
+
+from turnback.lsp import stalls
+
+GATE = 30.0
+
+
+class _Seen(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages: list[str] = []
+        self.reported = threading.Event()
+        self.ended = threading.Event()
+
+    def emit(self, record):
+        text = record.getMessage()
+        self.messages.append(text)
+        (self.reported if "so far" in text else self.ended).set()
+
+
+def _holds_the_loop(seen: _Seen) -> bool:
+    return seen.reported.wait(GATE)  # blocks the loop until the tracer has named this frame
+
+
+def test_a_held_loop_is_reported_with_its_stack_and_its_length(monkeypatch):
+    seen = _Seen()
+    stalls.log.addHandler(seen)
+    monkeypatch.setenv("TURNBACK_LOOP_TRACE", "50")
+    monkeypatch.delenv("TURNBACK_LOOP_TRACE_FILE", raising=False)
+
+    async def main():
+        tracer = stalls.start_from_env(asyncio.get_running_loop())
+        assert tracer is not None
+        await asyncio.sleep(0.02)  # a few beats first: the loop runs freely
+        assert not seen.messages
+        assert _holds_the_loop(seen), "the hold was never reported"
+        while not seen.ended.is_set():
+            await asyncio.sleep(0.005)
+        tracer.stop.set()
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), GATE))
+    finally:
+        stalls.log.removeHandler(seen)
+    held, ended = seen.messages[0], seen.messages[-1]
+    assert "_holds_the_loop" in held and "test_stalls.py" in held  # the frame that held it
+    assert "in all" in ended
+
+
+def test_off_unless_asked(monkeypatch):
+    loop = asyncio.new_event_loop()
+    try:
+        monkeypatch.delenv("TURNBACK_LOOP_TRACE", raising=False)
+        assert stalls.start_from_env(loop) is None
+        monkeypatch.setenv("TURNBACK_LOOP_TRACE", "soon")
+        assert stalls.start_from_env(loop) is None
+    finally:
+        loop.close()
