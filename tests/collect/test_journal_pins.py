@@ -28,8 +28,8 @@ def test_new_frames_are_read_on_from_the_last_look(tmp_path, monkeypatch):
         assert pins == {_d(1)}
         starts = []
         real = journal_mod.scan
-        monkeypatch.setattr(journal_mod, "scan", lambda p, start=None: starts.append(start)
-                            or real(p, start=start))
+        monkeypatch.setattr(journal_mod, "scan", lambda p, start=None, **kw: starts.append(start)
+                            or real(p, start=start, **kw))
         j.append({"op": "image", "after": _d(2)})
         reader.read(store, pins)
         assert pins == {_d(1), _d(2)}
@@ -53,5 +53,22 @@ def test_a_journal_cut_back_and_grown_again_is_read_whole(tmp_path):
         reader.read(store, pins)
         assert {_d(n) for n in range(10, 14)} <= pins  # the frames before the old end too
         assert pins == journal_pins(store) | {_d(1)}
+    finally:
+        j.close()
+
+
+def test_a_long_journal_is_read_in_chunks_and_whole_by_the_end(tmp_path):
+    store, path, j = _store(tmp_path)
+    try:
+        n = JournalPins.CHUNK * 3 + 7
+        for i in range(n):
+            j.append({"op": "image", "after": _d(i)})
+        reader, pins = JournalPins(), set()
+        steps = 0
+        for _ in reader.iter_read(store, pins):
+            steps += 1
+            j.append({"op": "image", "after": _d(100_000 + steps)})  # written while it reads
+        assert steps == 3  # yielded between chunks, never in the step that ends
+        assert pins == journal_pins(store)  # every frame, those written meanwhile too
     finally:
         j.close()

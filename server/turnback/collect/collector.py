@@ -157,7 +157,7 @@ class Collector:
             self._observe_sidecar()
         self.phase = "roots"
         yield from self._fresh_slice(1)
-        self._refresh_roots()
+        yield from self._refresh_roots()
         if self._tick():
             yield from self._pause()
         yield from self._mark()
@@ -376,14 +376,15 @@ class Collector:
             self.marked.add(body)
             self._queue(body, "sidecar")
 
-    def _refresh_roots(self) -> None:
-        """Pins and records, looked at again; whatever is new is added (pins never shrink in a run)."""
+    def _refresh_roots(self):
+        """Pins and records, looked at again; whatever is new is added (pins never shrink in a run).
+        A generator: a long journal is read in chunks, the last in the step that returns."""
         state = self.wb.book.state
         try:
             key = (id(state), state.last_op, roots.journal_signature(self.store))
             if key != self._pins_key:
                 added = state_refs(state)
-                self._journal_pins.read(self.store, added)
+                yield from self._journal_pins.iter_read(self.store, added)
                 if self._pins_key is not None and not added <= self.pins:
                     self.stats["observations"] += 1
                 self.pins |= added
@@ -563,7 +564,7 @@ class Collector:
                 self._observe_new_heads()  # head stability: a new head adds observations
             else:
                 self._observe_sidecar()
-            self._refresh_roots()
+            yield from self._refresh_roots()
             self._tick()
             if self.blocked or not self.to_mark:
                 return

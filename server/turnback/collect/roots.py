@@ -76,10 +76,19 @@ class JournalPins:
     from where that look ended. A hook storm's 20,000 operations made each full re-read hold the
     owner's loop 170 ms. What it adds to `pins` it never takes back (pins never shrink in a run)."""
 
+    CHUNK = 512  # frames read per step of `iter_read` (a few ms)
+
     def __init__(self) -> None:
         self._seen: dict[str, tuple] = {}  # path -> (inode, cuts, size or good_end)
 
     def read(self, store, pins: set[str]) -> None:
+        for _ in self.iter_read(store, pins):
+            pass
+
+    def iter_read(self, store, pins: set[str]):
+        """`read` for a job: it yields between chunks of `CHUNK` frames. The last chunk of each
+        journal reads to its end in the same step that moves on, so when it returns, `pins` holds
+        every frame written up to that step."""
         for p in journal_files(store):
             key = str(p)
             try:
@@ -96,12 +105,20 @@ class JournalPins:
                 start = was[2] if was is not None and was[:2] == (ino, cuts) else None
                 if start is not None and st.st_size == start:
                     continue  # nothing new
-                s = journal_mod.scan(p, start=start)
+                while True:
+                    s = journal_mod.scan(p, start=start, max_frames=self.CHUNK)
+                    for frame in s.frames:
+                        digests_in(frame, pins)
+                    self._seen[key] = (ino, cuts, s.good_end)
+                    if len(s.frames) < self.CHUNK:
+                        break
+                    start = s.good_end
+                    yield
+                    if journal_mod.cuts(p) != cuts or os.stat(p).st_ino != ino:
+                        start = None  # cut back meanwhile: this journal is read anew
+                        cuts, ino = journal_mod.cuts(p), os.stat(p).st_ino
             except FileNotFoundError:
                 continue
-            for frame in s.frames:
-                digests_in(frame, pins)
-            self._seen[key] = (ino, cuts, s.good_end)
 
 
 def record_names(store) -> tuple:

@@ -94,10 +94,12 @@ def _cut(path) -> None:
     _cuts[key] = _cuts.get(key, 0) + 1
 
 
-def scan(path: str | os.PathLike, start: int | None = None) -> Scan:
+def scan(path: str | os.PathLike, start: int | None = None,
+         max_frames: int | None = None) -> Scan:
     """Read every good frame without changing the file (fsck uses this directly). With `start`
     (the `good_end` of an earlier scan of the same, since only grown, journal), only the frames
-    after it."""
+    after it; with `max_frames`, at most that many (`good_end` then says where to read on; the
+    rest is not judged)."""
     path = str(path)
     with os.fdopen(fsio.open_read(path), "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -122,6 +124,8 @@ def scan(path: str | os.PathLike, start: int | None = None) -> Scan:
             end = start
         reason = ""
         while end < size:
+            if max_frames is not None and len(frames) >= max_frames:
+                return Scan(frames, end, size, None, header_torn=False)
             head = f.read(FRAME_HEAD.size)
             if len(head) < FRAME_HEAD.size:
                 reason = "frame header cut short"
