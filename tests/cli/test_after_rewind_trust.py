@@ -67,6 +67,8 @@ def test_an_untrusted_turnback_toml_never_runs_its_command(cli, why, mode, owner
     document = {"operation": "restore", "mode": "files", "files": ["a.txt"]}
     assert after_rewind.run(cli.root, cli.root / ".turnback", document) is None
     assert not ran(cli)
+    said = (cli.root / ".turnback" / "agents" / "hook.log").read_text()
+    assert "after-rewind" in said and "turnback.toml" in said and "refusing" in said, said
     config = load(cli.root, cli.root / ".turnback")
     assert config.after_rewind is None
     assert any("turnback.toml" in p and "refusing to use it" in p for p in config.problems), config.problems

@@ -60,6 +60,8 @@ def run(root: Path, store: Path, document: dict) -> dict | None:
     except Exception as exc:  # noqa: BLE001 - a hook of ours is never in the way either
         record.log(f"after-rewind: the configuration could not be read ({exc})")
         return None
+    for problem in config.problems:  # an untrusted file's command is never run: say why here
+        record.log(f"after-rewind: {problem}")
     command = config.after_rewind
     if not command:
         return None
