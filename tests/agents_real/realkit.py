@@ -32,12 +32,15 @@ def tb_json(agent, *args: str):
 def files(root: Path) -> dict[str, str]:
     """The workspace as a person sees it (turnback's store and the agents' settings left out)."""
     out = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if rel.split("/")[0] in (".turnback", ".claude", ".codex", ".git") or rel == "turnback.toml":
-            continue
-        if path.is_file():
-            out[rel] = path.read_text()
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == root:  # pruned, not walked: a live owner's collector changes the store
+            dirs[:] = [d for d in dirs if d not in (".turnback", ".claude", ".codex", ".git")]
+        for name in names:
+            path = Path(folder, name)
+            rel = path.relative_to(root).as_posix()
+            if rel != "turnback.toml" and path.is_file():
+                out[rel] = path.read_text()
+    out = dict(sorted(out.items()))
     return out
 
 

@@ -39,6 +39,7 @@ CALL_TIMEOUT = 120.0  # seconds one contract call may take before the hook's eve
 WAIT_STEP = 0.1       # how often a waiting call looks whether the sidecar is shutting down
 HOOK_THREADS = 8      # events mapped at once; the others wait their turn (they queue on the record)
 SPOOL_POLL_SECONDS = 2.0  # how often an owner looks for a spool no hook event made it drain
+JOIN_WAIT_SECONDS = 1.0  # how long an event waits for a replay under way before joining the spool
 DRAIN_LOCK_SECONDS = 1.0  # a replay waits this long for the agent record's lock, then tries later
 _slots = threading.BoundedSemaphore(HOOK_THREADS)
 
@@ -188,6 +189,11 @@ def _drain_gate(server) -> asyncio.Lock:
     return gate
 
 
+async def _released(gate: asyncio.Lock) -> None:
+    async with gate:
+        pass
+
+
 async def drain_spool(server) -> bool:
     """Replay the store's hook spool, if there is one, before anything else is mapped; whether it
     is empty now (False: some events could not be recorded yet and wait, or a replay is under way,
@@ -200,6 +206,13 @@ async def drain_spool(server) -> bool:
     store = Path(wb.store.path)
     gate = _drain_gate(server)
     if gate.locked():
+        # A replay under way (a new owner's first look): an event that arrives meanwhile waits a
+        # moment for it, then is recorded itself, in order, instead of joining the spool for the
+        # next look (SPOOL_POLL_SECONDS later).
+        try:
+            await asyncio.wait_for(_released(gate), JOIN_WAIT_SECONDS)
+        except asyncio.TimeoutError:
+            pass
         return not spool.pending(store)
     async with gate:
         if not spool.pending(store):
