@@ -80,6 +80,7 @@ class UnsyncedJournal:
         if path is None or not statmod.S_ISREG(st.st_mode):
             return
         ino = (st.st_dev, st.st_ino)
+        self._reused(ino, path)
         self.where[ino] = path
         if ino in self.dirty_inodes:
             return
@@ -88,6 +89,17 @@ class UnsyncedJournal:
         self.entries.append(_Entry("content", path, ino=ino, pre=pre))
 
     _write = _truncate = _content
+
+    def _reused(self, ino, path: str) -> None:
+        """A file system gives a freed inode number to the next new file. Every rename is followed
+        (`where`), so an inode met at a path other than its known one is a new file: what was kept
+        for the old one (its content before, its bits) must not be written into this one at the
+        crash (it was: a stale agent record's bytes put back over a synced one, now and then)."""
+        known = self.where.get(ino)
+        if known is None or known == path:
+            return
+        self.entries = [e for e in self.entries if not (e.kind in _INODE_KINDS and e.ino == ino)]
+        self.dirty_inodes.discard(ino)
 
     def _create(self, path, _src) -> None:
         path = _real(path)
@@ -102,6 +114,7 @@ class UnsyncedJournal:
         if statmod.S_ISLNK(st.st_mode):
             return  # the seam refuses links; nothing changes
         ino = (st.st_dev, st.st_ino)
+        self._reused(ino, path)
         self.where[ino] = path
         self.entries.append(_Entry(kind, path, ino=ino, mode=statmod.S_IMODE(st.st_mode),
                                    times=(st.st_atime_ns, st.st_mtime_ns)))
