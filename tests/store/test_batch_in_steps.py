@@ -47,6 +47,9 @@ def test_the_commit_waits_for_its_sync_in_steps_and_reads_go_on(store, monkeypat
     digests = [store.objects.hasher.digest(b) for b in blobs]
     assert objects.get(digests[0]) == blobs[0]  # the batch being sealed still reads back
     assert objects.has(digests[-1])
+    with objects.batch():  # another request's batch meanwhile (a publication): still read back
+        assert objects.get(digests[1]) == blobs[1]
+        objects.put(b"a publication's own object")
     late = objects.put(b"written while the batch is sealed")
     assert (objects.path(late)).exists()  # durable on its own, not part of the sealed batch
     release.set()

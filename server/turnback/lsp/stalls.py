@@ -19,7 +19,15 @@ log = logging.getLogger("turnback.stalls")
 BEAT = 0.005
 
 
+_running: "StallTracer | None" = None
+
+
 def start_from_env(loop: asyncio.AbstractEventLoop) -> "StallTracer | None":
+    """The tracer `TURNBACK_LOOP_TRACE` asks for, started once per loop (a server that becomes the
+    owner again calls this again)."""
+    global _running
+    if _running is not None and _running.loop is loop and not _running.stop.is_set():
+        return _running
     try:
         ms = float(os.environ.get("TURNBACK_LOOP_TRACE") or 0)
     except ValueError:
@@ -27,11 +35,11 @@ def start_from_env(loop: asyncio.AbstractEventLoop) -> "StallTracer | None":
     if ms <= 0:
         return None
     path = os.environ.get("TURNBACK_LOOP_TRACE_FILE")
-    if path:
+    if path and not any(isinstance(h, logging.FileHandler) for h in log.handlers):
         log.addHandler(logging.FileHandler(path))
-    tracer = StallTracer(loop, ms / 1000.0)
-    tracer.start()
-    return tracer
+    _running = StallTracer(loop, ms / 1000.0)
+    _running.start()
+    return _running
 
 
 class StallTracer:

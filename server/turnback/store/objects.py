@@ -419,9 +419,13 @@ class ObjectStore:
             b.fanouts = set()
         return b
 
-    def _readable_batch(self) -> _Batch | None:
-        """The batch whose objects are read from it: the open one, or one being committed."""
-        return self._batch if self._batch is not None else self._sealing
+    def _holder(self, digest: str) -> _Batch | None:
+        """The batch an object is read from until it is durable: the open one, or one being
+        committed in steps (another request may open a batch of its own meanwhile)."""
+        for b in (self._batch, self._sealing):
+            if b is not None and b.holds(digest):
+                return b
+        return None
 
     def _iter_commit(self, b: _Batch, *, threaded: bool):
         try:
@@ -481,14 +485,14 @@ class ObjectStore:
     # ------------------------------------------------------------ reading
 
     def has(self, digest: str) -> bool:
-        b = self._readable_batch()
+        b = self._holder(digest)
         if b is not None and b.holds(digest):
             return True
         return os.path.lexists(self.path(digest)) or self.packs.locate(digest) is not None
 
     def stat(self, digest: str) -> int | None:
         """The object's raw size (what `get` returns), None if absent; -1 if its envelope is damaged."""
-        b = self._readable_batch()
+        b = self._holder(digest)
         if b is not None and b.holds(digest):
             if digest in b.pending:
                 return loose.raw_size(b.pending[digest][0], self.limit)
@@ -501,7 +505,7 @@ class ObjectStore:
 
     def stored_size(self, digest: str) -> int | None:
         """What the object costs on disk: its file, or its share of its pack."""
-        b = self._readable_batch()
+        b = self._holder(digest)
         if b is not None and digest in b.pending:
             return os.stat(b.pending[digest][0], follow_symlinks=False).st_size
         try:
@@ -513,7 +517,7 @@ class ObjectStore:
     def get(self, digest: str) -> bytes:
         """The object's raw bytes, verified against its digest (CorruptObject if no copy is sound,
         FileNotFoundError if there is none)."""
-        b = self._readable_batch()
+        b = self._holder(digest)
         if b is not None and b.holds(digest):
             if digest in b.pending:
                 return self._get_loose(digest, b.pending[digest][0])
@@ -566,7 +570,7 @@ class ObjectStore:
 
         Consumers must not commit anything built from the chunks before the iteration has finished.
         """
-        b = self._readable_batch()
+        b = self._holder(digest)
         where = b.pending[digest][0] if b is not None and digest in b.pending else self.path(digest)
         if (b is not None and b.holds(digest) and digest not in b.pending) \
                 or not os.path.lexists(where) or loose.is_small_envelope(where):
@@ -589,7 +593,7 @@ class ObjectStore:
 
     def damage(self, digest: str) -> str | None:
         """None if a copy of the object is sound; else what is wrong with it, in a few words."""
-        b = self._readable_batch()
+        b = self._holder(digest)
         if b is not None and digest in b.pending:
             return loose.damage(b.pending[digest][0], digest, self.hasher, self.limit)
         try:
