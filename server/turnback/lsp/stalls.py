@@ -46,28 +46,82 @@ class StallTracer:
     def __init__(self, loop: asyncio.AbstractEventLoop, threshold: float):
         self.loop, self.threshold = loop, threshold
         self.last = time.monotonic()
+        self.cpu_last = self.proc_last = 0.0
         self.loop_thread = threading.get_ident()
         self.stop = threading.Event()
+        try:  # the loop thread's own CPU clock: a hold that is waiting (a core, a lock, the disk)
+            self.cpu_clock = time.pthread_getcpuclockid(self.loop_thread)  # differs from work
+        except (AttributeError, OSError):
+            self.cpu_clock = None
+
+    def _cpu(self) -> float:
+        return time.clock_gettime(self.cpu_clock) if self.cpu_clock is not None else 0.0
 
     def start(self) -> None:
         self.loop.call_soon(self._beat)
         threading.Thread(target=self._watch, name="turnback-stall-tracer", daemon=True).start()
 
     def _beat(self) -> None:
+        self.cpu_last, self.proc_last = time.thread_time(), time.process_time()
         self.last = time.monotonic()
         if not self.stop.is_set():
             self.loop.call_later(BEAT, self._beat)
 
     def _watch(self) -> None:
         since = None  # the beat a reported hold began after
+        cpu_at = proc_at = 0.0
+        samples: list[str] = []
         while not self.stop.wait(self.threshold / 4):
             last = self.last
             held = time.monotonic() - last
             if held >= self.threshold and since != last:  # a new hold: its stack, while held
                 since = last
+                cpu_at, proc_at = self.cpu_last, self.proc_last
                 frame = sys._current_frames().get(self.loop_thread)
                 stack = "".join(traceback.format_stack(frame)) if frame is not None else "?"
                 log.warning("the loop has been held %.0f ms so far, at:\n%s", held * 1000, stack)
-            elif since is not None and since != last:
-                log.warning("the loop was held about %.0f ms in all", (last - since) * 1000)
+                samples = [_where(frame)]
+                others: dict[str, int] = {}
+            elif since is not None and since == last:  # still held: where it is now
+                frames = sys._current_frames()
+                samples.append(_where(frames.get(self.loop_thread)))
+                others.update(_others(frames, self.loop_thread))
+            elif since is not None:
+                counted: dict[str, int] = {}
+                for where in samples:
+                    counted[where] = counted.get(where, 0) + 1
+                log.warning("the loop was held about %.0f ms in all (CPU: its thread's %.0f ms, the"
+                            " process's %.0f ms); sampled every %.0f ms at: %s",
+                            (last - since) * 1000, max(0.0, self._cpu() - cpu_at) * 1000,
+                            max(0.0, time.process_time() - proc_at) * 1000,
+                            self.threshold / 4 * 1000,
+                            "; ".join(f"{n}x {w}" for w, n in counted.items()))
+                if others:
+                    log.warning("  other threads meanwhile: %s",
+                                "; ".join(f"{n}x {w}" for w, n in others.items()))
                 since = None
+
+
+def _where(frame) -> str:
+    """The innermost three frames of ours (turnback's), innermost first."""
+    out = []
+    while frame is not None and len(out) < 3:
+        name = frame.f_code.co_filename
+        if "turnback" in name:
+            out.append(f"{name.rsplit('turnback/', 1)[-1]}:{frame.f_lineno}:{frame.f_code.co_name}")
+        frame = frame.f_back
+    return " < ".join(out) or "?"
+
+
+def _others(frames: dict, loop_thread: int) -> dict[str, int]:
+    """Where the other threads with a frame of ours are (one of them may hold the interpreter)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    out: dict[str, int] = {}
+    for ident, frame in frames.items():
+        if ident == loop_thread or ident == threading.get_ident():
+            continue
+        where = _where(frame)
+        if where != "?":
+            key = f"[{names.get(ident, ident)}] {where}"
+            out[key] = out.get(key, 0) + 1
+    return out
