@@ -85,7 +85,8 @@ class StallTracer:
             elif since is not None and since == last:  # still held: where it is now
                 frames = sys._current_frames()
                 samples.append(_where(frames.get(self.loop_thread)))
-                others.update(_others(frames, self.loop_thread))
+                for where, n in _others(frames, self.loop_thread).items():
+                    others[where] = others.get(where, 0) + n
             elif since is not None:
                 counted: dict[str, int] = {}
                 for where in samples:
