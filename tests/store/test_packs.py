@@ -220,3 +220,34 @@ def test_pack_trailer_covers_every_byte(store):
     assert any("fails its checksum" in p for p in errors_of(fresh))
     ok = sum(1 for d in digests if fresh.objects.verify(d))
     assert ok < len(digests)  # the damaged block's objects are refused
+
+
+def test_a_worker_confirms_an_existing_copy_so_adopt_reads_nothing_back(store, monkeypatch):
+    """Staging (a sweep's reading thread) confirms a packed or loose copy by its bytes; `adopt`, on
+    the job's thread, then trusts that answer instead of inflating the block again (issue 24: the
+    storm's loop held 30-90 ms confirming copies)."""
+    objects = store.objects
+    datas = blobs()
+    digests = packed(store, datas)  # packed copies
+    loose = objects.put(b"a loose copy " * 40)
+    with objects.batch():
+        staged = [objects.stage(datas[2]), objects.stage(b"a loose copy " * 40),
+                  objects.stage(b"bytes nobody stored " * 20)]
+        assert [s.present for s in staged] == [True, True, False]
+
+        def no_read_back(*_a, **_kw):
+            raise AssertionError("adopt confirmed a copy again on the job's thread")
+
+        monkeypatch.setattr(objects, "_confirm_existing", no_read_back)
+        assert [objects.adopt(s) for s in staged] == [digests[2], loose, staged[2].digest]
+        monkeypatch.undo()
+    assert objects.get(staged[2].digest) == b"bytes nobody stored " * 20
+    # A crafted collision is found where the bytes are read: in the worker, raised from stage.
+    class Colliding:
+        def digest(self, data):
+            return digests[3]
+
+    monkeypatch.setattr(objects, "hasher", Colliding())
+    with objects.batch():
+        with pytest.raises(DigestCollision):
+            objects.stage(b"other bytes")

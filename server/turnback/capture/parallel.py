@@ -141,9 +141,11 @@ class ParallelReader:
             return None, None  # over what a worker holds, not over the user's limit
         return got, stager.staged
 
-    def done(self, *, block: bool) -> list[tuple[str, ImageRead]]:
+    def done(self, *, block: bool, max_groups: int | None = None) -> list[tuple[str, ImageRead]]:
         """Results of finished reads, each adopted into the batch; with `block`, waits briefly for
-        at least one. A read that must happen on the caller's thread is done here, inline."""
+        at least one. A read that must happen on the caller's thread is done here, inline. At most
+        `max_groups` finished groups are taken (the rest wait for the next call): adopting is the
+        caller's work, and a caller on an event loop keeps its steps short."""
         if block:
             self._send()  # a caller that waits must not wait for a group never sent
         if not self._inflight:
@@ -151,7 +153,7 @@ class ParallelReader:
         if block and not self._finished:
             wait(list(self._inflight), timeout=WAIT_SLICE, return_when=FIRST_COMPLETED)
         finished = []
-        while self._finished:
+        while self._finished and (max_groups is None or len(finished) < max_groups):
             finished.append(self._finished.popleft())
         out = []
         for fut in finished:

@@ -54,6 +54,9 @@ RACY_MARGIN_NS = 2_000_000_000
 _MAGIC = b"TBSC"
 _VERSION = 2  # 2: packed entries (StatCache.encode); version 1 files still load
 _HASH_UNIT = 1 << 20  # a hashed file costs one budget unit per MiB on top of its walk unit
+# A step also ends after this long, whatever its units: what a unit costs varies tenfold (a stat, an
+# object confirmed by reading it back, a pack block cut), and on a loop a step is the least it holds.
+STEP_SECONDS = 0.002
 
 
 class CacheEntry(NamedTuple):
@@ -230,7 +233,7 @@ class KeptCache:
             self.cache = self._merged()
         return self.cache
 
-    def after_full_walk(self, *, spill: bool) -> None:
+    def after_full_walk(self, spill: bool) -> None:
         self.cache.save(self.path)
         if spill:
             self.cache, self.partial = StatCache(), True
@@ -328,6 +331,8 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
     units = 0
     stack = [""]
     pool: ParallelReader | None = None  # started once this sweep proves to be a big read
+    step_end = time.perf_counter() + STEP_SECONDS
+    settle = getattr(objects, "iter_settle", None)
     try:
         while stack:
             folder = stack.pop()
@@ -381,15 +386,25 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
                         if pool is None and ParallelReader.wanted(objects, res.hashed):
                             pool = ParallelReader(ws, objects, max_bytes=max_bytes)
                 if pool is not None:
-                    units += _take(pool.done(block=False), cache, res, present, started)
+                    units += _take(pool.done(block=False, max_groups=1), cache, res, present,
+                                   started)
                     while pool.full:  # bounded: wait for the workers, a short slice at a time
-                        units += _take(pool.done(block=True), cache, res, present, started)
+                        units += _take(pool.done(block=True, max_groups=1), cache, res, present,
+                                       started)
+                        if settle is not None:
+                            yield from settle()
                         yield SweepProgress(res.walked, res.hashed)
-                if units >= budget_files:
+                        step_end = time.perf_counter() + STEP_SECONDS
+                if settle is not None:
+                    yield from settle()  # the pack's compressing thread, waited for in slices
+                if units >= budget_files or time.perf_counter() >= step_end:
                     units = 0
                     yield SweepProgress(res.walked, res.hashed)
+                    step_end = time.perf_counter() + STEP_SECONDS
         while pool is not None and len(pool):  # the last reads still in the workers
-            units += _take(pool.done(block=True), cache, res, present, started)
+            units += _take(pool.done(block=True, max_groups=1), cache, res, present, started)
+            if settle is not None:
+                yield from settle()
             yield SweepProgress(res.walked, res.hashed)
     finally:
         if pool is not None:
@@ -503,6 +518,7 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
     started = time.time_ns()
     res = SweepResult(scope=set())
     units = 0
+    step_end = time.perf_counter() + STEP_SECONDS
     for rel in sorted(dirty):
         units += 1
         if ws.in_store(rel) or rules.ignored(rel, False):
@@ -550,7 +566,8 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
             cache.drop(rel)
             if got.status in ("too-large", "unreadable", "symlink"):
                 res.gaps.append((rel, got.status))
-        if units >= budget_files:
+        if units >= budget_files or time.perf_counter() >= step_end:
             units = 0
             yield SweepProgress(res.walked, res.hashed)
+            step_end = time.perf_counter() + STEP_SECONDS
     return res

@@ -59,12 +59,14 @@ class _Batch:
 
 
 class Staged:
-    """An object hashed by a worker thread, not yet named; `tmp` is its loose temp file, if any."""
+    """An object hashed by a worker thread, not yet named; `tmp` is its loose temp file, if any.
+    `present`: whether the worker found a sound copy outside the batch holding these very bytes
+    (None: it did not look)."""
 
-    __slots__ = ("digest", "data", "tmp")
+    __slots__ = ("digest", "data", "tmp", "present")
 
-    def __init__(self, digest: str, data: bytes, tmp: Path | None):
-        self.digest, self.data, self.tmp = digest, data, tmp
+    def __init__(self, digest: str, data: bytes, tmp: Path | None, present: bool | None = None):
+        self.digest, self.data, self.tmp, self.present = digest, data, tmp, present
 
     def discard(self) -> None:
         if self.tmp is not None:
@@ -111,15 +113,19 @@ class ObjectStore:
         data = bytes(data)
         return self.put_encoded(self.hasher.digest(data), data, None)
 
-    def put_encoded(self, digest: str, data: bytes, stored: bytes | None) -> str:
+    def put_encoded(self, digest: str, data: bytes, stored: bytes | None, *,
+                    present: bool | None = None) -> str:
         """`put` of bytes already hashed to `digest` (and, unless `stored` is None, encoded as a
-        loose file): the same confirmation of an existing copy, the same batch."""
+        loose file): the same confirmation of an existing copy, the same batch. `present`: what
+        that confirmation already found, inside this job (None: look now)."""
         b = self._batch
         if b is not None and b.holds(digest):
             self._confirm_equal(digest, self._pending_chunks(b, digest), [data], len(data),
                                 pending=True)
             return digest
-        if self._confirm_existing(digest, [data], len(data)):
+        if present is None:
+            present = self._confirm_existing(digest, [data], len(data))
+        if present:
             return digest
         if b is not None and self.pack and len(data) <= PACKED_MAX:
             self._to_pack(b, digest, data)
@@ -155,11 +161,15 @@ class ObjectStore:
         """Hash `data` (and, for a store without packs, write its loose temp file), from any thread;
         `adopt` (the batch's own thread) then names it. Only inside an open batch."""
         digest = self.hasher.digest(data)
-        if self.pack and len(data) <= PACKED_MAX:
-            return Staged(digest, data, None)  # packed by adopt: the pack compresses whole blocks
+        # An existing copy is confirmed here, on the worker: reading it back (a pack block
+        # inflated, a loose file decompressed) was the costliest part of adopting on the loop.
+        # Nothing removes objects while a job runs (the collector waits for the job's lock, and
+        # the command line runs one job at a time), so what is found here is there at `adopt`.
+        if self.pack and len(data) <= PACKED_MAX:  # packed by adopt: the pack compresses blocks
+            return Staged(digest, data, None, self._confirm_existing(digest, [data], len(data)))
         final = self.path(digest)
         if os.path.lexists(final):
-            return Staged(digest, data, None)
+            return Staged(digest, data, None, self._confirm_existing(digest, [data], len(data)))
         stored = self.encode(data)
         self._ensure_fanout(final.parent, sync=False)
         return Staged(digest, data, loose.write_temp(final, stored))
@@ -171,7 +181,7 @@ class ObjectStore:
             raise RuntimeError("adopt needs an open batch")
         b.new_fanouts = True  # stage() may have created fan-out folders without syncing
         if staged.tmp is None:
-            return self.put_encoded(staged.digest, staged.data, None)
+            return self.put_encoded(staged.digest, staged.data, None, present=staged.present)
         d = staged.digest
         try:
             if b.holds(d):
@@ -410,6 +420,14 @@ class ObjectStore:
         finally:
             self._sealing = None
         return value
+
+    def iter_settle(self):
+        """A job's steps: wait (in slices) while the open batch's pack has more blocks being
+        compressed than it keeps in flight. A sweep calls it between files, so a fast read never
+        makes `add` wait for the compressing thread on the loop's thread."""
+        b = self._batch
+        if b is not None and b.pack is not None and b.pack.backlog:
+            yield from b.pack.iter_settle()
 
     def _open_batch(self) -> _Batch:
         self._batch = b = _Batch()

@@ -36,20 +36,34 @@ BLOCK_RAW = 8 << 20
 LEVEL = 3
 WINDOW_LOG = 23  # 8 MiB: a block sees every earlier byte of itself
 IN_FLIGHT = 2  # blocks being compressed at once (memory: about 3 x BLOCK_RAW)
-INLINE_BLOCK = 1 << 20  # smaller blocks are compressed on the caller's thread
+# Past this many a block's `add` waits for the oldest (memory stays bounded); a job waits in slices
+# before that (`iter_settle`), so an event loop never blocks on the compressing thread.
+IN_FLIGHT_MAX = 4 * IN_FLIGHT
+INLINE_BLOCK = 256 << 10  # smaller blocks are compressed on the caller's thread (about 1 ms)
 _KEEP_SMALL = 1024  # objects this small stay readable from memory while the pack is built
 _KEEP_SMALL_TOTAL = 8 << 20
 
 _local = threading.local()  # a compressor per thread (zstd contexts are not thread-safe)
-def compress_block(raw: bytes) -> tuple[int, bytes]:
-    """(kind, stored) of one block: a zstd frame, or the raw bytes when compression does not pay."""
+def compress_block(pieces: list[bytes], raw_len: int) -> tuple[int, bytes, int]:
+    """(kind, stored, check) of one block made of `pieces` (raw_len bytes in all): a zstd frame, or
+    the raw bytes when compression does not pay. The pieces are streamed into the compressor, not
+    joined first: joining 8 MiB is one call that holds the interpreter lock for milliseconds."""
     c = getattr(_local, "cctx", None)
     if c is None:
         params = zstandard.ZstdCompressionParameters.from_level(
             LEVEL, window_log=WINDOW_LOG, enable_ldm=True, write_checksum=0, write_content_size=1)
         c = _local.cctx = zstandard.ZstdCompressor(compression_params=params)
-    frame = c.compress(raw)
-    return (BLOCK, frame) if len(frame) < len(raw) else (RAW, raw)
+    if len(pieces) == 1:
+        frame = c.compress(pieces[0])
+    else:
+        stream = c.compressobj(size=raw_len)
+        parts = [stream.compress(piece) for piece in pieces]
+        parts.append(stream.flush())
+        frame = b"".join(parts)
+    if len(frame) < raw_len:
+        return BLOCK, frame, segment_check(frame)
+    raw = b"".join(pieces)
+    return RAW, raw, segment_check(raw)
 
 
 class PackWriter(PackFiles):
@@ -70,6 +84,7 @@ class PackWriter(PackFiles):
         self._block: list[bytes] = []
         self._block_members: list[str] = []
         self._block_pieces: dict[str, bytes] = {}
+        self._inflight_pieces: dict[str, bytes] = {}  # objects of blocks being compressed
         self._block_size = 0
         self._inflight: deque[tuple[Future | None, list[str], int, tuple | None]] = deque()
         self._pool: ThreadPoolExecutor | None = None
@@ -92,7 +107,7 @@ class PackWriter(PackFiles):
         if digest in self.objects or self.finished:
             raise ValueError("an object is added to a pack once, before it is finished")
         if self._block and self._block_size + len(data) > self.block_raw:
-            self._flush_block()
+            self._flush_block(wait=False)
         self.objects[digest] = [-1, self._block_size, len(data), None]
         self._block.append(data)
         self._block_members.append(digest)
@@ -145,35 +160,67 @@ class PackWriter(PackFiles):
         self._offset += len(data)
 
     def _flush_block(self, *, wait: bool = True) -> None:
-        """The open block goes to be compressed; with `wait`, the oldest are written until at most
-        IN_FLIGHT remain (a job's finish waits for them in slices instead: `iter_finish`)."""
+        """The open block goes to be compressed. Blocks done are written, in order; with `wait`,
+        the oldest are waited for until at most IN_FLIGHT remain. Without it, only past
+        IN_FLIGHT_MAX (a job waits for them in slices instead: `iter_settle`, `iter_finish`)."""
         if not self._block:
             return
-        raw = b"".join(self._block)
+        pieces, raw_len = self._block, self._block_size
         members = self._block_members
         self._block, self._block_members, self._block_size = [], [], 0
+        self._inflight_pieces.update(self._block_pieces)  # readable until written
         self._block_pieces = {}
         self._ensure_open()
-        if len(raw) < INLINE_BLOCK:
-            self._inflight.append((None, members, len(raw), compress_block(raw)))
+        if raw_len < INLINE_BLOCK:
+            self._inflight.append((None, members, raw_len, compress_block(pieces, raw_len)))
+            del pieces
         else:
             if self._pool is None:
                 memory.bound_malloc()  # a big pack: its buffers must not pin memory afterwards
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack")
-            self._inflight.append((self._pool.submit(compress_block, raw), members, len(raw), None))
-        while wait and (len(self._inflight) > IN_FLIGHT
-                        or (self._inflight and self._inflight[0][0] is None)):
+            self._inflight.append((self._pool.submit(compress_block, pieces, raw_len), members,
+                                   raw_len, pieces))
+        limit = IN_FLIGHT if wait else IN_FLIGHT_MAX
+        while self._inflight and (len(self._inflight) > limit or self._oldest_done()):
+            self._write_oldest()
+
+    def _oldest_done(self) -> bool:
+        fut = self._inflight[0][0]
+        return fut is None or fut.done()
+
+    @property
+    def backlog(self) -> bool:
+        """More blocks are being compressed than IN_FLIGHT: the producer should wait (in slices)."""
+        return len(self._inflight) > IN_FLIGHT
+
+    def iter_settle(self):
+        """Wait (a job's steps, each at most `waiting.WAIT_SLICE`) until at most IN_FLIGHT blocks
+        are being compressed, writing each one done."""
+        while self._inflight and (len(self._inflight) > IN_FLIGHT or self._oldest_done()):
+            fut = self._inflight[0][0]
+            if fut is not None and not fut.done():
+                yield from waiting.wait_in_slices(fut)
             self._write_oldest()
 
     def _write_oldest(self) -> None:
         fut, members, raw_len, done = self._inflight.popleft()
-        kind, stored = done if fut is None else fut.result()
-        self.segments.append(Segment(self._offset, len(stored), raw_len, kind,
-                                     segment_check(stored)))
+        if fut is None:  # compressed inline: a small block
+            kind, stored, check = done
+        else:
+            kind, stored, check = fut.result()
+        self.segments.append(Segment(self._offset, len(stored), raw_len, kind, check))
         self._write(stored)
         seg = len(self.segments) - 1
         for d in members:
             self.objects[d][0] = seg
+            self._inflight_pieces.pop(d, None)
+        if fut is not None:
+            # The block's buffers (8 MiB of pieces, its frame) are freed on the compressing
+            # thread: freeing big buffers returns them to the system (munmap), which waits for the
+            # reading threads' page faults; on the loop's thread that was 30 ms at a time.
+            box = [done, fut, stored]
+            del done, fut, stored
+            self._pool.submit(box.clear)
 
     # ---------------------------------------------------------------- reading back (inside a batch)
     def read(self, digest: str) -> bytes:
@@ -185,6 +232,8 @@ class PackWriter(PackFiles):
         seg_no, start, size, base = self.objects[digest]
         if seg_no == -1:
             piece = self._block_pieces.get(digest)
+            if piece is None:
+                piece = self._inflight_pieces.get(digest)
             if piece is not None:
                 return piece
             self._drain()  # in a block being compressed: wait for it, then read it back
