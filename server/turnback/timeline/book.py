@@ -266,11 +266,26 @@ class Book:
         with self.store.objects.batch():
             return self.codec.write(state)
 
+    def iter_write_state(self, state: SessionState):
+        """`write_state` as a job's steps (its value is the body digest): the objects are encoded a
+        turn or a shard a step, and their batch's commit (a pack's finish, the sync pass) waits on a
+        helper thread in slices. For a job, under the mutation lock: the state holds still."""
+        return (yield from self.store.objects.iter_batch(self.codec.iter_write(state)))
+
     def publish(self, *, state: SessionState | None = None, txn: str | None = None) -> int | None:
         """Publish `state` (default: the live one) as the new durable state; return the head seq."""
         self.require_owner()
         state = state or self.state
         body = self.write_state(state)
+        seq = self.commit_body(state, body, txn=txn)
+        self.adopt(state)
+        return seq
+
+    def iter_publish(self, *, state: SessionState | None = None, txn: str | None = None):
+        """`publish` as a job's steps (its value is the head seq); the commit point is the same."""
+        self.require_owner()
+        state = state or self.state
+        body = yield from self.iter_write_state(state)
         seq = self.commit_body(state, body, txn=txn)
         self.adopt(state)
         return seq

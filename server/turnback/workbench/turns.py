@@ -303,7 +303,7 @@ class TurnsFeature:
         self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
         if turn.directive_id:
             self.wb.directives.refresh(turn.directive_id)
-        seq = self.book.publish()
+        seq = yield from self.book.iter_publish()
         self.wb.collection.schedule("settlement")
         self.wb.emit_status()
         return {"headSeq": seq}
