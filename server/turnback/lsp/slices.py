@@ -18,12 +18,12 @@ from typing import Any, Callable, Generator
 
 from ..store import fsio
 
-SLICE_BUDGET = 0.010  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
+SLICE_BUDGET = 0.005  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
 # How long another thread may hold the interpreter lock before the loop's thread gets it back. The
 # owner's helper threads (the watcher's walks, the parallel reads, the repack's, a sync waiting)
 # hold it for Python work between their system calls; at CPython's default of 5 ms, every hop of a
 # request (read, parse, run, answer) could wait that long behind one of them.
-SWITCH_INTERVAL = 0.0005
+SWITCH_INTERVAL = 0.0001
 _preferred = False
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 
-WAIT_SLICE = 0.005  # seconds a step may block waiting: half the loop's slice budget
+WAIT_SLICE = 0.0025  # seconds a step may block waiting: half the loop's slice budget
 
 
 def in_thread(fn, *args) -> Future:

@@ -19,7 +19,7 @@ from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
 from ..capture.recorder import Recorder
 from ..errors import NotOwner
 from ..model.gaps import Gap
-from ..store import trust
+from ..store import memory, trust, waiting
 from ..store.layout import Store
 from ..timeline.book import Book
 from ..workspace.fence import Workspace
@@ -399,17 +399,20 @@ class Workbench:
         changed = yield from self.recorder.iter_apply_sweep(result,
                                                             self.rules.snapshot() if full else None)
         if result.walked >= 10_000:
+            # A big sweep's tables: not kept resident in a live owner. Freeing them and trimming
+            # the heap take tens of ms at 20,000 files: a helper thread does both (the loop's
+            # thread may take the interpreter back from it at any moment; the trim releases it).
+            box = [result]
             del result
-            from ..store.memory import give_back
-
-            give_back()  # a big sweep's tables: not kept resident in a live owner
+            yield from waiting.wait_in_slices(waiting.in_thread(_drop_and_give_back, box))
         # The cache is rebuildable: saved after a full walk and at close, never after a watcher's
         # small sweep (encoding 250,000 entries held the loop 0.4 s; a lost one costs re-hashing
         # only the files changed since, which the racy-git rule finds). With a healthy watcher it
         # is not even held between full walks (capture/sweep.KeptCache).
-        if plan is None or plan.full:
+        if plan is None or plan.full:  # encoding 20,000 entries: on a helper thread, waited for
             watching = getattr(self, "watcher", None)
-            self._stat_cache.after_full_walk(spill=watching is not None and watching.healthy)
+            yield from waiting.wait_in_slices(waiting.in_thread(
+                self._stat_cache.after_full_walk, watching is not None and watching.healthy))
         self.emit_status()
         return changed
 
@@ -457,3 +460,8 @@ class Workbench:
         if resume is not None:
             doc["agentResume"] = resume
         self.events.emit("rewound", doc)
+
+
+def _drop_and_give_back(box: list) -> None:
+    box.clear()
+    memory.give_back()
