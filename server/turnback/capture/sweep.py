@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..model.known import one_mode
 from ..store import fsio
 from ..workspace.fence import Workspace
 from .ignore import IgnoreRules
@@ -435,7 +436,7 @@ def _visit_file(ws, objects, cache, entry, rel, res, present, started, max_bytes
         res.gaps.append((rel, "too-large"))
         cache.drop(rel)
         return 0
-    res.modes[rel] = st.st_mode & 0o7777
+    res.modes[rel] = one_mode(st.st_mode & 0o7777)  # shared ints: model/known.py
     digest = cache.fresh(rel, st)
     if digest is not None and (not verify or objects.has(digest)):
         res.images[rel] = digest

@@ -13,6 +13,15 @@ import zlib
 from collections.abc import Iterator, MutableMapping
 
 SHARDS = 64
+# One int object per distinct mode: a state keeps every file's mode, and 250,000 ints of 32 bytes
+# each (a read store's, or a walk's, made one by one between short-lived objects) pinned memory an
+# owner never gave back. A tree has a handful of distinct modes.
+_MODES = {m: m for m in range(0o10000)}
+
+
+def one_mode(mode: int) -> int:
+    """The shared int object for permission bits `mode` (0 to 0o7777)."""
+    return _MODES.get(mode, mode)
 _ids = itertools.count(1)
 _NONE = object()
 
@@ -79,6 +88,8 @@ class KnownMap(MutableMapping):
     def set_mode(self, rel: str, mode: int | None) -> None:
         i = shard_of(rel)
         shard = self._modes[i]
+        if type(mode) is int:
+            mode = _MODES.get(mode, mode)
         if mode is None:
             if rel in shard:
                 del shard[rel]

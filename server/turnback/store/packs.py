@@ -136,6 +136,13 @@ class PackSet:
         for key in [k for k in self._cache if k[0] not in packs]:
             self._cached -= len(self._cache.pop(key))
 
+    def drop_cache(self) -> None:
+        """Forget the inflated blocks kept for the next read (after a big job: up to CACHE_BYTES
+        an owner would otherwise keep resident while it waits for the next turn)."""
+        with self._lock:
+            self._cache.clear()
+            self._cached = 0
+
     def added(self, name: str) -> None:
         """This process just published pack `name`: load it now (a lookup must find it)."""
         self.refresh(force=True)

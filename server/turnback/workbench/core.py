@@ -404,6 +404,7 @@ class Workbench:
             # thread may take the interpreter back from it at any moment; the trim releases it).
             box = [result]
             del result
+            self.store.objects.packs.drop_cache()
             yield from waiting.wait_in_slices(waiting.in_thread(_drop_and_give_back, box))
         # The cache is rebuildable: saved after a full walk and at close, never after a watcher's
         # small sweep (encoding 250,000 entries held the loop 0.4 s; a lost one costs re-hashing
