@@ -76,6 +76,44 @@ def test_a_rename_without_a_folder_fsync_is_lost_and_the_old_file_comes_back(tmp
 
 
 @linux_only
+def test_a_file_renamed_over_or_unlinked_comes_back_with_its_durable_bytes_not_its_last_ones(tmp_path):
+    replaced, removed = tmp_path / "replaced", tmp_path / "removed"
+    replaced.write_bytes(b"durable")
+    removed.write_bytes(b"durable too")
+    os.sync()
+    with fsio.faults(lose_unsynced=True) as plan:
+        for path in (replaced, removed):
+            fd = fsio.open_for_append(path)
+            fsio.append(fd, b" and never synced")
+            os.close(fd)
+        fsio.write_atomic(tmp_path / "new", b"new")
+        fd = fsio.create(tmp_path / "t.tmp")
+        fsio.append(fd, b"new bytes")
+        fsio.fsync(fd)
+        os.close(fd)
+        fsio.rename(tmp_path / "t.tmp", replaced)  # no folder fsync: the rename is lost
+        fsio.unlink(removed)
+        plan.unsynced.lose_unsynced()
+    assert replaced.read_bytes() == b"durable"
+    assert removed.read_bytes() == b"durable too"
+
+
+@linux_only
+def test_a_replaced_file_leaves_the_journal_so_its_inode_number_can_be_given_again(tmp_path):
+    """The file system gives a freed inode number to the next new file, the crash's own re-created
+    ones included: what was kept for the freed inode must go with it, or it is written over a file
+    that took the number (the spool's power-cut loop once lost a synced agent record so)."""
+    record = tmp_path / "record"
+    with fsio.faults(lose_unsynced=True) as plan:
+        fsio.write_atomic(record, b"first", sync=False)  # a lock's own unsynced write
+        freed = os.stat(record).st_ino
+        fsio.write_atomic(record, b"second")  # synced: temp, fsync, rename, folder fsync
+        assert not [e for e in plan.unsynced.entries if e.ino and e.ino[1] == freed]
+        plan.unsynced.lose_unsynced()
+    assert record.read_bytes() == b"second"
+
+
+@linux_only
 def test_a_folder_made_without_a_sync_of_its_parent_is_lost_with_its_files(tmp_path):
     with fsio.faults(lose_unsynced=True) as plan:
         fsio.mkdir(tmp_path / "d", sync=False)

@@ -141,13 +141,36 @@ class UnsyncedJournal:
         self.entries.clear()
         self.dirty_inodes.clear()
 
+    def _leaving(self, path: str, st) -> tuple[bytes, int]:
+        """A file leaves the namespace (renamed over, unlinked): what a crash brings back at its name
+        is what was durable in it (its content and bits before their first unsynced change), not
+        what it holds now. Its inode's entries go with it: its number is free for the next new
+        file, the undo's own re-created ones too (an empty agent record's bytes were once written at
+        the crash over the synced record that had taken that number)."""
+        ino = (st.st_dev, st.st_ino)
+        pre, mode = None, None
+        if st.st_nlink <= 1:
+            for e in self.entries:
+                if e.ino == ino and e.kind == "content" and pre is None:
+                    pre = e.pre
+                elif e.ino == ino and e.kind == "chmod" and mode is None:
+                    mode = e.mode
+            self.entries = [e for e in self.entries
+                            if not (e.kind in _INODE_KINDS and e.ino == ino)]
+            self.dirty_inodes.discard(ino)
+            self.where.pop(ino, None)
+        return (_read(path) if pre is None else pre,
+                statmod.S_IMODE(st.st_mode) if mode is None else mode)
+
     def _rename(self, dst, src) -> None:
         src, dst = _real(src), _real(dst)
         st = os.lstat(src)
-        self.where[(st.st_dev, st.st_ino)] = dst
         e = _Entry("rename", dst, {_parent(src), _parent(dst)}, ino=(st.st_dev, st.st_ino), src=src)
-        if os.path.lexists(dst) and statmod.S_ISREG(os.lstat(dst).st_mode):
-            e.pre, e.mode = _read(dst), statmod.S_IMODE(os.lstat(dst).st_mode)
+        if os.path.lexists(dst):
+            old = os.lstat(dst)
+            if statmod.S_ISREG(old.st_mode) and (old.st_dev, old.st_ino) != e.ino:
+                e.pre, e.mode = self._leaving(dst, old)
+        self.where[e.ino] = dst
         self.entries.append(e)
 
     def _unlink(self, path, _src) -> None:
@@ -159,7 +182,7 @@ class UnsyncedJournal:
         if statmod.S_ISLNK(st.st_mode):
             e.link = os.readlink(path)
         elif statmod.S_ISREG(st.st_mode):
-            e.pre = _read(path)
+            e.pre, e.mode = self._leaving(path, st)
         else:
             return
         self.entries.append(e)
