@@ -16,6 +16,7 @@ loses nothing it journaled.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -136,6 +137,7 @@ class Book:
         # Transactions whose outcome is not durable yet (txn id -> retry returning True once it is).
         # While any is left, nothing else is written: see travel/transaction.py.
         self.unsettled: dict = {}
+        self._checked: bool | None = None  # inside `one_check`: whether its check was made
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
@@ -201,13 +203,33 @@ class Book:
         if self.owner is None:
             info = _owner_info(self.store)
             raise NotOwner(_not_owner_message(info), data={"owner": info})
+        if self._checked:
+            return
         try:
             self.owner.check()
         except NotOwner:
             self.lose_ownership()
             raise
+        if self._checked is False:
+            self._checked = True
         if self.unsettled:
             self._settle_first()
+
+    @contextlib.contextmanager
+    def one_check(self):
+        """One ownership check for a short request that runs without yielding (a capture): the
+        first `require_owner` inside reads the lease record, the others trust it until the block
+        ends (each read cost 0.45 ms, three a capture). As safe as one check before the writes: a
+        takeover needs the lease lapsed (no request outlives it) or is forced by hand, which could
+        land after any check anyway (publication is fenced). Never around a job's steps."""
+        if self._checked is not None:
+            yield
+            return
+        self._checked = False
+        try:
+            yield
+        finally:
+            self._checked = None
 
     def _settle_first(self) -> None:
         for txn, retry in list(self.unsettled.items()):

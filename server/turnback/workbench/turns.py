@@ -149,6 +149,10 @@ class TurnsFeature:
 
     # -- capture --------------------------------------------------------------------------------
     def capture(self, params) -> dict:
+        with self.book.one_check():
+            return self._capture(params)
+
+    def _capture(self, params) -> dict:
         p = P.obj(params)
         uris = P.str_list(p, "uris")
         phase = P.field(p, "phase", str, default="after", choices=("before", "after"))
@@ -178,8 +182,9 @@ class TurnsFeature:
         which (`save` or `watch`), so a rewind can say who made a change between turns."""
         if not self.wb.is_owner:
             return
-        for rel in rels:
-            self.wb.recorder.capture(rel, phase=phase, by=by)
+        with self.book.one_check():
+            for rel in rels:
+                self.wb.recorder.capture(rel, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
