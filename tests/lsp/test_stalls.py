@@ -49,7 +49,7 @@ def test_a_held_loop_is_reported_with_its_stack_and_its_length(monkeypatch):
         stalls.log.removeHandler(seen)
     held, ended = seen.messages[0], seen.messages[-1]
     assert "_holds_the_loop" in held and "test_stalls.py" in held  # the frame that held it
-    assert "in all" in ended
+    assert "in all" in ended and "its thread's" in ended  # how much of it the loop's own CPU was
 
 
 def test_off_unless_asked(monkeypatch):

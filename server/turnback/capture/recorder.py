@@ -289,7 +289,7 @@ class Recorder:
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
         self._covered = True
-        self.book.sync()
+        yield from self.book.iter_sync()
         if moving:  # the result is durable: from now on only the new rules count
             lastrules.save(self.rules_file, [rules])
             self._adopt([rules])

@@ -52,3 +52,28 @@ def wait_in_slices(fut: Future, slice_seconds: float = WAIT_SLICE):
         except BaseException:  # noqa: BLE001 - the job is being closed; its own error stands
             pass
         raise
+
+
+class _Bound:
+    """What a job yields once it has changed what its request asked for: a runner that is cancelled
+    from here on lets the job run to its end and answers with its outcome (`lsp/slices.run_job`)."""
+
+    binding = True
+
+
+BOUND = _Bound()
+
+
+def binding_steps(job):
+    """`job`'s steps (its value is job's), each yielded as binding: for the waits that follow a
+    job's own change (a journal sync after its record, a publication after a settle), which a
+    cancel must not cut off from the change before them."""
+    try:
+        while True:
+            try:
+                next(job)
+            except StopIteration as done:
+                return done.value
+            yield BOUND
+    finally:
+        job.close()

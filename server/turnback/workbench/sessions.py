@@ -17,7 +17,7 @@ import time
 
 from ..errors import InvalidParams, NotCurrent, NotFound, SessionFrozen, TurnRunning
 from ..model.session import SessionState
-from ..store import lineage
+from ..store import lineage, waiting
 from ..timeline.book import new_session
 from ..travel.offline import session_entry
 from . import params as P
@@ -171,7 +171,8 @@ class SessionsFeature:
         lineage.write_session(wb.store, parked_record(old, body))
         new = fresh_state(old, {"parentId": parent, "forkTurn": fork_turn,
                                 "meta": copy.deepcopy(meta) if meta else None})
-        yield from book.iter_publish(state=new)  # the commit point
+        # the commit point; from the parked record on, a cancel lets the job finish
+        yield from waiting.binding_steps(book.iter_publish(state=new))
         wb.collection.schedule("session")
         wb.emit_status()
         return entry(new, current=True)

@@ -11,6 +11,7 @@ from ..model.images import ABSENT
 from ..model.session import WORKFLOW_LISTS
 from ..model.steps import SCOPES
 from ..model.turns import TURN_KINDS, TURN_STATES
+from ..store import waiting
 from . import params as P
 
 
@@ -53,7 +54,7 @@ class TurnsFeature:
                           "directiveId": directive_id, "instructions": snapshot, "ts": started})
         if directive_id is not None:
             self.wb.directives.start_attempt(directive_id, n)
-        self.book.sync()
+        yield from waiting.binding_steps(self.book.iter_sync())  # the turn has begun
         self.wb.emit_status()
         return {"turn": n, "started": started, **({"settledFirst": settled} if settled else {})}
 
@@ -308,7 +309,7 @@ class TurnsFeature:
         self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
         if turn.directive_id:
             self.wb.directives.refresh(turn.directive_id)
-        seq = yield from self.book.iter_publish()
+        seq = yield from waiting.binding_steps(self.book.iter_publish())  # settled: publish it
         self.wb.collection.schedule("settlement")
         self.wb.emit_status()
         return {"headSeq": seq}
