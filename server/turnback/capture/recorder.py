@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..model.gaps import Gap
 from ..model.images import ABSENT, FOLDER, UNKNOWN, Image, folder_key, folder_path, is_folder_key
+from ..store import waiting
 from . import lastrules
 from .ignore import IgnoreRules, RulesSnapshot, is_own_temp
 from .reader import read_image
@@ -289,7 +290,8 @@ class Recorder:
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
         self._covered = True
-        yield from self.book.iter_sync()
+        # Recorded: a cancel from here on lets the sync and the rules' adoption finish.
+        yield from waiting.binding_steps(self.book.iter_sync())
         if moving:  # the result is durable: from now on only the new rules count
             lastrules.save(self.rules_file, [rules])
             self._adopt([rules])
