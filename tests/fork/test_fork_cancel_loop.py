@@ -14,6 +14,21 @@ from travelkit import tree
 
 from turnback.store import lineage
 from turnback.store.fsck import fsck
+from turnback.timeline.book import Book
+
+
+@pytest.fixture
+def slow_syncs(monkeypatch):
+    """Every journal sync of a job waits at least one slice, as on a disk whose fsync takes longer
+    than a slice (CI's): the new worktree's sweep then yields inside its sync, a binding wait of
+    the sweep's own, which must not bind the fork before its first file."""
+    plain = Book.iter_sync
+
+    def iter_sync(self):
+        yield None
+        yield from plain(self)
+
+    monkeypatch.setattr(Book, "iter_sync", iter_sync)
 
 
 def _closed_at(a, n: int, extra: dict):
@@ -35,7 +50,7 @@ def _closed_at(a, n: int, extra: dict):
 
 
 @pytest.mark.parametrize("where", ["in-place", "worktree"])
-def test_closing_a_fork_at_every_yield(tmp_path, where):
+def test_closing_a_fork_at_every_yield(tmp_path, where, slow_syncs):
     pristine = tmp_path / "pristine"
     pristine.mkdir()
     a = Agent(pristine)

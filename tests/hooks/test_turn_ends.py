@@ -200,3 +200,56 @@ def test_an_idle_turn_is_settled_through_the_live_owner(ws):
         assert info["ownership"] == "owner" and info["socket"]
     finally:
         tb(ws, "daemon", "stop", check=False)
+
+
+def _idle_second_turn(ws) -> None:
+    a = one_settled_turn(ws)
+    a.prompt("interrupted one")
+    a.write("b.txt", "half\n")
+    a.write("c.txt", "never\n", finish=False)  # interrupted: Claude Code sends no Stop
+    backdate(ws, "claude-code:s-1", QUIET_SECONDS + 5)
+
+
+def test_the_idle_settle_before_a_rewind_does_not_bind_the_rewind(ws):
+    """The settle's publication waits are binding for the settle only: a rewind that settles an
+    idle turn first is still cancellable (nothing of it yields a binding mark) until it touches a
+    file itself; here it never does (its plan is stale), and the settle is whole all the same."""
+    from turnback.workbench import Options, Workbench
+
+    _idle_second_turn(ws)
+    wb = Workbench.open(ws, Options())
+    try:
+        job = wb.rewind.commit_job({"boundary": {"kind": "afterResponse", "turn": 1}, "planHash": "not-the-plan"})
+        values = []
+        while True:
+            try:
+                values.append(next(job))
+            except StopIteration as done:
+                assert done.value["status"] == "stale"
+                break
+        assert not [v for v in values if getattr(v, "binding", False)]
+        assert wb.state.turns[-1].state == "cancelled" and not wb.book.dirty
+    finally:
+        wb.close()
+
+
+def test_a_rewind_closed_in_the_idle_settles_publication_leaves_it_published(ws):
+    """Closed (a cancel, a client gone) once the idle turn is settled but before its publication
+    ends, the rewind is closed, and the settle runs its publication to the end first."""
+    from turnback.workbench import Options, Workbench
+
+    _idle_second_turn(ws)
+    before = workspace_files(ws)
+    wb = Workbench.open(ws, Options())
+    try:
+        job = wb.rewind.commit_job({"boundary": {"kind": "afterResponse", "turn": 1}, "planHash": "not-the-plan"})
+        steps = 0
+        while wb.state.turns[-1].state == "running":
+            next(job)
+            steps += 1
+        assert wb.book.dirty, "the settle's publication should still be ahead"
+        job.close()
+        assert not wb.book.dirty and wb.state.turns[-1].state == "cancelled", steps
+        assert workspace_files(ws) == before
+    finally:
+        wb.close()

@@ -67,13 +67,37 @@ BOUND = _Bound()
 def binding_steps(job):
     """`job`'s steps (its value is job's), each yielded as binding: for the waits that follow a
     job's own change (a journal sync after its record, a publication after a settle), which a
-    cancel must not cut off from the change before them."""
+    cancel must not cut off from the change before them. Closed at one of them all the same (a
+    second cancel, a shutdown, an outer job that was cancelled), it first runs `job` to its end:
+    each of its steps blocks at most one wait slice."""
     try:
         while True:
             try:
                 next(job)
             except StopIteration as done:
                 return done.value
-            yield BOUND
+            try:
+                yield BOUND
+            except GeneratorExit:
+                for _ in job:
+                    pass
+                raise
+    finally:
+        job.close()
+
+
+def unbound_steps(job):
+    """`job`'s steps with its binding marks kept to itself: for a sub-job that runs before the
+    caller's own change (the settle of an idle turn before a rewind, a fork's sweep of its new
+    worktree), so that the caller stays cancellable until it changes something itself. The
+    sub-job's change is whole all the same: closed in its binding waits, it finishes them first
+    (`binding_steps`)."""
+    try:
+        while True:
+            try:
+                value = next(job)
+            except StopIteration as done:
+                return done.value
+            yield None if getattr(value, "binding", False) else value
     finally:
         job.close()

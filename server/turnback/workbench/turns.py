@@ -122,7 +122,8 @@ class TurnsFeature:
                    "its agent's process has ended" if process_gone(s.get("process")) else
                    "no Stop ever came")
             try:
-                yield from self.settle_job({"turn": n, "status": status})
+                # A prelude to the caller's operation, which stays cancellable until its own change.
+                yield from waiting.unbound_steps(self.settle_job({"turn": n, "status": status}))
             finally:
                 if running.state != "running":  # settled (even if its publication then failed)
                     now = time.time()
