@@ -218,7 +218,19 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
                 if path is not None:
                     synced.append(path)
                 yield ("write", i, len(puts))  # i paths of the plan handled so far
-            fsio.syncfs_or_fsync(synced)
+            try:
+                fsio.syncfs_or_fsync(synced)
+            except Exception as exc:  # noqa: BLE001
+                if stop_on_error:
+                    raise
+                # Only what this pass was to make durable is in doubt: the temp files (never put
+                # in place now) and the chmods. The removals are the final folder syncs' to prove.
+                for p in batch:
+                    if p.bits_only or any(rel == p.rel for rel, _tmp, _final in temps):
+                        errors.setdefault(p.rel, f"{type(exc).__name__}: {exc}")
+                for _rel, tmp, _final in temps:
+                    fsio.discard(tmp)
+                temps = []
             yield ("sync", start + len(batch), len(puts))
         except BaseException:
             for _rel, tmp, _final in temps:
@@ -244,9 +256,21 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
     for folder in sorted(folders):  # the renames and removals are durable before the caller goes on
         if not os.path.isdir(folder):
             continue  # removed itself since (a folder the plan removed): its parent is synced
-        fsio.fsync_dir(folder)
+        try:
+            fsio.fsync_dir(folder)
+        except Exception as exc:  # noqa: BLE001
+            if stop_on_error:
+                raise
+            for p in puts:  # what was renamed, removed or made in it is not proven durable
+                if not p.bits_only and _folder_of(ws, p) == folder:
+                    errors.setdefault(p.rel, f"{type(exc).__name__}: {exc}")
         yield ("folder", len(puts), len(puts))
     return errors
+
+
+def _folder_of(ws, p: Put) -> str:
+    """The folder whose entry a put changes (a folder key's parent for a folder)."""
+    return os.path.dirname(ws.abs_path(folder_path(p.rel) if is_folder_key(p.rel) else p.rel))
 
 
 def place(rel: str, tmp, final) -> None:

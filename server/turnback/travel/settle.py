@@ -63,7 +63,7 @@ def settle_all(ws, objects, files: list[dict], toward: str, *, max_bytes: int) -
             entries[f["rel"]] = entry
     try:
         errors = drain(put_many_job(ws, objects, puts, stop_on_error=False))
-    except Exception as exc:  # noqa: BLE001 - a durability step failed: none of the batch is sure
+    except Exception as exc:  # noqa: BLE001 - an unforeseen failure: none of the batch is sure
         errors = {p.rel: f"{type(exc).__name__}: {exc}" for p in puts}
     failed += [dict(entries[rel], error=error) for rel, error in errors.items()]
     return failed
