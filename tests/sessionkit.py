@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 
+from pychild import run_python
 from turnback.workbench import Options, Workbench
 
 STAMPS = ("started", "ended", "created", "uri")  # uri: copies of a workspace differ in folder
@@ -124,8 +124,7 @@ def run_child(code: str, *args, crash_at: int | None = None, fail_at: int | None
         env["TURNBACK_CRASH_AT"] = str(crash_at)
     if fail_at is not None:
         env["TURNBACK_FAIL_AT"] = str(fail_at)
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_python(code, *args, env=env, timeout=timeout)
 
 
 def child_json(code: str, *args, **kw):

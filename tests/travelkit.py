@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pychild import run_python
+
 from turnback.cli.main import main
 
 
@@ -113,8 +115,7 @@ print(json.dumps(plan.log))
 
 def child(code: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_python(code, *args, env=env, timeout=timeout)
 
 
 def operations(code: str, work, *args) -> list[str]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from pychild import run_python
 
 import turnback.collect  # noqa: F401  (registers the fsck body check)
 from turnback.store import journal as journal_mod
@@ -136,8 +136,7 @@ def expire_lease(store_path: Path) -> None:
 def run_py(code: str, *, env: dict | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+    return run_python(textwrap.dedent(code), env=full_env, timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 from forkkit import three_turns
+from pychild import run_python
 from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_log
 from travelkit import tree
 
@@ -111,13 +112,10 @@ def _power_cut(code: str, *args, crash_at: int):
     """A child killed at operation `crash_at` as a power cut would: every write and name change no
     fsync made durable is undone first (the seam's lose-unsynced crash model)."""
     import os
-    import subprocess
-    import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
     env.update(TURNBACK_CRASH_AT=str(crash_at), TURNBACK_CRASH_MODEL="lose-unsynced")
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=60)
+    return run_python(code, *args, env=env, timeout=60)
 
 
 @pytest.mark.slow

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pychild import run_python
 from sessionkit import assert_faulted
 
 from turnback.hooks import drain as drain_mod
@@ -148,8 +147,7 @@ def run_child(code: str, *args, crash_at: int | None = None, model: str | None =
         env["TURNBACK_CRASH_AT"] = str(crash_at)
     if model:
         env["TURNBACK_CRASH_MODEL"] = model
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return run_python(code, *args, env=env, timeout=120)
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["new-spool", "existing-spool"])

@@ -1,10 +1,10 @@
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from pychild import run_python
 
 import turnback.collect  # noqa: F401  registers fsck's deep checks: the store fault loops run them too
 from turnback.store.layout import Store
@@ -26,8 +26,7 @@ def run_py(code: str, *, env: dict | None = None, timeout: float = 30.0) -> subp
     """Run a Python snippet in a fresh interpreter (same venv), optionally with fault env vars."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+    return run_python(textwrap.dedent(code), env=full_env, timeout=timeout, cwd=REPO)
 
 
 def tree(root: Path) -> dict:
