@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pychild import run_python
 
 import turnback.collect  # noqa: F401  (registers the fsck body check)
 from turnback.store import journal as journal_mod
@@ -136,6 +135,8 @@ def expire_lease(store_path: Path) -> None:
 def run_py(code: str, *, env: dict | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
     full_env.update(env or {})
+    from pychild import run_python  # here: a child that imports this module has no tests/ on its path
+
     return run_python(textwrap.dedent(code), env=full_env, timeout=timeout, cwd=REPO)
 
 

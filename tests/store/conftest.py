@@ -4,7 +4,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pychild import run_python
 
 import turnback.collect  # noqa: F401  registers fsck's deep checks: the store fault loops run them too
 from turnback.store.layout import Store
@@ -26,6 +25,8 @@ def run_py(code: str, *, env: dict | None = None, timeout: float = 30.0) -> subp
     """Run a Python snippet in a fresh interpreter (same venv), optionally with fault env vars."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
     full_env.update(env or {})
+    from pychild import run_python  # here: a child that imports this module has no tests/ on its path
+
     return run_python(textwrap.dedent(code), env=full_env, timeout=timeout, cwd=REPO)
 
 
