@@ -30,24 +30,39 @@ _roots: set[str] = set()
 SUPPORTED = os.open in os.supports_dir_fd and bool(_NOFOLLOW) and bool(_DIRECTORY)
 
 
+# folder -> its outermost registered root (or None): the store's reads open thousands of files in a
+# few folders, and walking each one's path up again was a fifth of an open's cost
+_root_of_folder: dict[str, str | None] = {}
+
+
 def fence_root(path: str | os.PathLike) -> None:
     """Resolve every later path below `path` from it without following links (idempotent)."""
     if SUPPORTED:
         _roots.add(os.path.normpath(os.path.abspath(os.fspath(path))))
+        _root_of_folder.clear()
 
 
 def root_of(path: str) -> str | None:
     """The outermost registered root above `path`, or None. Outermost, so that a store registered
     inside a workspace is still reached from the workspace root, through no link at all."""
+    folder = os.path.dirname(path)
+    try:
+        return _root_of_folder[folder]
+    except KeyError:
+        pass
     found = None
-    cur = os.path.dirname(path)
+    cur = folder
     while True:
         if cur in _roots:
             found = cur
         parent = os.path.dirname(cur)
         if parent == cur:
-            return found
+            break
         cur = parent
+    if len(_root_of_folder) > 4096:
+        _root_of_folder.clear()
+    _root_of_folder[folder] = found
+    return found
 
 
 def open_parent(path: str | os.PathLike) -> tuple[int | None, str]:
@@ -57,7 +72,8 @@ def open_parent(path: str | os.PathLike) -> tuple[int | None, str]:
     root = root_of(p) if _roots else None
     if root is None:
         return None, p
-    below = os.path.relpath(os.path.dirname(p), root)
+    folder = os.path.dirname(p)  # normalised, and root is one of its ancestors (or itself)
+    below = "." if folder == root else folder[len(root.rstrip(os.sep)) + 1:]
     fd = os.open(root, _DIR_FLAGS)
     try:
         if below != ".":
