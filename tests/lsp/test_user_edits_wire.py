@@ -61,3 +61,30 @@ async def test_user_edit_keep_and_nothing_to_do(ws, servers):
     assert len(tb.epochs) == epochs  # no epoch for nothing
     err = await tb.error("turnback/turn/settle", {})
     assert err.data["code"] == "no-turn-running"
+
+
+async def test_a_watched_new_folder_captures_the_files_in_it(ws, servers):
+    """An editor's watcher may report a new folder and not the file made in it a moment later (the
+    real VS Code suite's new-folder test failed so): the owner captures the folder's files, not
+    those it ignores, as changes on disk between turns."""
+    tb = await servers(ws, "emacs")
+    (ws / ".gitignore").write_text("*.log\n")
+    await _turn(tb, "one", "a.txt", "a1\n")
+    await _turn(tb, "two", "a.txt", "a2\n")
+    (ws / "notes" / "deep").mkdir(parents=True)
+    (ws / "notes" / "todo.md").write_text("- ship it\n")
+    (ws / "notes" / "deep" / "more.md").write_text("more\n")
+    (ws / "notes" / "build.log").write_text("ignored\n")
+    tb.notify(types.WORKSPACE_DID_CHANGE_WATCHED_FILES, types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=tb.uri("notes"), type=types.FileChangeType.Created)]))
+
+    async def flagged():
+        c = await tb.req("turnback/rewind/prepare", {"boundary": {"kind": "afterResponse", "turn": 1}})
+        return {f["path"]: f.get("userEditBy") for f in c["files"] if f["path"] != "a.txt"}
+
+    files = {}
+    for _ in range(50):  # the notification is handled asynchronously
+        files = await flagged()
+        if files:
+            break
+    assert files == {"notes/todo.md": "disk-change", "notes/deep/more.md": "disk-change"}

@@ -38,6 +38,11 @@ RULES_LOST = ("turnback lost the ignore rules of its last sweep, so it cannot te
 _UNLOADED = object()
 
 
+# An editor's report of a new folder captures at most this many of its files at once; a bigger
+# tree is left to the next sweep (the owner's own watcher has marked it).
+WATCHED_FOLDER_FILES = 256
+
+
 @dataclass
 class Captured:
     rel: str
@@ -94,6 +99,36 @@ class Recorder:
         self.book.sync()
         entry = running.files.get(rel) if running else None
         return Captured(rel, image, entry.checkpoint if entry else None, bool(entry)), gaps
+
+    def files_in_folder(self, rel: str, limit: int = WATCHED_FOLDER_FILES) -> list[str] | None:
+        """The files below folder `rel` that capture would record (ignored folders and files
+        skipped, links never followed), at most `limit`; None when rel is no folder. An editor's
+        watcher may report a new folder and not the files made in it a moment later."""
+        root = self.ws.abs_path(rel)
+        if not root.is_dir() or root.is_symlink():
+            return None
+        if self.rules is not None and self.rules.ignored(rel, True):
+            return []
+        out: list[str] = []
+        pending = [(rel, root)]
+        while pending and len(out) < limit:
+            folder_rel, folder = pending.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue  # gone, or unreadable: the next sweep says so
+            for entry in entries:
+                child = f"{folder_rel}/{entry.name}"
+                is_dir = entry.is_dir(follow_symlinks=False)
+                skip = self.rules.ignored(child, is_dir) if self.rules is not None else (
+                    entry.name == ".git" or self.ws.in_store(child))
+                if skip or (not is_dir and self.junk(child)):
+                    continue
+                if is_dir:
+                    pending.append((child, entry.path))
+                elif len(out) < limit:
+                    out.append(child)
+        return out
 
     def _observe(self, rel: str, image: Image, *, phase: str, by: str,
                  mode: int | None = None) -> list[Gap]:

@@ -183,9 +183,12 @@ class TurnsFeature:
         which (`save` or `watch`), so a rewind can say who made a change between turns."""
         if not self.wb.is_owner:
             return
+        recorder = self.wb.recorder
+        if by == "watch":  # a folder the watcher reports: the files in it, which it may not report
+            rels = [f for rel in rels for f in (recorder.files_in_folder(rel) or [rel])]
         with self.book.one_check():
             for rel in rels:
-                self.wb.recorder.capture(rel, phase=phase, by=by)
+                recorder.capture(rel, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
