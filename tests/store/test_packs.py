@@ -251,3 +251,40 @@ def test_a_worker_confirms_an_existing_copy_so_adopt_reads_nothing_back(store, m
     with objects.batch():
         with pytest.raises(DigestCollision):
             objects.stage(b"other bytes")
+
+
+def test_kept_blocks_go_once_no_read_used_them_for_a_while(store, monkeypatch):
+    from turnback.store import packs as packs_mod
+
+    datas = blobs()
+    digests = packed(store, datas)
+    fresh = Store.open(store.path, create=False)
+    assert fresh.objects.get(digests[3]) == datas[3]  # inflates the block, which is kept
+    kept = fresh.objects.packs
+    assert kept._cached > 64 << 10
+    assert kept.drop_cache_if_idle() == 0 and kept._cached  # just read: kept
+    monkeypatch.setattr(packs_mod, "CACHE_IDLE_SECONDS", 0.0)
+    assert kept.drop_cache_if_idle() > 64 << 10
+    assert kept._cached == 0 and not kept._cache
+    assert fresh.objects.get(digests[9]) == datas[9]  # read again, inflated anew
+
+
+def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch):
+    from turnback.lsp.server import TurnbackServer
+    from turnback.store import packs as packs_mod
+    from turnback.workbench import Workbench
+
+    wb = Workbench.open(tmp_path)
+    try:
+        datas = blobs()
+        digests = packed(wb.store, datas)
+        wb.store.objects.packs.drop_cache()
+        assert wb.store.objects.get(digests[1]) == datas[1]
+        server = TurnbackServer()
+        server.wb = wb
+        assert server.give_back_idle_memory() == 0  # read just now
+        monkeypatch.setattr(packs_mod, "CACHE_IDLE_SECONDS", 0.0)
+        assert server.give_back_idle_memory() > 64 << 10
+        assert wb.store.objects.packs._cached == 0
+    finally:
+        wb.close()

@@ -27,6 +27,7 @@ from .packformat import (BLOCK, DELTA, DIGEST, NONE, PACK_HEADER, PACK_MAGIC, RA
 
 SMALL_PACK = 4096  # packs with fewer objects are looked up through one shared dict
 CACHE_BYTES = 16 << 20  # inflated blocks kept for the next read: a restore reads neighbours
+CACHE_IDLE_SECONDS = 10.0  # kept blocks unread this long go (an owner waiting for the next turn)
 _RACY_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime tick
 
 
@@ -81,6 +82,7 @@ class PackSet:
         self._lock = threading.RLock()
         self._cache: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._cached = 0
+        self._used = 0.0  # monotonic time of the last read through the cache
 
     # -------------------------------------------------------------- the folder
     def refresh(self, *, force: bool = False, racy: bool = True) -> bool:
@@ -142,6 +144,18 @@ class PackSet:
         with self._lock:
             self._cache.clear()
             self._cached = 0
+
+    def drop_cache_if_idle(self, idle: float | None = None) -> int:
+        """Forget the kept blocks when none was read for `idle` seconds; the bytes given back. For
+        an owner's lease timer: each big buffer goes back to the system as it is freed."""
+        with self._lock:
+            idle = CACHE_IDLE_SECONDS if idle is None else idle
+            if not self._cache or time.monotonic() - self._used < idle:
+                return 0
+            dropped, self._cache = self._cache, OrderedDict()
+            freed, self._cached = self._cached, 0
+        dropped.clear()  # here, outside the lock
+        return freed
 
     def added(self, name: str) -> None:
         """This process just published pack `name`: load it now (a lookup must find it)."""
@@ -229,6 +243,7 @@ class PackSet:
     def _segment(self, pack: Pack, i: int, seg: Segment) -> bytes:
         key = (pack.name, pack.doc.segment_of(i))
         with self._lock:
+            self._used = time.monotonic()
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
