@@ -38,9 +38,10 @@ RULES_LOST = ("turnback lost the ignore rules of its last sweep, so it cannot te
 _UNLOADED = object()
 
 
-# An editor's report of a new folder captures at most this many of its files at once; a bigger
-# tree is left to the next sweep (the owner's own watcher has marked it).
-WATCHED_FOLDER_FILES = 256
+# An editor's report of a new folder captures at most this many of its files at once (a capture
+# never yields: 32 of them hold the loop a few ms); a bigger tree is left to the next sweep, which
+# the owner's own watcher has marked, and which a turn's begin runs at the latest.
+WATCHED_FOLDER_FILES = 32
 
 
 @dataclass
@@ -104,6 +105,8 @@ class Recorder:
         """The files below folder `rel` that capture would record (ignored folders and files
         skipped, links never followed), at most `limit`; None when rel is no folder. An editor's
         watcher may report a new folder and not the files made in it a moment later."""
+        if rel in ("", "."):
+            return None  # the workspace itself is a sweep's, never a capture's
         root = self.ws.abs_path(rel)
         if not root.is_dir() or root.is_symlink():
             return None
