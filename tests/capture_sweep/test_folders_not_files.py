@@ -25,3 +25,34 @@ def test_a_file_turned_into_a_folder_is_still_a_gap(agent):
     (a.root / "notes").mkdir()
     a.wb.turns.capture_rels(["notes"], by="watch")
     assert [g["reason"] for g in a.wb.live_gaps()] == ["not-a-file"]
+
+
+def test_a_watched_new_folder_brings_its_files_a_bounded_number_at_once(agent):
+    """The files in a folder a watcher reports are captured with it, up to a bound (a capture
+    never yields); the rest wait for the next sweep, which a turn's begin runs."""
+    from turnback.capture.recorder import WATCHED_FOLDER_FILES
+
+    a = agent()
+    a.turn("one", {"a.txt": "1\n"})
+    big = a.root / "big" / "inner"
+    big.mkdir(parents=True)
+    many = WATCHED_FOLDER_FILES + 8
+    for i in range(many):
+        (big / f"f{i:03}.txt").write_text(f"{i}\n")
+    a.wb.turns.capture_rels(["big"], by="watch")
+    known = [rel for rel in a.wb.state.known if rel.startswith("big/") and not rel.endswith("/")]
+    assert len(known) == WATCHED_FOLDER_FILES
+    a.begin("two")
+    known = [rel for rel in a.wb.state.known if rel.startswith("big/") and not rel.endswith("/")]
+    assert len(known) == many
+
+
+def test_a_file_turned_into_a_folder_with_files_is_still_a_gap(agent):
+    a = agent()
+    a.turn("write", {"notes": "n\n"})
+    (a.root / "notes").unlink()
+    (a.root / "notes").mkdir()
+    (a.root / "notes" / "todo.md").write_text("t\n")
+    a.wb.turns.capture_rels(["notes"], by="watch")
+    assert [g["reason"] for g in a.wb.live_gaps()] == ["not-a-file"]
+    assert "notes/todo.md" in a.wb.state.known

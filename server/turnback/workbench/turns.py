@@ -184,8 +184,9 @@ class TurnsFeature:
         if not self.wb.is_owner:
             return
         recorder = self.wb.recorder
-        if by == "watch":  # a folder the watcher reports: the files in it, which it may not report
-            rels = [f for rel in rels for f in (recorder.files_in_folder(rel) or [rel])]
+        if by == "watch":  # a folder the watcher reports: itself (a file that became a folder is a
+            # gap) and the files in it, which the watcher may not report
+            rels = [f for rel in rels for f in [rel, *(recorder.files_in_folder(rel) or ())]]
         with self.book.one_check():
             for rel in rels:
                 recorder.capture(rel, phase=phase, by=by)
