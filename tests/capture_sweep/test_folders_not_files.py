@@ -56,3 +56,18 @@ def test_a_file_turned_into_a_folder_with_files_is_still_a_gap(agent):
     a.wb.turns.capture_rels(["notes"], by="watch")
     assert [g["reason"] for g in a.wb.live_gaps()] == ["not-a-file"]
     assert "notes/todo.md" in a.wb.state.known
+
+
+def test_a_watched_folder_reached_through_a_link_is_not_walked(agent, tmp_path):
+    """A folder whose path goes through a symbolic link (here to a folder outside the workspace)
+    is never listed: nothing outside is read or recorded."""
+    a = agent()
+    a.turn("one", {"a.txt": "1\n"})
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "secret.txt").write_text("s\n")
+    (a.root / "linked").symlink_to(outside, target_is_directory=True)
+    assert a.wb.recorder.files_in_folder("linked/sub") is None
+    assert a.wb.recorder.files_in_folder("linked") is None
+    a.wb.turns.capture_rels(["linked/sub", "linked"], by="watch")
+    assert not [rel for rel in a.wb.state.known if rel.startswith("linked")]

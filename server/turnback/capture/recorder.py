@@ -15,6 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..errors import TurnbackError
 from ..model.gaps import Gap
 from ..model.images import ABSENT, FOLDER, UNKNOWN, Image, folder_key, folder_path, is_folder_key
 from ..store import waiting
@@ -107,8 +108,12 @@ class Recorder:
         watcher may report a new folder and not the files made in it a moment later."""
         if rel in ("", "."):
             return None  # the workspace itself is a sweep's, never a capture's
+        try:
+            self.ws.check_components(rel)  # no link on the way, the folder itself included
+        except (OSError, TurnbackError):
+            return None  # its capture says why (a gap), as for any path through a link
         root = self.ws.abs_path(rel)
-        if not root.is_dir() or root.is_symlink():
+        if not root.is_dir():
             return None
         if self.rules is not None and self.rules.ignored(rel, True):
             return []
