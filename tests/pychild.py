@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 # The parent: imports what the children's code imports, then forks one child per request line
 # (JSON on fd argv[1]); answers on fd argv[2] with the child's pid, then its exit status. The child
@@ -94,8 +95,6 @@ class _Parent:
         self.pending = b""
 
     def _reply(self, deadline: float | None) -> dict | None:
-        import time
-
         while b"\n" not in self.pending:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self.rep_r], [], [], wait)
@@ -109,8 +108,6 @@ class _Parent:
         return json.loads(line)
 
     def run(self, code: str, args: list[str], env: dict, cwd: str, timeout: float | None):
-        import time
-
         with tempfile.TemporaryDirectory(prefix="tb-child-") as tmp:
             out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
             for path in (out, err):

@@ -39,3 +39,12 @@ def test_a_child_past_its_timeout_is_killed():
     with pytest.raises(subprocess.TimeoutExpired):
         run_python("import time; time.sleep(30)", timeout=0.5)
     assert run_python("print('next')").stdout == "next\n"  # the parent serves on
+
+
+def test_a_child_is_forked_from_the_workers_turnback_parent(monkeypatch):
+    """Not a `python -c` of the worker's own (the fallback): its parent is the forking process,
+    which had imported turnback before the child's code ran."""
+    monkeypatch.delenv("TURNBACK_TEST_FRESH_CHILDREN", raising=False)
+    code = "import os, sys; print(os.getppid(), 'turnback.workbench' in sys.modules)"
+    parent, imported = run_python(code).stdout.split()
+    assert int(parent) != os.getpid() and imported == "True"
