@@ -10,7 +10,7 @@ PYTHONDONTWRITEBYTECODE=1, so every start compiles turnback's modules) and cache
 The breakdown: the same requests from a warm client (no process start: the owner's handling plus one
 round trip), and the fast path's imports (`python -X importtime`, turnback's modules and the rest).
 The owner's RSS is taken right after the turns and, at the small and full scales, again 22 s later
-(the owner waiting for the next turn).
+(the owner waiting for the next turn, once its lease timer has given the idle pack cache back).
 Checks: every command exits 0, each begin's sweep read the watcher's dirty set (no walk), and the
 session records every turn.
 
@@ -32,7 +32,7 @@ from .live import _envs, _turnback, start_owner, stop_owner
 from .runner import percentile
 
 SEED = "fastpath"
-IDLE_SECONDS = 22.0  # past two lease renewals (every 10 s): what an owner keeps while it waits
+IDLE_SECONDS = 22.0  # past a lease renewal (every 10 s) after the pack cache's 10 s of idleness
 
 
 def _run(argv, env, cwd) -> tuple[float, int]:
@@ -82,7 +82,7 @@ def run(ctx) -> None:
             results[n] = _measure(ctx, client, root, envs, rounds)
             results[n]["rss"] = _rss(started.get("pid"))
             idle = ctx.pick(0, IDLE_SECONDS, IDLE_SECONDS)
-            if idle:  # the owner waiting for the next turn
+            if idle:  # the owner waiting for the next turn: its lease timer gives memory back
                 time.sleep(idle)
                 results[n]["rss-idle"] = _rss(started.get("pid"))
             results[n]["first"] = first_s
