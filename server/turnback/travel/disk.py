@@ -225,8 +225,9 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
                     raise
                 # Only what this pass was to make durable is in doubt: the temp files (never put
                 # in place now) and the chmods. The removals are the final folder syncs' to prove.
+                written = {rel for rel, _tmp, _final in temps}
                 for p in batch:
-                    if p.bits_only or any(rel == p.rel for rel, _tmp, _final in temps):
+                    if p.bits_only or p.rel in written:
                         errors.setdefault(p.rel, f"{type(exc).__name__}: {exc}")
                 for _rel, tmp, _final in temps:
                     fsio.discard(tmp)
