@@ -221,6 +221,40 @@ def test_the_watch_limit_makes_every_sweep_full(root, live):
     assert lv.watcher.info()["reason"] == "watch-limit"
 
 
+def test_wait_ready_waits_for_a_first_walk_the_watch_limit_cut_short(root, monkeypatch):
+    """The limit makes the watcher unhealthy inside its first walk, before the walk is over:
+    `wait_ready` must still wait for that walk's end (it returned False at once, a CI flake)."""
+    import threading
+
+    limit_hit, gate = threading.Event(), threading.Event()
+    real = Watcher._watch_tree
+
+    def walk_then_hold(self, top, *a, **kw):
+        out = real(self, top, *a, **kw)
+        if threading.current_thread() is self._thread and top == "":
+            limit_hit.set()
+            gate.wait(30)  # the first walk is not over until the test says so
+        return out
+    monkeypatch.setattr(Watcher, "_watch_tree", walk_then_hold)
+    wb = Workbench.open(root)
+    w = Watcher(wb.ws, IgnoreRules(wb.ws), max_watches=1)
+    try:
+        assert w.start()
+        assert limit_hit.wait(30) and not w.healthy  # unhealthy while its first walk goes on
+        answer = []
+        waiter = threading.Thread(target=lambda: answer.append(w.wait_ready(timeout=30)))
+        waiter.start()
+        waiter.join(0.5)  # bounds how long the old bug has to show; the answer does not depend on it
+        gate.set()
+        waiter.join(30)
+        assert answer == [True]
+        assert w.info()["reason"] == "watch-limit"
+    finally:
+        gate.set()
+        w.close()
+        wb.close()
+
+
 def test_a_dead_watcher_thread_makes_every_sweep_full(root, live):
     lv = live()
     lv.turn("learn")

@@ -68,6 +68,7 @@ class Watcher:
         self._missed: str | None = "started"   # a full sweep is owed, and why
         self._permanent: str | None = None      # a condition no sweep can clear
         self._ready = False
+        self._first_walk_over = threading.Event()  # set once the first walk ended, however it ended
         self._wd: dict[int, str] = {}           # watch descriptor -> folder (relative, "" = root)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -128,12 +129,15 @@ class Watcher:
         return self._permanent is None and self._thread is not None and self._thread.is_alive()
 
     def wait_ready(self, timeout: float = 30.0) -> bool:
-        """For tests and the bench: block until the initial watches are in place."""
-        end = threading.Event()
-        for _ in range(int(timeout / 0.01)):
-            if self._ready or not self.healthy:
-                return self._ready
-            end.wait(0.01)
+        """For tests and the bench: block until the first walk is over, and say whether the initial
+        watches are in place. A watch limit hit during that walk makes the watcher unhealthy before
+        the walk ends: waiting on health alone returned early, before `_ready` was set."""
+        if self._thread is None:
+            return False
+        deadline = time.monotonic() + timeout
+        while not self._first_walk_over.wait(0.05):
+            if not self._thread.is_alive() or time.monotonic() >= deadline:
+                break
         return self._ready
 
     def info(self) -> dict:
@@ -190,9 +194,12 @@ class Watcher:
         import select
 
         try:
-            with self._reading:
-                self._watch_tree("")
-                self._ready = True
+            try:
+                with self._reading:
+                    self._watch_tree("")
+                    self._ready = True
+            finally:
+                self._first_walk_over.set()
             poller = select.poll()
             poller.register(self._inotify.fileno(), select.POLLIN)
             poller.register(self._wake_r, select.POLLIN)
