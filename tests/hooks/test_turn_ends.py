@@ -6,7 +6,6 @@ stray events open no turn."""
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 
 import pytest

@@ -41,8 +41,8 @@ from pathlib import Path
 import psutil
 
 from ..errors import CorruptStore, InvalidParams, NotOwner
-from . import fsio, locks
-from .records import read_record, write_record
+from . import anchored, fsio, locks
+from .records import decode_record, read_record, write_record
 
 LEASE_FILE, LEASE_LOCK = "lease.cbor", "lease.lock"
 PID_FILE, PID_LOCK = "pid.lock", "pid.flock"
@@ -168,6 +168,42 @@ def _read(path: Path, kind: str) -> dict | None:
     return read_record(path, kind, missing_ok=True)
 
 
+RACY_SECONDS = 0.05  # a record modified this close to its read may change again unseen by stat
+
+
+def _stat_key(path: Path) -> tuple | None:
+    """What identifies one version of a record file, without following a link; None if absent."""
+    try:
+        with anchored.at(path) as (at, name):
+            st = os.stat(name, dir_fd=at, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _read_with_key(path: Path) -> tuple[tuple | None, dict | None]:
+    """The lease record, and the stat key under which a later check may trust it unread. Records
+    are replaced whole (temp and rename: a new inode); the key is None (always read again) when
+    the file changed within RACY_SECONDS of this read, as git does for its index: the kernel's
+    timestamps are coarse, and a write in the same tick would leave the stat as it was."""
+    try:
+        fd = fsio.open_read(path)
+    except FileNotFoundError:
+        return None, None
+    try:
+        st = os.fstat(fd)
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    rec = decode_record(b"".join(chunks), path=str(path), kind="lease")
+    racy = st.st_mtime_ns >= time.time_ns() - int(RACY_SECONDS * 1e9) \
+        or st.st_ctime_ns >= time.time_ns() - int(RACY_SECONDS * 1e9)
+    key = None if racy else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return key, rec
+
+
 def _owner(rec: dict) -> dict:
     return {"id": rec.get("id"), "pid": rec.get("pid"), "host": rec.get("host")}
 
@@ -198,6 +234,8 @@ class Lease(_Anchored):
         self.clock = clock
         self.pid = os.getpid()
         self.host = _host()
+        self._seen_key: tuple | None = None  # the record the last check read, by its stat...
+        self._seen_rec: dict | None = None   # ...and what it said (ours, at that moment)
         self._anchor_store()
 
     @property
@@ -254,17 +292,25 @@ class Lease(_Anchored):
             raise self._refuse(rec, "the lease was released")
 
     def check(self) -> None:
-        """Cheap fencing check before a mutation: re-read the record; NotOwner if it is not ours now."""
+        """Cheap fencing check before a mutation: NotOwner if the record is not ours now. The
+        record is read again unless it is provably the one the last check read and found ours
+        (`_unchanged`): a stat instead of an open, a read and a decode, on every request."""
         self._check_anchors()
         try:
-            rec = _read(self.path, "lease")
+            key = _stat_key(self.path)
+            if key is not None and key == self._seen_key:
+                rec = self._seen_rec
+            else:
+                key, rec = _read_with_key(self.path)
         except CorruptStore:
-            rec = None
+            key, rec = None, None
         except OSError as exc:
             raise _unreachable(self, exc) from None
+        self._seen_key, self._seen_rec = None, None
         self._still_ours(rec)
         if rec["expires"] <= self.clock():
             raise self._refuse(rec, "the lease expired")
+        self._seen_key, self._seen_rec = key, rec
 
     @contextlib.contextmanager
     def fenced(self) -> Iterator[None]:
