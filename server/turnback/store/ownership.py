@@ -234,8 +234,8 @@ class Lease(_Anchored):
         self.clock = clock
         self.pid = os.getpid()
         self.host = _host()
-        self._seen_key: tuple | None = None  # the record the last check read, by its stat...
-        self._seen_rec: dict | None = None   # ...and what it said (ours, at that moment)
+        # The record the last check read, by its stat, and what it said (ours, at that moment).
+        self._seen: tuple[tuple | None, dict | None] = (None, None)
         self._anchor_store()
 
     @property
@@ -298,19 +298,20 @@ class Lease(_Anchored):
         self._check_anchors()
         try:
             key = _stat_key(self.path)
-            if key is not None and key == self._seen_key:
-                rec = self._seen_rec
+            seen_key, seen_rec = self._seen  # one tuple: a watchdog thread may check at once
+            if key is not None and key == seen_key:
+                rec = seen_rec
             else:
                 key, rec = _read_with_key(self.path)
         except CorruptStore:
             key, rec = None, None
         except OSError as exc:
             raise _unreachable(self, exc) from None
-        self._seen_key, self._seen_rec = None, None
+        self._seen = (None, None)
         self._still_ours(rec)
         if rec["expires"] <= self.clock():
             raise self._refuse(rec, "the lease expired")
-        self._seen_key, self._seen_rec = key, rec
+        self._seen = (key, rec)
 
     @contextlib.contextmanager
     def fenced(self) -> Iterator[None]:
