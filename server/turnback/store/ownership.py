@@ -294,7 +294,7 @@ class Lease(_Anchored):
     def check(self) -> None:
         """Cheap fencing check before a mutation: NotOwner if the record is not ours now. The
         record is read again unless it is provably the one the last check read and found ours
-        (`_unchanged`): a stat instead of an open, a read and a decode, on every request."""
+        (`_read_with_key`): a stat instead of an open, a read and a decode, on every request."""
         self._check_anchors()
         try:
             key = _stat_key(self.path)
