@@ -24,14 +24,14 @@ def _count_reads(monkeypatch) -> list:
     return opened
 
 
-def _settle_timestamps(store, monkeypatch):
+def _settle_timestamps(monkeypatch):
     """Make the freshly written record count as old: the racy window is what the test is not about."""
     monkeypatch.setattr(ownership, "RACY_SECONDS", 0.0)
 
 
 def test_an_unchanged_record_is_checked_by_its_stat_alone(store, monkeypatch):
     a = Lease.acquire(store.path, ttl=3600)
-    _settle_timestamps(store, monkeypatch)
+    _settle_timestamps(monkeypatch)
     reads = _count_reads(monkeypatch)
     a.check()
     assert len(reads) == 1  # the first check reads the record
@@ -42,7 +42,7 @@ def test_an_unchanged_record_is_checked_by_its_stat_alone(store, monkeypatch):
 
 def test_a_takeover_after_a_trusted_check_is_caught(store, monkeypatch):
     a = Lease.acquire(store.path, ttl=3600)
-    _settle_timestamps(store, monkeypatch)
+    _settle_timestamps(monkeypatch)
     a.check()
     a.check()
     takeover(store.path, "heads", confirm=True, ttl=3600)
@@ -52,7 +52,7 @@ def test_a_takeover_after_a_trusted_check_is_caught(store, monkeypatch):
 
 def test_a_renewal_is_read_once_then_trusted(store, monkeypatch):
     a = Lease.acquire(store.path, ttl=3600)
-    _settle_timestamps(store, monkeypatch)
+    _settle_timestamps(monkeypatch)
     a.check()
     a.renew()
     reads = _count_reads(monkeypatch)
@@ -74,7 +74,7 @@ def test_a_record_rewritten_in_place_within_the_racy_window_is_read_again(store,
 
 def test_a_removed_or_linked_record_is_refused_after_a_trusted_check(store, monkeypatch, tmp_path):
     a = Lease.acquire(store.path, ttl=3600)
-    _settle_timestamps(store, monkeypatch)
+    _settle_timestamps(monkeypatch)
     a.check()
     saved = store.lease_path.read_bytes()
     os.remove(store.lease_path)
@@ -90,7 +90,7 @@ def test_a_removed_or_linked_record_is_refused_after_a_trusted_check(store, monk
 def test_an_expired_lease_is_refused_though_its_record_is_unchanged(store, monkeypatch):
     now = [1000.0]
     a = Lease.acquire(store.path, ttl=30, clock=lambda: now[0])
-    _settle_timestamps(store, monkeypatch)
+    _settle_timestamps(monkeypatch)
     a.check()
     a.check()
     now[0] += 31

@@ -591,15 +591,21 @@ def open_read(path: StrPath) -> int:
 
 
 def read_file(path: StrPath) -> bytes:
+    return read_file_and_stat(path)[0]
+
+
+def read_file_and_stat(path: StrPath) -> tuple[bytes, os.stat_result]:
+    """`read_file`, with the stat of the very file read (taken on its descriptor)."""
     fd = open_read(path)
     try:
+        st = os.fstat(fd)
         chunks = []
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
                 break
             chunks.append(b)
-        return b"".join(chunks)
+        return b"".join(chunks), st
     finally:
         os.close(fd)
 

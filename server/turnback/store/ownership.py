@@ -178,6 +178,10 @@ def _stat_key(path: Path) -> tuple | None:
             st = os.stat(name, dir_fd=at, follow_symlinks=False)
     except FileNotFoundError:
         return None
+    return _key_of(st)
+
+
+def _key_of(st: os.stat_result) -> tuple:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
@@ -187,20 +191,13 @@ def _read_with_key(path: Path) -> tuple[tuple | None, dict | None]:
     the file changed within RACY_SECONDS of this read, as git does for its index: the kernel's
     timestamps are coarse, and a write in the same tick would leave the stat as it was."""
     try:
-        fd = fsio.open_read(path)
+        data, st = fsio.read_file_and_stat(path)
     except FileNotFoundError:
         return None, None
-    try:
-        st = os.fstat(fd)
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    rec = decode_record(b"".join(chunks), path=str(path), kind="lease")
-    racy = st.st_mtime_ns >= time.time_ns() - int(RACY_SECONDS * 1e9) \
-        or st.st_ctime_ns >= time.time_ns() - int(RACY_SECONDS * 1e9)
-    key = None if racy else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    rec = decode_record(data, path=str(path), kind="lease")
+    fresh_since = time.time_ns() - int(RACY_SECONDS * 1e9)
+    racy = max(st.st_mtime_ns, st.st_ctime_ns) >= fresh_since
+    key = None if racy else _key_of(st)
     return key, rec
 
 
