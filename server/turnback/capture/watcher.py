@@ -134,10 +134,7 @@ class Watcher:
         the walk ends: waiting on health alone returned early, before `_ready` was set."""
         if self._thread is None:
             return False
-        deadline = time.monotonic() + timeout
-        while not self._first_walk_over.wait(0.05):
-            if not self._thread.is_alive() or time.monotonic() >= deadline:
-                break
+        self._first_walk_over.wait(timeout)  # set in a finally: a thread that died set it too
         return self._ready
 
     def info(self) -> dict:
