@@ -396,8 +396,11 @@ class Workbench:
         result = yield from self.store.objects.iter_batch(walk)
         self._verified_at = removals
         full = plan is None or plan.full  # a full walk read every rule file that decides anything
-        changed = yield from self.recorder.iter_apply_sweep(result,
-                                                            self.rules.snapshot() if full else None)
+        # A sweep is always a prelude (to a turn's begin, a settle, a fork's first state): its
+        # journal sync finishes its own records if cut off, but does not make the caller's steps
+        # binding before the caller's own change.
+        changed = yield from waiting.unbound_steps(self.recorder.iter_apply_sweep(
+            result, self.rules.snapshot() if full else None))
         if result.walked >= 10_000:
             # A big sweep's tables: not kept resident in a live owner. Freeing them and trimming
             # the heap take tens of ms at 20,000 files: a helper thread does both (the loop's

@@ -28,7 +28,7 @@ import uuid
 from ..errors import InvalidParams, TurnbackError
 from ..model.gaps import Gap
 from ..model.images import ABSENT, FOLDER, is_digest, is_folder_key
-from ..store import lineage, waiting
+from ..store import lineage
 from ..travel import fork as plan_fork
 from ..travel import transaction
 from ..travel import worktree as wt
@@ -283,8 +283,8 @@ class ForkFeature:
             state.session_id = child_id
             child.book.publish(state=state)
             # The checkout as git made it: the child's first state (its sync binds the sweep, not
-            # the fork, which a cancel still abandons until its first file).
-            yield from waiting.unbound_steps(child.sweep_job())
+            # the fork, which a cancel still abandons until its first file: workbench/core.sweep_job).
+            yield from child.sweep_job()
             if child.book.dirty:
                 child.book.publish()
             skip = [g["path"] for g in gaps]  # uninitialised submodules stay empty
