@@ -180,3 +180,30 @@ def test_nested_batch_joins_outer(store):
             d = store.objects.put(b"inner")
         assert not store.objects.path(d).exists()
     assert store.objects.get(d) == b"inner"
+
+
+def test_a_big_single_write_gives_its_pages_back_once_durable(store, monkeypatch):
+    """A save's 1 MiB image is cold once synced: its pages go back to the kernel (after the fsync,
+    never before it), a small object's stay cached, and the bytes read back the same."""
+    calls, real_fsync = [], os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(("fsync", fd)), real_fsync(fd))[1])
+    monkeypatch.setattr(os, "posix_fadvise",
+                        lambda fd, off, n, advice: calls.append(("advise", fd, off, n, advice)))
+    big = os.urandom(1 << 20)
+    digest = store.objects.put(big)
+    advised = [c for c in calls if c[0] == "advise"]
+    assert [c[2:] for c in advised] == [(0, 0, os.POSIX_FADV_DONTNEED)]
+    fd = advised[0][1]
+    assert calls.index(("fsync", fd)) < calls.index(advised[0])  # durable first
+    assert store.objects.get(digest) == big
+    calls.clear()
+    store.objects.put(b"small and likely read back")
+    assert not [c for c in calls if c[0] == "advise"]
+
+
+def test_advice_the_system_refuses_changes_nothing(store, monkeypatch):
+    def refuse(*_a):
+        raise OSError(22, "Invalid argument")
+    monkeypatch.setattr(os, "posix_fadvise", refuse)
+    big = os.urandom(256 << 10)
+    assert store.objects.get(store.objects.put(big)) == big

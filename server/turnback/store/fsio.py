@@ -202,6 +202,20 @@ def fsync(fd_or_file) -> None:
     os.fsync(fd)
 
 
+def drop_cached(fd: int) -> None:
+    """Give a synced file's pages back to the kernel (advice: a failure changes nothing).
+
+    A big object just written is cold: what reads it again (a restore, the repack) is rare and
+    not waiting. Kept in the page cache, it pushes out what the user's own programs read; and the
+    next write must find new pages, where a page just given back is reused at once. Measured on
+    this project's VM: 1 MiB written into new pages 2.9 ms, into pages given back 0.13 ms, the
+    advice itself 0.02 ms (docs/performance.md, "capture on save")."""
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except (OSError, AttributeError):  # not every system takes the advice
+        pass
+
+
 def fsync_dir(path: StrPath) -> None:
     """Make the names in a folder durable (new, renamed and removed entries)."""
     _tick("fsync_dir", path)
@@ -358,12 +372,12 @@ def _write_all(fd: int, data: bytes | Iterable[bytes]) -> None:
 
 
 def write_atomic(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o600,
-                 sync: bool = True) -> None:
+                 sync: bool = True, drop_cache: bool = False) -> None:
     """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix.
 
     Temp file in the same folder, write, fsync, rename over the target, fsync the folder. With
     sync=False the two fsyncs are skipped (the caller batches durability). The temp file is removed
-    if anything fails before the rename.
+    if anything fails before the rename. `drop_cache` (with sync): see `drop_cached`.
     """
     tmp = temp_path(path)
     fd = create(tmp, mode)
@@ -372,6 +386,8 @@ def write_atomic(path: StrPath, data: bytes | Iterable[bytes], *, mode: int = 0o
             _write_all(fd, data)
             if sync:
                 fsync(fd)
+                if drop_cache:
+                    drop_cached(fd)
         finally:
             os.close(fd)
         rename(tmp, path)

@@ -39,6 +39,9 @@ PACK_AFTER_BYTES = 1 << 20
 # A single write outside a batch (a capture on save) up to this size is stored raw: zstd would be
 # most of its latency (2.5 to 4 ms a MiB here), and the collector packs and compresses it later.
 RAW_LOOSE_MAX = 1 << 20
+# A single write at least this big gives its pages back once durable; smaller ones stay cached
+# (a save of unchanged bytes reads the object back to confirm it, and their pages cost little).
+DROP_CACHED_FROM = 64 << 10
 
 
 class _Batch:
@@ -136,8 +139,8 @@ class ObjectStore:
             raw = b is None and self.pack and len(data) <= RAW_LOOSE_MAX \
                 and not envelope.is_envelope(data)
             stored = data if raw else self.encode(data)
-        if b is None:
-            fsio.write_atomic(final, stored)
+        if b is None:  # a big image's pages go back once durable (fsio.drop_cached)
+            fsio.write_atomic(final, stored, drop_cache=len(stored) >= DROP_CACHED_FROM)
         else:
             b.pending[digest] = (loose.write_temp(final, stored), len(data))
         return digest
