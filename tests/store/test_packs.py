@@ -288,3 +288,52 @@ def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch)
         assert wb.store.objects.packs._cached == 0
     finally:
         wb.close()
+
+
+def _inflations(monkeypatch):
+    import threading
+
+    from turnback.store import packs as packs_mod
+
+    seen, real = [], packs_mod.inflate
+
+    def recorded(*a, **kw):
+        seen.append(threading.current_thread())
+        return real(*a, **kw)
+    monkeypatch.setattr(packs_mod, "inflate", recorded)
+    return seen
+
+
+def test_warming_inflates_a_packed_objects_block_off_the_jobs_thread(store, monkeypatch):
+    """The collector reads bodies on the loop: the block a read would inflate is inflated first on
+    a helper thread, in slices, and the read then inflates nothing."""
+    import threading
+
+    datas = blobs()
+    digests = packed(store, datas)
+    fresh = Store.open(store.path, create=False)
+    seen = _inflations(monkeypatch)
+    steps = list(fresh.objects.iter_warm(digests[5]))
+    assert seen and threading.main_thread() not in seen  # inflated, on another thread
+    assert all(s is None for s in steps)
+    seen.clear()
+    assert fresh.objects.get(digests[5]) == datas[5]
+    assert seen == []  # the read found the block warm
+    assert list(fresh.objects.iter_warm(digests[6])) == [] and seen == []  # warm: no step at all
+
+
+def test_warming_follows_a_delta_to_its_base_and_skips_what_is_not_packed(store, monkeypatch):
+    import threading
+
+    versions = [(SOURCE * 40 + "".join(f"# edit {j}\n" for j in range(i))).encode()
+                for i in range(4)]  # each above the smallest block a read keeps
+    digests = _delta_pack(store, versions)
+    fresh = Store.open(store.path, create=False)
+    seen = _inflations(monkeypatch)
+    list(fresh.objects.iter_warm(digests[0]))  # a delta: its base's block is what inflates
+    warmed = len(seen)
+    assert warmed >= 1 and threading.main_thread() not in seen
+    assert fresh.objects.get(digests[0]) == versions[0] and len(seen) == warmed
+    loose_one = fresh.objects.put(b"a loose object")
+    assert list(fresh.objects.iter_warm(loose_one)) == []
+    assert list(fresh.objects.iter_warm("not a digest")) == []

@@ -447,6 +447,7 @@ class Collector:
             self.progress = {"done": len(self.marked_bodies), "total": len(self.marked_bodies)
                              + len(self.to_mark) + 1}
             what = "reference list" if origin == LIST else "body"
+            yield from self.store.objects.iter_warm(digest)  # its pack block inflated off the loop
             try:
                 refs = self._read_marks(digest, origin)
             except FileNotFoundError:

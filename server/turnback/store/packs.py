@@ -240,6 +240,29 @@ class PackSet:
             raise PackDamage("its bytes in the pack do not match its digest", pack)
         return data
 
+    def cold_blocks(self, pack: Pack, i: int) -> list[tuple[int, Segment]]:
+        """The big solid blocks a read of entry `i` would inflate (its own, its delta bases'),
+        that the block cache does not hold: what `warm` inflates off the caller's thread."""
+        cold, depth = [], 0
+        try:
+            while depth <= delta.MAX_CHAIN:
+                seg, _start, _size, base = pack.doc.entry(i)
+                if seg.kind != DELTA:
+                    if seg.kind == BLOCK and seg.raw > 64 << 10:
+                        with self._lock:
+                            if (pack.name, pack.doc.segment_of(i)) not in self._cache:
+                                cold.append((i, seg))
+                    break
+                i, depth = base, depth + 1
+        except PackFormatError:
+            return []  # the read itself will name the damage
+        return cold
+
+    def warm(self, pack: Pack, blocks: list[tuple[int, Segment]]) -> None:
+        """Inflate these blocks into the cache (thread-safe; zstd lets go of the interpreter)."""
+        for i, seg in blocks:
+            self._segment(pack, i, seg)
+
     def _segment(self, pack: Pack, i: int, seg: Segment) -> bytes:
         key = (pack.name, pack.doc.segment_of(i))
         with self._lock:
