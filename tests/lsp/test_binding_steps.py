@@ -69,26 +69,34 @@ def test_settle_waits_bound_from_its_record_on(agent):
     assert all(v is waiting.BOUND for v in values[first:])
 
 
-def test_a_settle_sweep_whose_sync_takes_steps_stays_cancellable_until_the_settle(agent):
-    """The settle sweep finds a shell's change and syncs its capture record in slices: those waits
-    bind the sweep's own record (finished if cut off), not the settle, which has changed nothing
-    yet. Run as one more step each, they must not reach the caller as BOUND."""
+def _settle_over_a_slow_sweep_sync(agent, events: list):
+    """A running turn whose file a shell changed, and its settle job, whose sweep syncs the capture
+    record in three slices (a busy disk); `events` hears the turn's state as the sync starts, then
+    "finished"."""
     a = agent()
     n = a.begin("a turn")
     a.write("a.txt", "changed behind our back")
     book = a.wb.book
-    syncs = []
 
     def slow_sync(real=book.iter_sync):
         def job():
-            syncs.append(a.wb.state.turns[-1].state)
+            events.append(a.wb.state.turns[-1].state)
             for _ in range(3):
-                yield None  # a busy disk: the fsync waited for in slices
+                yield None
             yield from real()
+            events.append("finished")
         return job()
 
     book.iter_sync = slow_sync
-    job = a.wb.turns.settle_job({"turn": n})
+    return a, a.wb.turns.settle_job({"turn": n})
+
+
+def test_a_settle_sweep_whose_sync_takes_steps_stays_cancellable_until_the_settle(agent):
+    """The settle sweep finds a shell's change and syncs its capture record in slices: those waits
+    bind the sweep's own record (finished if cut off), not the settle, which has changed nothing
+    yet. Run as one more step each, they must not reach the caller as BOUND."""
+    events: list = []
+    a, job = _settle_over_a_slow_sweep_sync(agent, events)
     values = []
     while True:
         try:
@@ -97,30 +105,15 @@ def test_a_settle_sweep_whose_sync_takes_steps_stays_cancellable_until_the_settl
             break
         if values[-1] is waiting.BOUND:
             assert a.wb.state.turns[-1].state == "settled"  # the change came first
-    assert syncs and syncs[0] == "running"  # the sweep's sync ran, before the settle record
+    assert events[:2] == ["running", "finished"]  # the sweep's sync ran, before the settle record
     assert waiting.BOUND in values
 
 
 def test_a_settle_cut_off_in_its_sweeps_sync_finishes_the_sync_and_leaves_the_turn_running(agent):
-    a = agent()
-    n = a.begin("a turn")
-    a.write("a.txt", "changed behind our back")
-    book = a.wb.book
-    events = []
-
-    def slow_sync(real=book.iter_sync):
-        def job():
-            events.append("sync started")
-            for _ in range(3):
-                yield None
-            yield from real()
-            events.append("sync finished")
-        return job()
-
-    book.iter_sync = slow_sync
-    job = a.wb.turns.settle_job({"turn": n})
-    while events != ["sync started"]:
+    events: list = []
+    a, job = _settle_over_a_slow_sweep_sync(agent, events)
+    while events != ["running"]:
         assert next(job) is not waiting.BOUND  # a cancel may still close the settle here
     job.close()  # a cancel, in the sweep's sync
-    assert events == ["sync started", "sync finished"]  # its capture record is durable all the same
+    assert events == ["running", "finished"]  # its capture record is durable all the same
     assert a.wb.state.turns[-1].state == "running"  # and the settle never happened
