@@ -337,3 +337,14 @@ def test_warming_follows_a_delta_to_its_base_and_skips_what_is_not_packed(store,
     loose_one = fresh.objects.put(b"a loose object")
     assert list(fresh.objects.iter_warm(loose_one)) == []
     assert list(fresh.objects.iter_warm("not a digest")) == []
+
+
+def test_warming_a_damaged_block_raises_nothing_and_the_read_names_the_damage(store):
+    datas = blobs()
+    digests = packed(store, datas)
+    pack = only_pack(store)
+    _flip(pack.pack_path, PACK_HEADER + 10)
+    fresh = Store.open(store.path, create=False)
+    list(fresh.objects.iter_warm(digests[5]))  # left for the read to name
+    with pytest.raises(CorruptObject):
+        fresh.objects.get(digests[5])

@@ -248,9 +248,9 @@ class PackSet:
             while depth <= delta.MAX_CHAIN:
                 seg, _start, _size, base = pack.doc.entry(i)
                 if seg.kind != DELTA:
-                    if seg.kind == BLOCK and seg.raw > 64 << 10:
+                    if _kept(seg):
                         with self._lock:
-                            if (pack.name, pack.doc.segment_of(i)) not in self._cache:
+                            if _cache_key(pack, i) not in self._cache:
                                 cold.append((i, seg))
                     break
                 i, depth = base, depth + 1
@@ -264,7 +264,7 @@ class PackSet:
             self._segment(pack, i, seg)
 
     def _segment(self, pack: Pack, i: int, seg: Segment) -> bytes:
-        key = (pack.name, pack.doc.segment_of(i))
+        key = _cache_key(pack, i)
         with self._lock:
             self._used = time.monotonic()
             hit = self._cache.get(key)
@@ -276,13 +276,23 @@ class PackSet:
             raw = stored
         else:
             raw = inflate(stored, seg.raw, pack)
-        if seg.kind == BLOCK and seg.raw > 64 << 10:
+        if _kept(seg):
             with self._lock:
                 self._cache[key] = raw
                 self._cached += len(raw)
                 while self._cached > CACHE_BYTES and len(self._cache) > 1:
                     self._cached -= len(self._cache.popitem(last=False)[1])
         return raw
+
+
+def _kept(seg: Segment) -> bool:
+    """Whether a read keeps the segment's inflated bytes in the block cache: a big solid block
+    (a small one inflates in well under a millisecond)."""
+    return seg.kind == BLOCK and seg.raw > 64 << 10
+
+
+def _cache_key(pack: Pack, i: int) -> tuple:
+    return (pack.name, pack.doc.segment_of(i))
 
 
 def inflate(stored: bytes, raw_size: int, pack: Pack | None = None) -> bytes:
