@@ -348,3 +348,43 @@ def test_warming_a_damaged_block_raises_nothing_and_the_read_names_the_damage(st
     list(fresh.objects.iter_warm(digests[5]))  # left for the read to name
     with pytest.raises(CorruptObject):
         fresh.objects.get(digests[5])
+
+
+def test_a_writers_lookups_look_at_the_pack_folder_at_most_every_half_second(store, tmp_path,
+                                                                               monkeypatch):
+    """A first checkpoint asks, for each file, whether a pack already holds it: one stat of the
+    folder per file was a system call that handed the interpreter lock away 20,000 times. A writer's
+    lookup (`racy=False`, where a miss only costs a duplicate copy) looks again at most every
+    `WRITER_LOOKS_EVERY`; a reader's lookup always looks; a pack another process publishes is found
+    once the window has passed."""
+    from turnback.store import packs as packs_mod
+
+    clock = [1000.0]
+    monkeypatch.setattr(packs_mod.time, "monotonic", lambda: clock[0])
+    packset = store.objects.packs
+    packset.refresh(force=True)
+    looked: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path, *a, **kw):
+        if os.fspath(path) == os.fspath(packset.folder):
+            looked.append("folder")
+        return real_stat(path, *a, **kw)
+
+    monkeypatch.setattr(packs_mod.os, "stat", counting_stat)
+    absent = [f"{i:064x}" for i in range(50)]
+    for d in absent:
+        assert packset.locate(d, racy=False) is None
+    assert looked == []  # refreshed just now
+    clock[0] += packs_mod.WRITER_LOOKS_EVERY
+    for d in absent:
+        assert packset.locate(d, racy=False) is None
+    assert looked == ["folder"]
+    assert packset.locate(absent[0]) is None and looked == ["folder", "folder"]  # a reader looks
+
+    # Another process (another store object on the same folder) publishes a pack.
+    other = Store.open(store.path)
+    digests = packed(other, blobs(tag="other"))
+    assert packset.locate(digests[0], racy=False) is None  # inside the window: a duplicate at worst
+    clock[0] += packs_mod.WRITER_LOOKS_EVERY
+    assert packset.locate(digests[0], racy=False) is not None

@@ -160,13 +160,23 @@ def _read_in_memory(rel, fd, before, objects, max_bytes) -> ImageRead | None:
     chunks: list[bytes] = []
     total = 0
     limit = min(max_bytes, IN_MEMORY_LIMIT)
+    expected = before.st_size
     try:
         while True:
-            b = os.read(fd, min(_CHUNK, limit + 1 - total))
+            # Ask for one byte more than the file should hold: a buffer of its size, not of
+            # `_CHUNK` (a 1 MiB buffer is an mmap and a munmap, whose TLB shootdown stalls every
+            # other thread), and a short read that ends where fstat said is the end of the file,
+            # without one more read to see it (the fstat below catches a change meanwhile).
+            want = min(_CHUNK, limit + 1 - total)
+            if total <= expected:
+                want = min(want, expected - total + 1)
+            b = os.read(fd, want)
             if not b:
                 break
             chunks.append(b)
             total += len(b)
+            if len(b) < want and total == expected:
+                break
             if total > limit:
                 if total > max_bytes:
                     return ImageRead(rel, "too-large", size=total, stat=ImageStat.of(before),

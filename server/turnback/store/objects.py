@@ -310,13 +310,12 @@ class ObjectStore:
         """True if a sound copy holds exactly these bytes; False if there is none (write one).
 
         Raises DigestCollision when a sound copy with the same digest holds different bytes."""
-        final = self.path(digest)
         b = self._batch
         try:
             if b is not None and b.fanouts is not None and digest[:2] not in b.fanouts:
                 st = None  # no such fan-out folder: one listing at the batch's start says so
             else:
-                st = os.stat(final, follow_symlinks=False)
+                st = os.stat(final := self.path(digest), follow_symlinks=False)
         except FileNotFoundError:
             st = None
         if st is not None:

@@ -28,6 +28,7 @@ from .packformat import (BLOCK, DELTA, DIGEST, NONE, PACK_HEADER, PACK_MAGIC, RA
 SMALL_PACK = 4096  # packs with fewer objects are looked up through one shared dict
 CACHE_BYTES = 16 << 20  # inflated blocks kept for the next read: a restore reads neighbours
 CACHE_IDLE_SECONDS = 10.0  # kept blocks unread this long go (an owner waiting for the next turn)
+WRITER_LOOKS_EVERY = 0.5  # seconds
 _RACY_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime tick
 
 
@@ -83,12 +84,14 @@ class PackSet:
         self._cache: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._cached = 0
         self._used = 0.0  # monotonic time of the last read through the cache
+        self._looked = float("-inf")  # monotonic time `refresh` last looked at the folder
 
     # -------------------------------------------------------------- the folder
     def refresh(self, *, force: bool = False, racy: bool = True) -> bool:
         """Look at the folder again if it may have changed; True if the set of packs changed.
         `racy=False`: trust an unchanged folder stamp even when it is recent (a writer's lookup,
         where a miss costs a duplicate copy, never a wrong answer)."""
+        self._looked = time.monotonic()
         try:
             st = os.stat(self.folder, follow_symlinks=False)
         except FileNotFoundError:
@@ -163,9 +166,15 @@ class PackSet:
 
     # -------------------------------------------------------------- lookups
     def locate(self, digest: str, *, racy: bool = True) -> tuple[Pack, int] | None:
+        """`racy=False`, a writer's lookup: the folder is looked at again at most every
+        `WRITER_LOOKS_EVERY` (a first checkpoint stats it once per file otherwise, a system call
+        that hands the interpreter lock to another thread each time); a miss there costs a
+        duplicate copy, never a wrong answer, and this process's own packs are loaded as it
+        publishes them (`added`)."""
         raw = bytes.fromhex(digest)
         hit = self._lookup(raw)
-        if hit is None and self.refresh(racy=racy):
+        if hit is None and (racy or time.monotonic() - self._looked >= WRITER_LOOKS_EVERY) \
+                and self.refresh(racy=racy):
             hit = self._lookup(raw)
         return hit
 
