@@ -179,3 +179,42 @@ def test_fail_at_env(tmp_path):
 
 def test_install_from_env_ignores_empty():
     assert fsio.install_from_env({}) is None
+
+
+def _counting_reads(monkeypatch, module):
+    asked: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd, n):
+        asked.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(module.os, "read", counting_read)
+    return asked
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, (1 << 20) - 1, 1 << 20, (3 << 20) + 5])
+def test_a_file_is_read_in_reads_sized_by_its_stat(tmp_path, monkeypatch, size):
+    """`iter_read` asks one byte past the expected end, so a short read there is the end: the number
+    of reads is the 1 MiB chunks the file needs, and a small file allocates no 1 MiB buffer."""
+    p = tmp_path / "f"
+    data = os.urandom(size)
+    p.write_bytes(data)
+    asked = _counting_reads(monkeypatch, fsio)
+    assert fsio.read_file(p) == data
+    assert len(asked) == size // fsio.READ_CHUNK + 1
+    assert asked[0] == min(size + 1, fsio.READ_CHUNK)
+
+
+def test_a_file_longer_or_shorter_than_expected_is_read_to_its_end(tmp_path, monkeypatch):
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * 100 + b"y" * (2 << 20))
+    asked = _counting_reads(monkeypatch, fsio)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        assert b"".join(fsio.iter_read(fd, 100)) == p.read_bytes()  # grew after its stat
+        assert min(asked) > 1 and len(asked) <= 5
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert b"".join(fsio.iter_read(fd, 10 << 20)) == p.read_bytes()  # shrank after it
+    finally:
+        os.close(fd)

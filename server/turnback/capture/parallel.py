@@ -2,7 +2,8 @@
 
 The walk stays on the caller's thread; each file the stat cache cannot vouch for is handed to a worker
 that opens, reads, hashes, compresses and writes it to a temp file (`ObjectStore.stage`). Those are
-system calls and zstd, which release the GIL, so two to four workers overlap the disk and the CPU.
+system calls and zstd, which release the GIL, so the workers (one per core but the walk's, at most
+four) overlap the disk and the CPU.
 The caller's thread then adopts each staged object into the one open batch: the whole sweep stays
 one durability pass, and nothing outside the batch's thread touches the batch.
 
@@ -33,7 +34,11 @@ GROUP_BYTES = 1 << 20
 
 
 def default_workers() -> int:
-    return max(2, min(4, os.cpu_count() or 2))
+    """One core for the walk's thread, the rest (up to 4) for reading. On two cores one reader beat
+    two: 2.3-2.8 s against 3.2-3.5 s for a 20,000-file first checkpoint from a warm page cache, the
+    same from a cold one, with less CPU (two readers and the walk trade the interpreter lock at every
+    system call, and each trade is a futex wake and a context switch)."""
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
 class _Inline(Exception):

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import InvalidParams, SymlinkRefused, TooLarge
+from ..store import fsio
 from ..workspace.fence import Workspace
 
 Status = Literal["ok", "absent", "too-large", "unreadable", "symlink", "not-a-file", "git-internal"]
@@ -163,13 +164,9 @@ def _read_in_memory(rel, fd, before, objects, max_bytes) -> ImageRead | None:
     expected = before.st_size
     try:
         while True:
-            # Ask for one byte more than the file should hold: a buffer of its size, not of
-            # `_CHUNK` (a 1 MiB buffer is an mmap and a munmap, whose TLB shootdown stalls every
-            # other thread), and a short read that ends where fstat said is the end of the file,
-            # without one more read to see it (the fstat below catches a change meanwhile).
-            want = min(_CHUNK, limit + 1 - total)
-            if total <= expected:
-                want = min(want, expected - total + 1)
+            # A buffer of the file's size, and no read more to see its end (`fsio.read_size`;
+            # the fstat below catches a change meanwhile).
+            want = min(fsio.read_size(total, expected, _CHUNK), limit + 1 - total)
             b = os.read(fd, want)
             if not b:
                 break

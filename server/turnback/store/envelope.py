@@ -124,14 +124,15 @@ class StreamPacker:
         return self._obj.flush()
 
 
-def iter_unpack(source, limit: int = LIMIT, out_size: int = 1 << 20):
+def iter_unpack(source, limit: int = LIMIT, out_size: int = 1 << 20, read_size: int | None = None):
     """Raw chunks of an envelope read from the binary file object `source` (at its start). Never
     inflates past the declared size, even for one call; raises EnvelopeError where the envelope
-    proves damaged (a consumer must not commit what it built before the iteration ends)."""
+    proves damaged (a consumer must not commit what it built before the iteration ends).
+    `read_size`: what each read of `source` asks for (the file's size, for a small one)."""
     size = declared_size(source.read(HEADER), limit)
     # A context of its own: two streams may be read side by side (comparing two objects).
-    reader = zstandard.ZstdDecompressor().stream_reader(source, read_size=out_size, read_across_frames=False,
-                                   closefd=False)
+    reader = zstandard.ZstdDecompressor().stream_reader(source, read_size=read_size or out_size,
+                                                        read_across_frames=False, closefd=False)
     total = 0
     try:
         while True:

@@ -615,15 +615,36 @@ def read_file_and_stat(path: StrPath) -> tuple[bytes, os.stat_result]:
     fd = open_read(path)
     try:
         st = os.fstat(fd)
-        chunks = []
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-        return b"".join(chunks), st
+        return b"".join(iter_read(fd, st.st_size)), st
     finally:
         os.close(fd)
+
+
+READ_CHUNK = 1 << 20
+
+
+def read_size(total: int, expected: int, chunk: int = READ_CHUNK) -> int:
+    """How much to ask of the next read of a file `expected` bytes long (its fstat size) after
+    `total`: one byte past the expected end, so that a short read ending there is its end. A fixed
+    1 MiB request allocates a 1 MiB buffer however small the file: an mmap and a munmap each time
+    (past glibc's mmap threshold), whose TLB shootdowns stall every other thread of the process."""
+    return chunk if total > expected else min(chunk, expected - total + 1)
+
+
+def iter_read(fd: int, expected: int, chunk: int = READ_CHUNK) -> Iterator[bytes]:
+    """A regular file's bytes from its offset to its end, in reads sized by `read_size`. A read
+    shorter than asked that ends at `expected` is the end (no read more to see it); one that does
+    not, or a file that grew, reads on until a read returns nothing."""
+    total = 0
+    while True:
+        want = read_size(total, expected, chunk)
+        b = os.read(fd, want)
+        if not b:
+            return
+        yield b
+        total += len(b)
+        if len(b) < want and total == expected:
+            return
 
 
 install_from_env()

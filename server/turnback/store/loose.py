@@ -27,8 +27,7 @@ def chunks_of(path: Path) -> Iterator[bytes]:
     """The file's stored bytes, as they are on disk."""
     fd = fsio.open_read(path)
     try:
-        while b := os.read(fd, CHUNK):
-            yield b
+        yield from fsio.iter_read(fd, os.fstat(fd).st_size, CHUNK)
     finally:
         os.close(fd)
 
@@ -38,16 +37,16 @@ def raw_chunks(path: Path, limit: int) -> Iterator[bytes]:
     Does not verify the digest."""
     fd = fsio.open_read(path)
     try:
+        size = os.fstat(fd).st_size  # reads sized by it (`fsio.read_size`), not 1 MiB each
         head = os.read(fd, envelope.HEADER)
         if not envelope.is_envelope(head):
             if head:
                 yield head
-            while b := os.read(fd, CHUNK):
-                yield b
+            yield from fsio.iter_read(fd, size - len(head), CHUNK)
             return
         os.lseek(fd, 0, os.SEEK_SET)
         with os.fdopen(os.dup(fd), "rb", buffering=0) as source:
-            yield from envelope.iter_unpack(source, limit, CHUNK)
+            yield from envelope.iter_unpack(source, limit, CHUNK, read_size=min(CHUNK, size + 1))
     finally:
         os.close(fd)
 

@@ -40,10 +40,7 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
         if st.st_size > max_bytes:
             return None, "too-large"
         h = hasher.stream()
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
+        for chunk in fsio.iter_read(fd, st.st_size):
             h.update(chunk)
         return h.hexdigest(), None
     except OSError:
@@ -105,10 +102,7 @@ def read_bytes(ws, rel: str, *, max_bytes: int) -> bytes | None:
         st = os.fstat(fd)
         if not statmod.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(fsio.iter_read(fd, st.st_size))
     except OSError:
         return None
     finally:

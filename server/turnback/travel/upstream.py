@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from ..store import fsio
+
 DEADLINE = 3.0  # seconds for the whole look at the upstream
 CHUNK = 400  # paths per `git ls-tree`
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -114,7 +116,7 @@ def _blob_id(path: Path, algo, max_bytes: int) -> str | None:
         if not (st.st_mode & 0o170000 == 0o100000) or st.st_size > max_bytes:
             return None
         h = algo(b"blob %d\0" % st.st_size)
-        while chunk := os.read(fd, 1 << 20):
+        for chunk in fsio.iter_read(fd, st.st_size):
             h.update(chunk)
         return h.hexdigest()
     except OSError:
