@@ -188,3 +188,66 @@ def test_under_a_broken_or_full_disk_nothing_is_left_that_the_owner_cannot_sweep
         assert all(store.objects.verify(d) for d in store.objects.list())
     assert points >= 8, points
     assert_faulted(faulted, points, f"a sweep on a {model} disk")
+
+
+def _readers(monkeypatch):
+    import threading
+
+    from turnback.capture import reader
+
+    seen, real = [], reader._attempt
+
+    def recorded(rel, *a, **kw):
+        seen.append((rel, threading.current_thread()))
+        return real(rel, *a, **kw)
+    monkeypatch.setattr(reader, "_attempt", recorded)
+    return seen
+
+
+def test_a_serving_process_reads_in_workers_from_the_first_miss(tmp_path, monkeypatch):
+    """On the command line a sweep reads its first `START_AFTER` misses itself; in a serving
+    process its thread is the loop, where a read that meets an existing packed copy inflates the
+    copy's block: there every miss goes to a worker."""
+    import threading
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    for i in range(5):
+        (root / f"f{i}.txt").write_text(f"file {i}\n" * 50)
+    store = Store.open(root / ".turnback")
+    ws = Workspace(root, store.path)
+    me = threading.current_thread()
+
+    seen = _readers(monkeypatch)
+    with store.objects.batch():
+        sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
+    assert len(seen) == 5 and all(t is me for _rel, t in seen)  # a handful: no threads
+
+    monkeypatch.setattr(parallel, "_start_after", parallel.START_AFTER)
+    parallel.read_in_workers_from_the_first_miss()
+    seen.clear()
+    with store.objects.batch():
+        got = sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
+    assert len(seen) == 5 and all(t is not me for _rel, t in seen)
+    assert sorted(got.images) == [f"f{i}.txt" for i in range(5)]
+
+
+def test_a_sweep_that_misses_nothing_starts_no_thread(setup, monkeypatch):
+    ws, store = setup
+    for p in ws.root.rglob("*"):
+        if p.is_file() and ".turnback" not in p.parts:
+            os.utime(p, (1e9, 1e9))  # long settled: the stat cache vouches for them (not racy)
+    cache = StatCache()
+    with store.objects.batch():
+        sweep(ws, store.objects, cache, max_bytes=16 << 20)
+    monkeypatch.setattr(parallel, "_start_after", 0)
+    made = []
+    real = parallel.ThreadPoolExecutor
+
+    def counted(*a, **kw):
+        made.append(1)
+        return real(*a, **kw)
+    monkeypatch.setattr(parallel, "ThreadPoolExecutor", counted)
+    with store.objects.batch():
+        again = sweep(ws, store.objects, cache, max_bytes=16 << 20)
+    assert again.hashed == 0 and made == []

@@ -12,7 +12,9 @@ submitter waits, by yielding, when either is reached), so memory does not grow w
 too big to hold (`read_image` would stream it) is read on the caller's thread as before.
 
 The pool starts only once a sweep has missed the cache `START_AFTER` times, and only inside an open
-batch: an ordinary sweep that hashes a handful of edited files never pays for threads.
+batch: an ordinary sweep that hashes a handful of edited files never pays for threads. A serving
+process starts it at the first miss (`read_in_workers_from_the_first_miss`): there the caller's
+thread is the event loop.
 """
 
 from __future__ import annotations
@@ -25,12 +27,23 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from .reader import IN_MEMORY_LIMIT, ImageRead, read_image
 
 START_AFTER = 32
+_start_after = START_AFTER  # a serving process reads in workers from the first miss
 WAIT_SLICE = 0.002  # seconds a submitter or drainer blocks before it yields to the loop again
 _ALONE = 4 << 20  # files above this are read on the caller's thread (few, and they stream)
 # Files go to a worker in groups: one task per file cost about 30 us of the caller's time (a future,
 # a queue put, a callback), as much as reading a small file; a group of 32 costs that once.
 GROUP_FILES = 32
 GROUP_BYTES = 1 << 20
+
+
+def read_in_workers_from_the_first_miss() -> None:
+    """For a serving process (once, at its start): a read on the caller's thread is a read on the
+    event loop, and one that meets an existing packed copy inflates that copy's 8 MiB block there
+    to confirm it (70 ms holds in a storm's pre-turn sweep, 3 December). The workers confirm on
+    their thread (`ObjectStore.stage`). The command line keeps `START_AFTER`: no threads for a
+    handful of edited files."""
+    global _start_after
+    _start_after = 0
 
 
 def default_workers() -> int:
@@ -74,7 +87,7 @@ class ParallelReader:
         from ..store.memory import bound_malloc
 
         bound_malloc()  # many file-sized buffers freed by another thread: give them back
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="turnback-read")
+        self._pool: ThreadPoolExecutor | None = None  # made at the first group sent
         # future -> (the group's paths, bytes it may hold)
         self._inflight: dict[Future, tuple[list[str], int]] = {}
         self._files = 0  # files in the groups in flight
@@ -86,7 +99,7 @@ class ParallelReader:
 
     @staticmethod
     def wanted(objects, misses: int) -> bool:
-        return misses >= START_AFTER and getattr(objects, "batch_open", False) \
+        return misses >= _start_after and getattr(objects, "batch_open", False) \
             and hasattr(objects, "stage")
 
     def takes(self, size: int) -> bool:
@@ -111,6 +124,8 @@ class ParallelReader:
             return
         group, held = self._group, self._group_bytes
         self._group, self._group_bytes = [], 0
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="turnback-read")
         fut = self._pool.submit(self._work_group, group)
         self._inflight[fut] = (group, held)
         fut.add_done_callback(self._finished.append)
@@ -201,4 +216,5 @@ class ParallelReader:
         self._files = 0
         self._finished.clear()
         self._held = 0
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)

@@ -382,10 +382,10 @@ def iter_sweep(ws: Workspace, objects, cache: StatCache, *, max_bytes: int,
                 elif is_file:
                     present.add(rel)
                     if not rules.match(rel, False):
-                        units += _visit_file(ws, objects, cache, entry, rel, res, present, started,
-                                             max_bytes, verify_objects, pool)
                         if pool is None and ParallelReader.wanted(objects, res.hashed):
                             pool = ParallelReader(ws, objects, max_bytes=max_bytes)
+                        units += _visit_file(ws, objects, cache, entry, rel, res, present, started,
+                                             max_bytes, verify_objects, pool)
                 if pool is not None:
                     units += _take(pool.done(block=False, max_groups=1), cache, res, present,
                                    started)

@@ -24,6 +24,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..capture import parallel
 from ..capture.ignore import IgnoreRules
 from ..capture.watcher import Watcher  # imported here: compiling it on the loop held requests 14 ms
 from ..errors import InvalidParams, NotOwner, TurnbackError
@@ -616,6 +617,7 @@ def preload_job_modules() -> None:
 
 def create_server() -> TurnbackServer:
     preload_job_modules()
+    parallel.read_in_workers_from_the_first_miss()  # a sweep's reads off the loop
     server = TurnbackServer()
 
     @server.feature(types.INITIALIZE)
