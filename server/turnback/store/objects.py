@@ -116,6 +116,14 @@ class ObjectStore:
         data = bytes(data)
         return self.put_encoded(self.hasher.digest(data), data, None)
 
+    def iter_put(self, data: bytes):
+        """`put` as a job's steps: outside a batch, the object's write and its fsyncs run on a
+        helper thread, waited for in slices (a tool result's fsync behind a busy disk held the loop
+        224 ms, 3 December). Inside a batch `put` writes nothing durable: it runs here."""
+        if self._batch is not None:
+            return self.put(data)
+        return (yield from waiting.wait_in_slices(waiting.in_thread(self.put, data)))
+
     def put_encoded(self, digest: str, data: bytes, stored: bytes | None, *,
                     present: bool | None = None) -> str:
         """`put` of bytes already hashed to `digest` (and, unless `stored` is None, encoded as a

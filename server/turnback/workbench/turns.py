@@ -230,6 +230,11 @@ class TurnsFeature:
         return turn
 
     def step(self, params) -> dict:
+        return self.wb.run(self.step_job(params))
+
+    def step_job(self, params):
+        """Record a step the agent took. A job (not one synchronous call): the tool result's object
+        and the journal's fsync are written on helper threads while the loop serves others."""
         p = P.obj(params)
         self.book.require_owner()
         turn = self._running_turn(p)
@@ -249,17 +254,21 @@ class TurnsFeature:
                                                for s in t.steps):
             raise NotFound(f"no step {compensates!r} to compensate", data={"stepId": compensates})
         result = P.field(p, "result", str, default=None, allow_none=True)
+        summary = P.field(p, "summary", str, default="")
+        held = P.field(p, "held", bool, default=False)
         step_id = f"s{turn.n}.{len(turn.steps) + 1}"
+        # Before the record: a cancel here leaves an object nothing names (the collector's).
+        digest = (yield from self.wb.store.objects.iter_put(result.encode())) \
+            if result is not None else None
         step = {"id": step_id, "turn": turn.n, "kind": kind, "scope": scope,
-                "summary": P.field(p, "summary", str, default=""), "rels": rels, "inverse": inverse,
-                "held": P.field(p, "held", bool, default=False), "compensates": compensates,
-                "result": self.wb.store.objects.put(result.encode()) if result is not None else None,
+                "summary": summary, "rels": rels, "inverse": inverse,
+                "held": held, "compensates": compensates, "result": digest,
                 "created": time.time()}
-        self.book.record({"op": "step", "step": step})
+        self.book.record({"op": "step", "step": step})  # checks the lease again
         if "scope" not in p or p.get("scope") is None:
             gap = Gap("", "step-scope-unknown", turn.n, f"step {step_id} ({kind}) did not say its scope")
             self.book.record({"op": "gaps", "turn": turn.n, "add": [gap.to_dict()]})
-        self.book.sync()
+        yield from waiting.binding_steps(self.book.iter_sync())  # the step is recorded
         self.wb.maybe_publish()
         self.wb.emit_status()
         return {"stepId": step_id}
