@@ -79,10 +79,33 @@ class Recorder:
 
     # -- one path -----------------------------------------------------------------------------
     def capture(self, rel: str, *, phase: str = "after", by: str = "hook") -> tuple[Captured, list[Gap]]:
+        got = self.observe_read(rel, self.read(rel), phase=phase, by=by)
+        self.book.sync()
+        return got
+
+    def read(self, rel: str):
+        """A capture's first half: the file's bytes stored (an object write and its fsyncs; any
+        thread: `iter_capture` runs it on a helper). None for a scratch file."""
         if self.junk(rel):
-            return Captured(rel, None, None), []  # scratch files are no one's work: not history
+            return None  # scratch files are no one's work: not history
         self.book.require_owner()  # reading stores the image: no object write without ownership
-        read = read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
+        return read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
+
+    def iter_capture(self, rels: list[str], *, phase: str = "after", by: str = "hook"):
+        """`capture` of several paths as a job's steps: every file is read and stored on a helper
+        thread first (cancellable: nothing is recorded yet), then all are recorded on the job's
+        thread, then the journal is synced on a helper (binding: the captures are recorded)."""
+        reads = yield from waiting.wait_in_slices(waiting.in_thread(
+            lambda: [self.read(rel) for rel in rels]))
+        got = [self.observe_read(rel, read, phase=phase, by=by) for rel, read in zip(rels, reads)]
+        yield from waiting.binding_steps(self.book.iter_sync())
+        return got
+
+    def observe_read(self, rel: str, read, *, phase: str, by: str) -> tuple[Captured, list[Gap]]:
+        """A capture's second half, on the job's thread: what the read found, recorded in the
+        journal (not synced: the caller syncs once)."""
+        if read is None:
+            return Captured(rel, None, None), []
         running = self.state.running
         turn_n = running.n if running else None
         if read.status == "not-a-file" and self.state.known.get(rel) in (None, ABSENT) \
@@ -93,12 +116,11 @@ class Recorder:
             if read.status == "too-large" and getattr(read, "size", None):
                 detail = too_large_detail(read.size, self.max_bytes)
             gap = Gap(rel, read.status, turn_n, detail)
-            self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]}, sync=True)
+            self.book.record({"op": "gaps", "turn": turn_n, "add": [gap.to_dict()]})
             return Captured(rel, None, None), [gap]
         image = read.digest if read.status == "ok" else ABSENT
         gaps = self._observe(rel, image, phase=phase, by=by, mode=read.mode)
         self._clear_read_gaps([rel])
-        self.book.sync()
         entry = running.files.get(rel) if running else None
         return Captured(rel, image, entry.checkpoint if entry else None, bool(entry)), gaps
 

@@ -150,24 +150,45 @@ class TurnsFeature:
 
     # -- capture --------------------------------------------------------------------------------
     def capture(self, params) -> dict:
+        """`turn/capture` in one call (the command line, the hooks' in-process port)."""
         with self.book.one_check():
-            return self._capture(params)
+            phase, targets = self._capture_targets(params)
+            recorder = self.wb.recorder
+            return self._captured(phase, targets, [
+                recorder.capture(rel, phase=phase) for _uri, rel in targets if rel is not None])
 
-    def _capture(self, params) -> dict:
+    def capture_job(self, params):
+        """`turn/capture` as a served job: the files are read and stored, and the journal synced,
+        on helper threads (three fsyncs a capture, each on the loop before)."""
+        phase, targets = self._capture_targets(params)
+        results = yield from self.wb.recorder.iter_capture(
+            [rel for _uri, rel in targets if rel is not None], phase=phase)
+        return self._captured(phase, targets, results)
+
+    def _capture_targets(self, params) -> tuple[str, list[tuple[str, str | None]]]:
         p = P.obj(params)
         uris = P.str_list(p, "uris")
         phase = P.field(p, "phase", str, default="after", choices=("before", "after"))
         self.book.require_owner()
-        captured, gaps = [], []
+        targets = []
         for uri in uris:
             try:
-                rel = self.wb.ws.to_rel(uri)
+                targets.append((uri, self.wb.ws.to_rel(uri)))
             except OutsideWorkspace:
+                targets.append((uri, None))
+        return phase, targets
+
+    def _captured(self, phase: str, targets, results) -> dict:
+        """The answer, from each target's capture (in order; none for a path outside)."""
+        captured, gaps = [], []
+        results = iter(results)
+        for uri, rel in targets:
+            if rel is None:
                 gap = Gap(uri, "outside-workspace", self._running_n())
                 gaps.append(self.wb.wire_gap(gap))
                 captured.append({"uri": uri, "digest": None, "checkpoint": None})
                 continue
-            result, new_gaps = self.wb.recorder.capture(rel, phase=phase)
+            result, new_gaps = next(results)
             if phase == "after":
                 self.wb.directives.follow_edits([rel])
             gaps.extend(self.wb.wire_gap(g) for g in new_gaps)
