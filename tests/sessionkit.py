@@ -212,3 +212,18 @@ def tree_with_modes(root) -> dict:
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, root)] = (fh.read(), stat.S_IMODE(os.lstat(p).st_mode))
     return out
+
+
+def counting_reads(monkeypatch, module, before=None) -> list[int]:
+    """Every size `module`'s `os.read` is asked for, in order (`before(asked)` runs first)."""
+    asked: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd, n):
+        if before is not None:
+            before(asked)
+        asked.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(module.os, "read", counting_read)
+    return asked

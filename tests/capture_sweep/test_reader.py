@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sessionkit import counting_reads
 from turnback.capture import reader
 from turnback.capture.reader import read_image
 from turnback.errors import OutsideWorkspace
@@ -158,14 +159,7 @@ def test_a_file_is_read_in_one_call_into_a_buffer_of_its_size(ws, objects, monke
     system call."""
     (ws.root / "f").write_bytes(b"x" * 5000)
     (ws.root / "e").write_bytes(b"")
-    asked: list[int] = []
-    real_read = os.read
-
-    def counting_read(fd, n):
-        asked.append(n)
-        return real_read(fd, n)
-
-    monkeypatch.setattr(reader.os, "read", counting_read)
+    asked = counting_reads(monkeypatch, reader)
     assert read_image(ws, "f", objects, max_bytes=1 << 20).size == 5000
     assert asked == [5001]
     asked.clear()
@@ -179,16 +173,12 @@ def test_a_file_that_grew_after_its_stat_is_read_whole_in_big_reads(ws, objects,
     p = ws.root / "f"
     p.write_bytes(b"a" * 10)
     grown = b"a" * 10 + b"b" * (3 << 20)
-    asked: list[int] = []
-    real_read = os.read
 
-    def read_after_growth(fd, n):
+    def grow_first(asked):
         if not asked:
             p.write_bytes(grown)  # after open and fstat, before the first read
-        asked.append(n)
-        return real_read(fd, n)
 
-    monkeypatch.setattr(reader.os, "read", read_after_growth)
+    asked = counting_reads(monkeypatch, reader, before=grow_first)
     r = read_image(ws, "f", objects, max_bytes=8 << 20)
     assert r.status == "ok" and objects.get(r.digest) == grown
     assert len(asked) < 20 and min(asked[1:]) > 1  # never a byte at a time

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from sessionkit import assert_faulted
+from sessionkit import assert_faulted, counting_reads
 from turnback.store import fsio
 from .conftest import run_py
 
@@ -181,18 +181,6 @@ def test_install_from_env_ignores_empty():
     assert fsio.install_from_env({}) is None
 
 
-def _counting_reads(monkeypatch, module):
-    asked: list[int] = []
-    real_read = os.read
-
-    def counting_read(fd, n):
-        asked.append(n)
-        return real_read(fd, n)
-
-    monkeypatch.setattr(module.os, "read", counting_read)
-    return asked
-
-
 @pytest.mark.parametrize("size", [0, 1, 4096, (1 << 20) - 1, 1 << 20, (3 << 20) + 5])
 def test_a_file_is_read_in_reads_sized_by_its_stat(tmp_path, monkeypatch, size):
     """`iter_read` asks one byte past the expected end, so a short read there is the end: the number
@@ -200,7 +188,7 @@ def test_a_file_is_read_in_reads_sized_by_its_stat(tmp_path, monkeypatch, size):
     p = tmp_path / "f"
     data = os.urandom(size)
     p.write_bytes(data)
-    asked = _counting_reads(monkeypatch, fsio)
+    asked = counting_reads(monkeypatch, fsio)
     assert fsio.read_file(p) == data
     assert len(asked) == size // fsio.READ_CHUNK + 1
     assert asked[0] == min(size + 1, fsio.READ_CHUNK)
@@ -209,7 +197,7 @@ def test_a_file_is_read_in_reads_sized_by_its_stat(tmp_path, monkeypatch, size):
 def test_a_file_longer_or_shorter_than_expected_is_read_to_its_end(tmp_path, monkeypatch):
     p = tmp_path / "f"
     p.write_bytes(b"x" * 100 + b"y" * (2 << 20))
-    asked = _counting_reads(monkeypatch, fsio)
+    asked = counting_reads(monkeypatch, fsio)
     fd = os.open(p, os.O_RDONLY)
     try:
         assert b"".join(fsio.iter_read(fd, 100)) == p.read_bytes()  # grew after its stat
