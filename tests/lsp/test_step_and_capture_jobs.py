@@ -116,3 +116,39 @@ def test_a_capture_cancelled_while_it_reads_records_nothing(tmp_path, monkeypatc
     finally:
         gate.set()
         wb.close()
+
+
+def test_the_ownership_check_stays_on_the_jobs_thread_and_a_scratch_file_syncs_nothing(tmp_path,
+                                                                                     monkeypatch):
+    """Losing the lease changes the session (`lose_ownership`), so the check is never a helper's;
+    and a capture that records nothing (an editor's scratch file) makes no journal fsync."""
+    from turnback.store.journal import Journal
+    from turnback.timeline.book import Book
+
+    wb, n = _running(tmp_path)
+    try:
+        (tmp_path / "a.txt").write_text("one\n")
+        (tmp_path / ".notes.txt.swp").write_text("scratch\n")
+        me = threading.current_thread()
+        checks, syncs = [], []
+        real_check, real_sync = Book.require_owner, Journal.sync
+
+        def check(self):
+            checks.append(threading.current_thread())
+            return real_check(self)
+
+        def sync(self):
+            syncs.append(1)
+            return real_sync(self)
+        monkeypatch.setattr(Book, "require_owner", check)
+        monkeypatch.setattr(Journal, "sync", sync)
+        wb.run(wb.turns.capture_job({"uris": [wb.ws.to_uri("a.txt")]}))
+        assert checks and all(t is me for t in checks) and len(syncs) == 1
+        syncs.clear()
+        assert wb.recorder.junk(".notes.txt.swp")
+        last = wb.state.last_op
+        wb.turns.capture({"uris": [wb.ws.to_uri(".notes.txt.swp")]})
+        wb.run(wb.turns.capture_job({"uris": [wb.ws.to_uri(".notes.txt.swp")]}))
+        assert wb.state.last_op == last and syncs == []
+    finally:
+        wb.close()

@@ -79,26 +79,34 @@ class Recorder:
 
     # -- one path -----------------------------------------------------------------------------
     def capture(self, rel: str, *, phase: str = "after", by: str = "hook") -> tuple[Captured, list[Gap]]:
-        got = self.observe_read(rel, self.read(rel), phase=phase, by=by)
-        self.book.sync()
+        if not self.junk(rel):
+            self.book.require_owner()  # reading stores the image: no object write without ownership
+        recorded = self.state.last_op
+        got = self.observe_read(rel, self._read(rel), phase=phase, by=by)
+        if self.state.last_op != recorded:  # a scratch file or a folder records nothing to sync
+            self.book.sync()
         return got
 
-    def read(self, rel: str):
-        """A capture's first half: the file's bytes stored (an object write and its fsyncs; any
-        thread: `iter_capture` runs it on a helper). None for a scratch file."""
+    def _read(self, rel: str):
+        """A capture's first half: the file's bytes stored (an object write and its fsyncs), None
+        for a scratch file. Touches no session state: `iter_capture` runs it on a helper thread,
+        after the ownership check on the job's."""
         if self.junk(rel):
             return None  # scratch files are no one's work: not history
-        self.book.require_owner()  # reading stores the image: no object write without ownership
         return read_image(self.ws, rel, self.book.store.objects, max_bytes=self.max_bytes)
 
     def iter_capture(self, rels: list[str], *, phase: str = "after", by: str = "hook"):
         """`capture` of several paths as a job's steps: every file is read and stored on a helper
         thread first (cancellable: nothing is recorded yet), then all are recorded on the job's
         thread, then the journal is synced on a helper (binding: the captures are recorded)."""
+        if not all(self.junk(rel) for rel in rels):
+            self.book.require_owner()  # here: losing the lease changes the session (never a helper's)
         reads = yield from waiting.wait_in_slices(waiting.in_thread(
-            lambda: [self.read(rel) for rel in rels]))
+            lambda: [self._read(rel) for rel in rels]))
+        recorded = self.state.last_op
         got = [self.observe_read(rel, read, phase=phase, by=by) for rel, read in zip(rels, reads)]
-        yield from waiting.binding_steps(self.book.iter_sync())
+        if self.state.last_op != recorded:
+            yield from waiting.binding_steps(self.book.iter_sync())
         return got
 
     def observe_read(self, rel: str, read, *, phase: str, by: str) -> tuple[Captured, list[Gap]]:
