@@ -422,9 +422,9 @@ class TurnbackServer(LanguageServer):
                 log.debug("not capturing %s: %s", uri, exc.message)
         if not rels:
             return
-        async with self.lock:
+        async with self.lock:  # held throughout: saves are recorded in the order they arrived
             try:
-                wb.turns.capture_rels(rels, phase=phase, by=by)
+                await run_job(wb.turns.capture_rels_job(rels, phase=phase, by=by))
             except Exception:
                 log.exception("capture of %s failed", rels)
         self.kick_collection()

@@ -202,15 +202,20 @@ class TurnsFeature:
     def capture_rels(self, rels, *, phase: str = "after", by: str = "save") -> None:
         """Editor events (save, open, watched change) already turned into workspace paths; `by` says
         which (`save` or `watch`), so a rewind can say who made a change between turns."""
+        self.wb.run(self.capture_rels_job(rels, phase=phase, by=by))
+
+    def capture_rels_job(self, rels, *, phase: str = "after", by: str = "save"):
+        """`capture_rels` as a job: a watched folder's listing, the reads and the journal's sync on
+        helper threads (a 1 MiB save held the loop for its fsyncs). The server runs it holding its
+        mutation lock throughout, so saves are recorded in the order they arrived."""
         if not self.wb.is_owner:
             return
         recorder = self.wb.recorder
         if by == "watch":  # a folder the watcher reports: itself (a file that became a folder is a
             # gap) and the files in it, which the watcher may not report
-            rels = [f for rel in rels for f in [rel, *(recorder.files_in_folder(rel) or ())]]
-        with self.book.one_check():
-            for rel in rels:
-                recorder.capture(rel, phase=phase, by=by)
+            rels = yield from waiting.wait_in_slices(waiting.in_thread(
+                lambda: [f for rel in rels for f in [rel, *(recorder.files_in_folder(rel) or ())]]))
+        yield from recorder.iter_capture(rels, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
         self.wb.maybe_publish()
