@@ -38,7 +38,6 @@ import cbor2
 from ..errors import TurnbackError
 from ..store.digest import is_digest
 from ..store import fsio, lineage
-from ..timeline.codec import state_refs
 from . import repack, roots
 from .cache import HeadCache
 from .retention import Decision, decide, kept_for
@@ -88,6 +87,7 @@ class Collector:
         self.marked: set[str] = set()
         self.pins: set[str] = set()
         self._journal_pins = roots.JournalPins()  # read on from where it stopped
+        self._state_refs = roots.StateRefs()  # the live state, read again where it changed
         self.loose_kept: list[tuple[str, int]] = []  # referenced old loose objects: to pack
         self.blocked: list[str] = []  # why nothing may be deleted
         self._pins_key = None
@@ -383,7 +383,7 @@ class Collector:
         try:
             key = (id(state), state.last_op, roots.journal_signature(self.store))
             if key != self._pins_key:
-                added = state_refs(state)
+                added = self._state_refs.new_refs(state)
                 yield from self._journal_pins.iter_read(self.store, added)
                 if self._pins_key is not None and not added <= self.pins:
                     self.stats["observations"] += 1

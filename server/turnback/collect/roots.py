@@ -15,6 +15,7 @@ from pathlib import Path
 from ..store import fsio, journal as journal_mod
 from ..store.digest import is_digest
 from ..store.records import read_record
+from ..timeline.codec import NOT_DIGESTS
 
 
 def digests_in(value, out: set[str]) -> set[str]:
@@ -31,6 +32,62 @@ def digests_in(value, out: set[str]) -> set[str]:
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
     return out
+
+
+class StateRefs:
+    """The live state's objects (`timeline.codec.state_refs`) for a collection that looks again after
+    every change, reading only the parts that may have changed since its last look: a storm's every
+    hook made each full look hold the owner's loop 22 to 26 ms at 20,000 files. Pins never shrink in a
+    run, so what it returns is added to what earlier looks returned.
+
+    What is read again: a known-image shard whose generation moved (every change of one goes
+    through `KnownMap`, which bumps it), the running turn always, any other turn whose state, file
+    count or step count moved (the reducer changes a file entry in place only in the running turn,
+    and that turn is read once more when it ends; the same image is in the known map too, so this
+    is a second line), and every loose change (`between` replaces its
+    pairs in place). A different state object, or a different known map, is read whole."""
+
+    def __init__(self) -> None:
+        self._state = None  # held, so the ids below cannot be reused while they are remembered
+        self._turns: dict[int, tuple] = {}  # id(turn) -> (turn, state, files, steps)
+        self._map = None
+        self._generations: list[int] | None = None
+
+    def new_refs(self, state) -> set[str]:
+        if state is not self._state:
+            self._state, self._turns, self._map, self._generations = state, {}, None, None
+        refs: set[str] = set()
+        add = refs.add
+        turns: dict[int, tuple] = {}
+        for turn in state.turns:
+            mark = (turn, turn.state, len(turn.files), len(turn.steps))
+            was = self._turns.get(id(turn))
+            turns[id(turn)] = mark
+            if turn.state != "running" and was is not None and was[0] is turn and was[1:] == mark[1:]:
+                continue
+            for entry in turn.files.values():
+                add(entry.before)
+                add(entry.after)
+            refs.update(step.result for step in turn.steps if step.result)
+            refs.update(turn.instructions.values())
+        self._turns = turns
+        known = state.known
+        generations = getattr(known, "generations", None)
+        if generations is None:
+            refs.update(known.values())
+        else:
+            if known is not self._map:
+                self._map, self._generations = known, None
+            was = self._generations
+            for i, generation in enumerate(generations):
+                if was is None or was[i] != generation:
+                    refs.update(known.shard(i).values())
+            self._generations = list(generations)
+        for changes in state.between.values():
+            for pair in changes.values():
+                refs.update(pair)
+        refs.difference_update(NOT_DIGESTS)
+        return refs
 
 
 def _record_files(folder: Path) -> list[Path]:

@@ -355,7 +355,7 @@ def _turn_images(turn: Turn):
         yield digest
 
 
-_NOT_DIGESTS = (ABSENT, UNKNOWN, FOLDER, None, "")  # what `is_digest` says no to
+NOT_DIGESTS = (ABSENT, UNKNOWN, FOLDER, None, "")  # what `is_digest` says no to
 
 
 def state_refs(state: SessionState) -> set[str]:
@@ -374,5 +374,5 @@ def state_refs(state: SessionState) -> set[str]:
     for changes in state.between.values():
         for pair in changes.values():
             refs.update(pair)
-    refs.difference_update(_NOT_DIGESTS)
+    refs.difference_update(NOT_DIGESTS)
     return refs

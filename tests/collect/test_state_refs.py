@@ -1,0 +1,93 @@
+"""The collector reads the live state's objects again only where the state changed
+(`collect/roots.StateRefs`): every look must still pin every object the state names, whatever
+sequence of operations came between two looks, and a look after one small change reads little."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given, settings, strategies as st
+
+from turnback.collect.roots import StateRefs
+from turnback.model.session import SessionState
+from turnback.timeline.codec import state_refs
+from turnback.timeline.reducer import apply
+
+RELS = [f"src/f{i}.py" for i in range(12)]
+
+
+def _digest(n: int) -> str:
+    return hashlib.sha256(str(n).encode()).hexdigest()[:32]
+
+
+class _Ops:
+    """Journal operations, numbered, against one state (the reducer is what changes it)."""
+
+    def __init__(self):
+        self.state = SessionState(session_id="s", created=0.0)
+        self.seq = 0
+        self.next_digest = 0
+
+    def new(self) -> str:
+        self.next_digest += 1
+        return _digest(self.next_digest)
+
+    def apply(self, op: dict) -> None:
+        self.seq += 1
+        apply(self.state, {"seq": self.seq, "ts": float(self.seq), **op})
+
+    def do(self, kind: str, rel_i: int) -> None:
+        state, rel = self.state, RELS[rel_i % len(RELS)]
+        running = state.running
+        if kind == "begin" and running is None:
+            self.apply({"op": "begin", "n": state.turn_count + 1, "kind": "prompt", "prompt": "p",
+                        "instructions": {"CLAUDE.md": self.new()}})
+        elif kind == "image":  # in the running turn (a new entry or one changed in place), or loose
+            self.apply({"op": "image", "rel": rel, "before": state.known.get(rel) or self.new(),
+                        "after": self.new(), "turn": running.n if running else None})
+        elif kind == "seen":
+            self.apply({"op": "seen", "images": {rel: self.new()}})
+        elif kind == "step" and state.turns:  # a late step may land on a settled turn
+            turn = state.turns[rel_i % len(state.turns)]
+            self.apply({"op": "step", "step": {"id": f"s{turn.n}.{len(turn.steps)}", "turn": turn.n,
+                                               "kind": "shell", "scope": "host",
+                                               "result": self.new()}})
+        elif kind == "settle" and running is not None:
+            self.apply({"op": "settle", "turn": running.n, "status": "settled"})
+        elif kind == "reopen" and running is None and state.turns:
+            self.apply({"op": "reopen", "turn": state.turns[-1].n})
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["begin", "image", "image", "seen", "step", "settle",
+                                          "reopen", "look"]), st.integers(0, 100)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS)
+def test_every_look_pins_everything_the_state_names(ops):
+    session, refs, pins = _Ops(), StateRefs(), set()
+    for kind, i in ops:
+        if kind == "look":
+            pins |= refs.new_refs(session.state)
+            assert state_refs(session.state) <= pins
+        else:
+            session.do(kind, i)
+    pins |= refs.new_refs(session.state)
+    assert state_refs(session.state) <= pins
+
+
+def test_a_look_after_one_change_reads_only_what_changed():
+    session, refs = _Ops(), StateRefs()
+    session.apply({"op": "seen", "images": {f"tree/{i}.txt": _digest(10**6 + i) for i in range(5000)}})
+    for _ in range(3):
+        session.do("begin", 0)
+        for i in range(40):
+            session.do("image", i)
+        session.do("settle", 0)
+    whole = state_refs(session.state)
+    assert refs.new_refs(session.state) == whole  # the first look reads everything
+    session.do("image", 3)  # one loose change: one known shard and the loose changes move
+    again = refs.new_refs(session.state)
+    assert state_refs(session.state) - whole <= again
+    assert len(again) < len(whole) // 20, len(again)
+    assert refs.new_refs(session.state) <= again  # nothing changed since: nothing new to read
