@@ -72,3 +72,21 @@ def test_a_long_journal_is_read_in_chunks_and_whole_by_the_end(tmp_path):
         assert pins == journal_pins(store)  # every frame, those written meanwhile too
     finally:
         j.close()
+
+
+def test_big_frames_are_read_a_few_at_a_step(tmp_path):
+    """A sweep's `seen` frames hold thousands of images each: a chunk is bounded in bytes too, so
+    one step reads a few of them, never 512 (13 to 20 ms of the loop each)."""
+    store, path, j = _store(tmp_path)
+    try:
+        frames = 40
+        for f in range(frames):
+            j.append({"op": "seen", "images": {f"p{f}/{i}": _d(f * 1000 + i) for i in range(400)}})
+        per_frame = path.stat().st_size // frames
+        assert per_frame * 2 < JournalPins.CHUNK_BYTES < per_frame * frames // 4
+        reader, pins = JournalPins(), set()
+        steps = sum(1 for _ in reader.iter_read(store, pins))
+        assert steps >= frames * per_frame // JournalPins.CHUNK_BYTES - 1
+        assert pins == journal_pins(store) and len(pins) == frames * 400
+    finally:
+        j.close()

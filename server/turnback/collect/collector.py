@@ -378,13 +378,16 @@ class Collector:
 
     def _refresh_roots(self):
         """Pins and records, looked at again; whatever is new is added (pins never shrink in a run).
-        A generator: a long journal is read in chunks, the last in the step that returns."""
+        A generator: the live state and a long journal are read in steps, and what changed
+        meanwhile in the step that returns."""
         state = self.wb.book.state
         try:
             key = (id(state), state.last_op, roots.journal_signature(self.store))
             if key != self._pins_key:
-                added = self._state_refs.new_refs(state)
+                added: set[str] = set()
+                yield from self._state_refs.iter_add(state, added)
                 yield from self._journal_pins.iter_read(self.store, added)
+                self._state_refs.add(self.wb.book.state, added)  # what moved at the yields
                 if self._pins_key is not None and not added <= self.pins:
                     self.stats["observations"] += 1
                 self.pins |= added

@@ -69,20 +69,35 @@ def raw_bytes(pack) -> int:
     return sum(doc.segment(i).raw for i in range(doc.segment_count))
 
 
-def version_hints(state) -> tuple[dict[str, str], dict[str, str]]:
+HINT_STEP = 2048  # checkpoint entries looked at per step (all of a 20,000-file session's: 25 ms)
+
+
+def iter_version_hints(state):
     """(older image -> newer image, image -> a path it had) from a session state's checkpoints:
-    O(checkpoint entries), never O(files in the workspace), since it runs on the loop."""
+    O(checkpoint entries), never O(files in the workspace), in steps since it runs on the loop (a
+    generator; its value is the pair). Hints only: what changes between two steps is taken or
+    missed as it comes (each turn's entries are copied before they are read)."""
     hints: dict[str, str] = {}
     names: dict[str, str] = {}
-    pairs = [(e.rel, e.before, e.after) for t in state.turns for e in t.files.values()]
-    pairs += [(rel, b, a) for changes in state.between.values() for rel, (b, a) in changes.items()]
-    for rel, before, after in pairs:
-        for image in (before, after):
-            if isinstance(image, str) and len(image) == 32:
-                names.setdefault(image, rel)
-        if isinstance(before, str) and isinstance(after, str) and len(before) == len(after) == 32 \
-                and before != after:
-            hints[before] = after
+    counted = 0
+    groups = [list(t.files.values()) for t in list(state.turns)]
+    groups.append([(rel, pair) for changes in list(state.between.values())
+                   for rel, pair in list(changes.items())])
+    for group in groups:
+        for item in group:
+            if isinstance(item, tuple):
+                rel, (before, after) = item
+            else:
+                rel, before, after = item.rel, item.before, item.after
+            for image in (before, after):
+                if isinstance(image, str) and len(image) == 32:
+                    names.setdefault(image, rel)
+            if isinstance(before, str) and isinstance(after, str) \
+                    and len(before) == len(after) == 32 and before != after:
+                hints[before] = after
+            counted += 1
+            if counted % HINT_STEP == 0:
+                yield None
     return hints, names
 
 
@@ -298,7 +313,7 @@ def phase(col):
     objects = col.store.objects
     if not objects.pack:
         return
-    hints, names = version_hints(col.wb.book.state)
+    hints, names = yield from iter_version_hints(col.wb.book.state)
     yield from col._fresh_slice(1)
     plan = yield from col._off_loop(make_plan, objects, col._keeps, list(col.loose_kept), col.t0,
                                     col.object_slack, hints, names)

@@ -36,58 +36,86 @@ def digests_in(value, out: set[str]) -> set[str]:
 
 class StateRefs:
     """The live state's objects (`timeline.codec.state_refs`) for a collection that looks again after
-    every change, reading only the parts that may have changed since its last look: a storm's every
-    hook made each full look hold the owner's loop 22 to 26 ms at 20,000 files. Pins never shrink in a
-    run, so what it returns is added to what earlier looks returned.
+    every change: it reads only the parts that may have changed since its last look, in steps (a
+    storm's every hook made each whole look hold the owner's loop 22 to 26 ms at 20,000 files, and a
+    first look reads everything). Pins never shrink in a run, so what a look adds is added to what
+    earlier looks of the same collection added.
 
-    What is read again: a known-image shard whose generation moved (every change of one goes
-    through `KnownMap`, which bumps it), the running turn always, any other turn whose state, file
-    count or step count moved (the reducer changes a file entry in place only in the running turn,
-    and that turn is read once more when it ends; the same image is in the known map too, so this
-    is a second line), and every loose change (`between` replaces its
-    pairs in place). A different state object, or a different known map, is read whole."""
+    A part is read in one step, after its mark is taken, so a part changed at a yield is read again
+    by the next pass: `iter_add` for the steps, then `add` (no yield: only what moved meanwhile) in
+    the step that returns. The parts and their marks: a known-image shard and its generation (every
+    change of one goes through `KnownMap`, which bumps it); a turn and its state, file count and
+    step count (the running turn always: the reducer changes a file entry in place only there, and
+    the same image goes into the known map); a bucket of loose changes and its length (a pair
+    replaced in place keeps its first before-image; its new after-image goes into the known map). A
+    different state object, or a different known map, is read whole."""
+
+    STEP = 2048  # digests gathered per step
 
     def __init__(self) -> None:
         self._state = None  # held, so the ids below cannot be reused while they are remembered
-        self._turns: dict[int, tuple] = {}  # id(turn) -> (turn, state, files, steps)
+        self._turns: dict[int, tuple] = {}  # id(turn) -> (turn, its mark)
         self._map = None
-        self._generations: list[int] | None = None
+        self._generations: list[int | None] = []
+        self._buckets: dict[int, tuple] = {}  # k -> (bucket, its length)
 
-    def new_refs(self, state) -> set[str]:
+    def add(self, state, out: set[str]) -> None:
+        for _ in self._iter(state, out, None):
+            pass
+
+    def iter_add(self, state, out: set[str]):
+        yield from self._iter(state, out, self.STEP)
+
+    def _iter(self, state, out: set[str], step: int | None):
         if state is not self._state:
-            self._state, self._turns, self._map, self._generations = state, {}, None, None
-        refs: set[str] = set()
-        add = refs.add
-        turns: dict[int, tuple] = {}
-        for turn in state.turns:
-            mark = (turn, turn.state, len(turn.files), len(turn.steps))
+            self._state, self._turns, self._map, self._buckets = state, {}, None, {}
+        done = 0
+        for turn in list(state.turns):
+            mark = (turn.state, len(turn.files), len(turn.steps))
             was = self._turns.get(id(turn))
-            turns[id(turn)] = mark
-            if turn.state != "running" and was is not None and was[0] is turn and was[1:] == mark[1:]:
+            if turn.state != "running" and was is not None and was[0] is turn and was[1] == mark:
                 continue
+            self._turns[id(turn)] = (turn, mark)
             for entry in turn.files.values():
-                add(entry.before)
-                add(entry.after)
-            refs.update(step.result for step in turn.steps if step.result)
-            refs.update(turn.instructions.values())
-        self._turns = turns
+                out.add(entry.before)
+                out.add(entry.after)
+            out.update(s.result for s in turn.steps if s.result)
+            out.update(turn.instructions.values())
+            done += len(turn.files) + len(turn.steps)
+            if step is not None and done >= step:
+                done = 0
+                yield None
         known = state.known
         generations = getattr(known, "generations", None)
         if generations is None:
-            refs.update(known.values())
+            out.update(known.values())
         else:
             if known is not self._map:
-                self._map, self._generations = known, None
-            was = self._generations
-            for i, generation in enumerate(generations):
-                if was is None or was[i] != generation:
-                    refs.update(known.shard(i).values())
-            self._generations = list(generations)
-        for changes in state.between.values():
-            for pair in changes.values():
-                refs.update(pair)
-        refs.difference_update(NOT_DIGESTS)
-        return refs
+                self._map, self._generations = known, [None] * len(generations)
+            for i in range(len(generations)):
+                generation = generations[i]
+                if self._generations[i] == generation:
+                    continue
+                self._generations[i] = generation
+                shard = known.shard(i)
+                out.update(shard.values())
+                done += len(shard)
+                if step is not None and done >= step:
+                    done = 0
+                    yield None
+        for k, bucket in list(state.between.items()):
+            was = self._buckets.get(k)
+            if was is not None and was[0] is bucket and was[1] == len(bucket):
+                continue
+            self._buckets[k] = (bucket, len(bucket))
+            pairs = list(bucket.values())  # a copy, in the step that took the mark
+            size = step or len(pairs) or 1
+            for at in range(0, len(pairs), size):
+                for pair in pairs[at:at + size]:
+                    out.update(pair)
+                if step is not None:
+                    yield None
+        out.difference_update(NOT_DIGESTS)
 
 
 def _record_files(folder: Path) -> list[Path]:
@@ -133,7 +161,8 @@ class JournalPins:
     from where that look ended. A hook storm's 20,000 operations made each full re-read hold the
     owner's loop 170 ms. What it adds to `pins` it never takes back (pins never shrink in a run)."""
 
-    CHUNK = 512  # frames read per step of `iter_read` (a few ms)
+    CHUNK = 512  # frames read per step of `iter_read` at most
+    CHUNK_BYTES = 64 << 10  # and bytes of frames: 512 frames of a sweep's `seen` held a loop 13-20 ms
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple] = {}  # path -> (inode, cuts, size or good_end)
@@ -163,11 +192,12 @@ class JournalPins:
                 if start is not None and st.st_size == start:
                     continue  # nothing new
                 while True:
-                    s = journal_mod.scan(p, start=start, max_frames=self.CHUNK)
+                    s = journal_mod.scan(p, start=start, max_frames=self.CHUNK,
+                                         max_bytes=self.CHUNK_BYTES)
                     for frame in s.frames:
                         digests_in(frame, pins)
                     self._seen[key] = (ino, cuts, s.good_end)
-                    if len(s.frames) < self.CHUNK:
+                    if not s.more:
                         break
                     start = s.good_end
                     yield

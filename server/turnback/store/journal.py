@@ -71,6 +71,7 @@ class Scan:
     torn: TornTail | None
     header_torn: bool  # the file is shorter than a header (crash while creating it)
     damage: Damage | None = None  # set instead of `torn` when valid frames follow the bad one
+    more: bool = False  # stopped at `max_frames` or `max_bytes`: read on from `good_end`
 
 
 def frame_bytes(frame: dict) -> bytes:
@@ -95,11 +96,12 @@ def _cut(path) -> None:
 
 
 def scan(path: str | os.PathLike, start: int | None = None,
-         max_frames: int | None = None) -> Scan:
+         max_frames: int | None = None, max_bytes: int | None = None) -> Scan:
     """Read every good frame without changing the file (fsck uses this directly). With `start`
     (the `good_end` of an earlier scan of the same, since only grown, journal), only the frames
-    after it; with `max_frames`, at most that many (`good_end` then says where to read on; the
-    rest is not judged)."""
+    after it; with `max_frames`, at most that many, and with `max_bytes`, frames until that many
+    bytes of them are read (at least one); `more` then says so and `good_end` where to read on
+    (the rest is not judged)."""
     path = str(path)
     with os.fdopen(fsio.open_read(path), "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -123,9 +125,11 @@ def scan(path: str | os.PathLike, start: int | None = None,
             f.seek(start)
             end = start
         reason = ""
+        begin = end
         while end < size:
-            if max_frames is not None and len(frames) >= max_frames:
-                return Scan(frames, end, size, None, header_torn=False)
+            if (max_frames is not None and len(frames) >= max_frames) or \
+                    (max_bytes is not None and frames and end - begin >= max_bytes):
+                return Scan(frames, end, size, None, header_torn=False, more=True)
             head = f.read(FRAME_HEAD.size)
             if len(head) < FRAME_HEAD.size:
                 reason = "frame header cut short"
