@@ -80,10 +80,14 @@ def iter_version_hints(state):
     hints: dict[str, str] = {}
     names: dict[str, str] = {}
     counted = 0
-    groups = [list(t.files.values()) for t in list(state.turns)]
-    groups.append([(rel, pair) for changes in list(state.between.values())
-                   for rel, pair in list(changes.items())])
-    for group in groups:
+
+    def groups():  # one turn's entries (or one bucket of loose changes) copied at a time
+        for turn in list(state.turns):
+            yield list(turn.files.values())
+        for changes in list(state.between.values()):
+            yield list(changes.items())
+
+    for group in groups():
         for item in group:
             if isinstance(item, tuple):
                 rel, (before, after) = item
