@@ -81,18 +81,14 @@ def iter_version_hints(state):
     names: dict[str, str] = {}
     counted = 0
 
-    def groups():  # one turn's entries (or one bucket of loose changes) copied at a time
+    def groups():  # (path, before, after) of one turn, or one bucket of loose changes, at a time
         for turn in list(state.turns):
-            yield list(turn.files.values())
+            yield [(e.rel, e.before, e.after) for e in list(turn.files.values())]
         for changes in list(state.between.values()):
-            yield list(changes.items())
+            yield [(rel, b, a) for rel, (b, a) in list(changes.items())]
 
     for group in groups():
-        for item in group:
-            if isinstance(item, tuple):
-                rel, (before, after) = item
-            else:
-                rel, before, after = item.rel, item.before, item.after
+        for rel, before, after in group:
             for image in (before, after):
                 if isinstance(image, str) and len(image) == 32:
                     names.setdefault(image, rel)

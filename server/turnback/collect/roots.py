@@ -85,24 +85,19 @@ class StateRefs:
             if step is not None and done >= step:
                 done = 0
                 yield None
-        known = state.known
-        generations = getattr(known, "generations", None)
-        if generations is None:
-            out.update(known.values())
-        else:
-            if known is not self._map:
-                self._map, self._generations = known, [None] * len(generations)
-            for i in range(len(generations)):
-                generation = generations[i]
-                if self._generations[i] == generation:
-                    continue
-                self._generations[i] = generation
-                shard = known.shard(i)
-                out.update(shard.values())
-                done += len(shard)
-                if step is not None and done >= step:
-                    done = 0
-                    yield None
+        known = state.known  # always a KnownMap (SessionState makes one)
+        if known is not self._map:
+            self._map, self._generations = known, [None] * len(known.generations)
+        for i, generation in enumerate(known.generations):
+            if self._generations[i] == generation:
+                continue
+            self._generations[i] = generation
+            shard = known.shard(i)
+            out.update(shard.values())
+            done += len(shard)
+            if step is not None and done >= step:
+                done = 0
+                yield None
         for k, bucket in list(state.between.items()):
             was = self._buckets.get(k)
             if was is not None and was[0] is bucket and was[1] == len(bucket):

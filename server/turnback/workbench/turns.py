@@ -213,8 +213,9 @@ class TurnsFeature:
         recorder = self.wb.recorder
         if by == "watch":  # a folder the watcher reports: itself (a file that became a folder is a
             # gap) and the files in it, which the watcher may not report
-            rels = yield from waiting.wait_in_slices(waiting.in_thread(
-                lambda: [f for rel in rels for f in [rel, *(recorder.files_in_folder(rel) or ())]]))
+            def with_their_files(reported):
+                return [f for rel in reported for f in [rel, *(recorder.files_in_folder(rel) or ())]]
+            rels = yield from waiting.wait_in_slices(waiting.in_thread(with_their_files, list(rels)))
         yield from recorder.iter_capture(rels, phase=phase, by=by)
         if phase == "after":
             self.wb.directives.follow_edits(rels)
