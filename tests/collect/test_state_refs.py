@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from turnback.collect.roots import StateRefs
 from turnback.model.session import SessionState
@@ -75,6 +75,9 @@ def _look(session, refs, pins, pending) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(OPS, st.integers(1, 6))
+# A loose change replaced in place (the bucket's length the same), then a `seen` of the same path
+# before the look read the known shard: the new after-image is only in the bucket (found by CI).
+@example([("image", 1, True), ("image", 1, True), ("image", 3, False), ("seen", 1, True)], 1)
 def test_every_look_pins_everything_the_state_names(ops, step):
     session, refs, pins = _Ops(), StateRefs(), set()
     refs.STEP = step  # small steps: operations land between the parts of one look

@@ -46,8 +46,9 @@ class StateRefs:
     the step that returns. The parts and their marks: a known-image shard and its generation (every
     change of one goes through `KnownMap`, which bumps it); a turn and its state, file count and
     step count (the running turn always: the reducer changes a file entry in place only there, and
-    the same image goes into the known map); a bucket of loose changes and its length (a pair
-    replaced in place keeps its first before-image; its new after-image goes into the known map). A
+    the same image goes into the known map); a bucket of loose changes, its length and how many
+    pairs the reducer replaced in place (`SessionState.between_edits`: the new after-image also goes
+    into the known map, but a later `seen` may replace it there before the look reads the shard). A
     different state object, or a different known map, is read whole."""
 
     STEP = 2048  # digests gathered per step
@@ -57,7 +58,7 @@ class StateRefs:
         self._turns: dict[int, tuple] = {}  # id(turn) -> (turn, its mark)
         self._map = None
         self._generations: list[int | None] = []
-        self._buckets: dict[int, tuple] = {}  # k -> (bucket, its length)
+        self._buckets: dict[int, tuple] = {}  # k -> (bucket, (its length, its edits))
 
     def add(self, state, out: set[str]) -> None:
         for _ in self._iter(state, out, None):
@@ -99,10 +100,11 @@ class StateRefs:
                 done = 0
                 yield None
         for k, bucket in list(state.between.items()):
+            mark = (len(bucket), state.between_edits.get(k, 0))
             was = self._buckets.get(k)
-            if was is not None and was[0] is bucket and was[1] == len(bucket):
+            if was is not None and was[0] is bucket and was[1] == mark:
                 continue
-            self._buckets[k] = (bucket, len(bucket))
+            self._buckets[k] = (bucket, mark)
             pairs = list(bucket.values())  # a copy, in the step that took the mark
             size = step or len(pairs) or 1
             for at in range(0, len(pairs), size):

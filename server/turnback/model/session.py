@@ -42,6 +42,9 @@ class SessionState:
     # Who made each loose change, when a capture source said: (k, rel) -> "save", "watch", "sweep"
     # or "hook". A rewind names it when it lists the change as a user edit.
     between_by: dict[tuple[int, str], str] = field(default_factory=dict)
+    # How many times the reducer replaced a pair of between[k] in place (its length unchanged): the
+    # collector's look (`collect/roots.StateRefs`) marks a bucket with it. In this process only.
+    between_edits: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
     known: KnownMap = field(default_factory=KnownMap)  # the last known image of every path
     directives: dict[str, Directive] = field(default_factory=dict)
     workflow: dict[str, list] = field(default_factory=lambda: {k: [] for k in WORKFLOW_LISTS})
