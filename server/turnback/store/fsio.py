@@ -26,6 +26,7 @@ import errno as _errno
 import os
 import secrets
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Union
@@ -63,6 +64,7 @@ class FaultPlan:
         self.disk_full_at = disk_full_at
         self.count = 0
         self.faulted = 0
+        self._lock = threading.Lock()
         self.log: list[str] = []
         self.unsynced = None
         if lose_unsynced:
@@ -70,20 +72,25 @@ class FaultPlan:
             self.unsynced = UnsyncedJournal()
 
     def tick(self, op: str, path: object, src: object = None) -> None:
-        self.count += 1
-        self.log.append(f"{op} {path}")
-        n = self.count
-        if self.crash_at is not None and n == self.crash_at:
-            self.crash()
-        if self.fail_at is not None and (n == self.fail_at or (self.sticky and n > self.fail_at)):
-            self.faulted += 1
-            raise FaultInjected(self.errno, f"injected fault at operation {n} ({op})", str(path))
-        if self.disk_full_at is not None and n >= self.disk_full_at and op in SPACE_OPS:
-            self.faulted += 1
-            raise FaultInjected(_errno.ENOSPC, f"injected full disk at operation {n} ({op})",
-                                str(path))
-        if self.unsynced is not None:
-            self.unsynced.before(op, path, src)
+        # One at a time: helper threads (readers, the pack's writer) do file-system work too, and
+        # each operation must get its own number.
+        with self._lock:
+            self.count += 1
+            self.log.append(f"{op} {path}")
+            n = self.count
+            if self.crash_at is not None and n == self.crash_at:
+                self.crash()
+            at = self.fail_at
+            if at is not None and (n == at or (self.sticky and n > at)):
+                self.faulted += 1
+                raise FaultInjected(self.errno, f"injected fault at operation {n} ({op})",
+                                    str(path))
+            if self.disk_full_at is not None and n >= self.disk_full_at and op in SPACE_OPS:
+                self.faulted += 1
+                raise FaultInjected(_errno.ENOSPC, f"injected full disk at operation {n} ({op})",
+                                    str(path))
+            if self.unsynced is not None:
+                self.unsynced.before(op, path, src)
 
     def crash(self) -> None:
         """Stop here, as a power cut would (with `lose_unsynced`) or as a killed process."""
