@@ -14,6 +14,13 @@ same objects compressed one by one and 48 MiB for git after `gc`; on a real tree
 files, 110 MiB) 12.7 MiB against git's 16 MiB (docs/performance.md). The price is a read: one object
 inflates its whole block (about 5 ms for 8 MiB here), which the reader's block cache shares between
 neighbours. Deltas are frames of their own (store/delta.py), against a base in the same pack.
+
+Writes: once a pack has a compressing thread it has a writing thread too, and every write after that
+(blocks, delta frames) goes to it, in the order they were made: a 2 MiB frame's `write` costs about
+5 ms of the kernel's time on these machines, which on the caller's thread held an event loop 8 to
+15 ms. Offsets are known when a write is queued (its length is); whatever reads the temp file back,
+hashes it or closes it waits for the queue first (`_written`), and a failed write fails the next
+call that queues or waits, never silently: nothing is written after a write that failed.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ IN_FLIGHT = 2  # blocks being compressed at once (memory: about 3 x BLOCK_RAW)
 # before that (`iter_settle`), so an event loop never blocks on the compressing thread.
 IN_FLIGHT_MAX = 4 * IN_FLIGHT
 INLINE_BLOCK = 256 << 10  # smaller blocks are compressed on the caller's thread (about 1 ms)
+_QUEUED_MAX = 1024  # writes queued at most (delta frames are many and small; blocks are fewer)
 _KEEP_SMALL = 1024  # objects this small stay readable from memory while the pack is built
 _KEEP_SMALL_TOTAL = 8 << 20
 
@@ -88,6 +96,9 @@ class PackWriter(PackFiles):
         self._block_size = 0
         self._inflight: deque[tuple[Future | None, list[str], int, tuple | None]] = deque()
         self._pool: ThreadPoolExecutor | None = None
+        self._writer: ThreadPoolExecutor | None = None  # with the pool: the ordered writes
+        self._writes: deque[Future] = deque()  # queued writes, oldest first
+        self._write_failed: BaseException | None = None
         self._small: dict[str, bytes] = {}
         self._small_total = 0
         self._readback: tuple[int, bytes] | None = None
@@ -155,9 +166,37 @@ class PackWriter(PackFiles):
             self._write(pack_header(self.pack_id))
 
     def _write(self, data: bytes) -> None:
+        self._offset += len(data)
+        if self._writer is None:
+            self._append(data)
+            return
+        while self._writes and (self._writes[0].done() or len(self._writes) > _QUEUED_MAX):
+            self._writes.popleft().result()  # a failed write is raised here, on our thread
+        self._writes.append(self._writer.submit(self._append_queued, data))
+
+    def _append(self, data: bytes) -> None:
         fsio.append(self._fd, data)
         self._hash.update(data)
-        self._offset += len(data)
+
+    def _append_queued(self, data: bytes) -> None:
+        if self._write_failed is not None:
+            raise self._write_failed  # the file stops where the first failure left it
+        try:
+            self._append(data)
+        except BaseException as exc:
+            self._write_failed = exc
+            raise
+
+    def _written(self) -> None:
+        """Wait for every queued write; raise the first that failed."""
+        while self._writes:
+            self._writes.popleft().result()
+        if self._write_failed is not None:
+            raise self._write_failed
+
+    @property
+    def _writes_behind(self) -> bool:
+        return len(self._writes) > IN_FLIGHT
 
     def _flush_block(self, *, wait: bool = True) -> None:
         """The open block goes to be compressed. Blocks done are written, in order; with `wait`,
@@ -178,11 +217,14 @@ class PackWriter(PackFiles):
             if self._pool is None:
                 memory.bound_malloc()  # a big pack: its buffers must not pin memory afterwards
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack")
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack-write")
             self._inflight.append((self._pool.submit(compress_block, pieces, raw_len), members,
                                    raw_len, pieces))
         limit = IN_FLIGHT if wait else IN_FLIGHT_MAX
         while self._inflight and (len(self._inflight) > limit or self._oldest_done()):
             self._write_oldest()
+        while len(self._writes) > limit:  # a slow disk: the queue of frames stays bounded too
+            self._writes.popleft().result()
 
     def _oldest_done(self) -> bool:
         fut = self._inflight[0][0]
@@ -191,16 +233,19 @@ class PackWriter(PackFiles):
     @property
     def backlog(self) -> bool:
         """More blocks are being compressed than IN_FLIGHT: the producer should wait (in slices)."""
-        return len(self._inflight) > IN_FLIGHT
+        return len(self._inflight) > IN_FLIGHT or self._writes_behind
 
     def iter_settle(self):
         """Wait (a job's steps, each at most `waiting.WAIT_SLICE`) until at most IN_FLIGHT blocks
-        are being compressed, writing each one done."""
+        are being compressed, writing each one done, and at most IN_FLIGHT are queued to write."""
         while self._inflight and (len(self._inflight) > IN_FLIGHT or self._oldest_done()):
             fut = self._inflight[0][0]
             if fut is not None and not fut.done():
                 yield from waiting.wait_in_slices(fut)
             self._write_oldest()
+        while self._writes_behind:
+            yield from waiting.wait_in_slices(self._writes[0])
+            self._writes.popleft().result()
 
     def _write_oldest(self) -> None:
         fut, members, raw_len, done = self._inflight.popleft()
@@ -251,6 +296,7 @@ class PackWriter(PackFiles):
         return self._readback[1][start:start + size]
 
     def _stored(self, seg: Segment) -> bytes:
+        self._written()
         fd = fsio.open_read(self.pack_tmp)
         try:
             return os.pread(fd, seg.stored, seg.offset)
@@ -283,10 +329,15 @@ class PackWriter(PackFiles):
             if fut is not None and not fut.done():
                 yield from waiting.wait_in_slices(fut)
             self._write_oldest()
+        while self._writes:
+            yield from waiting.wait_in_slices(self._writes[0])
+            self._writes.popleft().result()
         return (yield from waiting.wait_in_slices(waiting.in_thread(self._finish_tail)))
 
     def _finish_tail(self) -> list[Path]:
         """After the last block is written: trailer, index (its encoding is the costly part)."""
+        self._written()
+        self._close_writer()
         self._ensure_open()
         digest = self._hash.digest()
         fsio.append(self._fd, digest)
@@ -323,6 +374,7 @@ class PackWriter(PackFiles):
 
     def discard(self) -> None:
         """Remove everything written (before `publish`); never masks the caller's error."""
+        self._close_writer(cancel=True)  # before the fd closes: its number could be reused
         if self._fd is not None:
             try:
                 os.close(self._fd)
@@ -333,6 +385,12 @@ class PackWriter(PackFiles):
         if not self.published:
             for p in self.temp_files():
                 fsio.discard(p)
+
+    def _close_writer(self, cancel: bool = False) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True, cancel_futures=cancel)
+            self._writer = None
+            self._writes.clear()
 
     def _close_pool(self, cancel: bool = False) -> None:
         if self._pool is not None:
