@@ -58,3 +58,42 @@ async def test_a_save_reads_off_the_loop_and_a_later_save_is_recorded_after_it(t
         gate.set()
         server.closed = True
         wb.close()
+
+
+async def test_an_opened_file_the_store_did_not_know_is_read_off_the_loop(tmp_path, monkeypatch):
+    """`didOpen` of a file the store does not know yet learns its image as a job: the read and the
+    store's write on a helper thread while the loop runs on (it was read and stored on the loop)."""
+    wb = Workbench.open(tmp_path)
+    server = TurnbackServer()
+    server.wb = wb
+    loop_thread = threading.current_thread()
+    (tmp_path / "new.txt").write_text("opened\n")
+    entered, gate = threading.Event(), threading.Event()
+    readers: list[threading.Thread] = []
+    real_read = Recorder._read
+
+    def held_read(self, rel):
+        readers.append(threading.current_thread())
+        entered.set()
+        assert gate.wait(10), "the test never opened the gate"
+        return real_read(self, rel)
+
+    monkeypatch.setattr(Recorder, "_read", held_read)
+    loop = asyncio.get_running_loop()
+    try:
+        assert "new.txt" not in wb.state.known
+        opening = loop.create_task(server.opened(wb.ws.to_uri("new.txt"), "opened\n"))
+        assert await asyncio.to_thread(entered.wait, 10), "the opened file was never read"
+        ticks = 0
+        for _ in range(5):  # the loop runs on while the read is held
+            await asyncio.sleep(0)
+            ticks += 1
+        assert not opening.done() and ticks == 5
+        gate.set()
+        await opening
+        assert readers and all(t is not loop_thread for t in readers)
+        assert wb.state.known.get("new.txt") == wb.store.objects.hasher.digest(b"opened\n")
+    finally:
+        gate.set()
+        server.closed = True
+        wb.close()

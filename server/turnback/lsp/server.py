@@ -440,7 +440,7 @@ class TurnbackServer(LanguageServer):
             return
         async with self.lock:
             try:
-                wb.turns.opened(rel, text)
+                await run_job(wb.turns.opened_job(rel, text))
             except Exception:
                 log.exception("capture of opened %s failed", rel)
 

@@ -223,22 +223,34 @@ class TurnsFeature:
         self.wb.emit_status()
 
     def opened(self, rel: str, text: str | None) -> None:
-        """An editor opened a file: learn its image if that is safe, never mint a checkpoint.
+        self.wb.run(self.opened_job(rel, text))
+
+    def opened_job(self, rel: str, text: str | None):
+        """An editor opened a file: learn its image if that is safe, never mint a checkpoint. A job:
+        the disk read and the store's write happen on helper threads (a file the store did not know
+        was read and stored on the loop).
 
         The event may be handled after the agent already changed the file, so during a turn a disk
         read is trusted as the before-image only when it equals the text the editor opened."""
         if not self.wb.is_owner or rel in self.state.known:
             return
-        if self.state.running is not None:
+        running = self.state.running
+        if running is not None:
             if text is None:
                 return
             from ..travel.disk import disk_image
 
-            now, _problem = disk_image(self.wb.ws, rel, self.wb.store.objects.hasher,
-                                       max_bytes=self.wb.options.max_file_bytes)
-            if now != self.wb.store.objects.hasher.digest(text.encode("utf-8")):
+            wb, hasher = self.wb, self.wb.store.objects.hasher
+
+            def same_as_opened() -> bool:
+                now, _problem = disk_image(wb.ws, rel, hasher, max_bytes=wb.options.max_file_bytes)
+                return now == hasher.digest(text.encode("utf-8"))
+
+            if not (yield from waiting.wait_in_slices(waiting.in_thread(same_as_opened))):
                 return
-        self.wb.recorder.capture(rel, phase="before")
+            if self.state.running is not running or rel in self.state.known:
+                return  # the session moved while the file was read: what it showed may be stale
+        yield from self.wb.recorder.iter_capture([rel], phase="before")
         self.wb.emit_status()
 
     def _running_n(self) -> int | None:
