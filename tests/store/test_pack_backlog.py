@@ -33,7 +33,7 @@ def gated(monkeypatch):
 
 
 def _objects(store, n, size=SIZE):
-    """n objects of `size` bytes."""
+    """n objects of `size` bytes, each a pack block of its own at BLOCK: (digest, bytes)."""
     out = []
     for i in range(n):
         data = (b"object %06d " % i) * (size // 14 + 1)

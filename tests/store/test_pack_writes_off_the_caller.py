@@ -11,20 +11,10 @@ import threading
 
 import pytest
 
-from turnback.store import fsio, packwrite
+from turnback.store import fsio
 from turnback.store.packwrite import IN_FLIGHT, PackWriter
 
-GATE = 30.0
-BLOCK = 400 << 10
-SIZE = 300 << 10  # past INLINE_BLOCK, one to a block: each add after the first cuts a block
-
-
-def _objects(store, n, size=SIZE):
-    out = []
-    for i in range(n):
-        data = (b"object %06d " % i) * (size // 14 + 1)
-        out.append((store.hasher.digest(data), data))
-    return out
+from .test_pack_backlog import BLOCK, GATE, _objects  # one to a block, past INLINE_BLOCK
 
 
 @pytest.fixture
