@@ -52,10 +52,10 @@ def _image(state: SessionState, op: dict) -> None:
     else:
         bucket = state.between.setdefault(state.turn_count, {})
         modes = state.between_modes.setdefault(state.turn_count, {})
-        if rel not in bucket:
-            modes[rel] = before_mode
         if rel in bucket:  # replaced in place: the bucket's length does not say it moved
             state.between_edits[state.turn_count] = state.between_edits.get(state.turn_count, 0) + 1
+        else:
+            modes[rel] = before_mode
         first_before = bucket[rel][0] if rel in bucket else op["before"]
         bucket[rel] = (first_before, after)
         if op.get("by"):

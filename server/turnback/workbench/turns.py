@@ -231,11 +231,11 @@ class TurnsFeature:
         was read and stored on the loop).
 
         The event may be handled after the agent already changed the file, so during a turn a disk
-        read is trusted as the before-image only when it equals the text the editor opened."""
+        read is trusted as the before-image only when it equals the text the editor opened. The
+        server runs it holding its mutation lock throughout, so the session cannot move meanwhile."""
         if not self.wb.is_owner or rel in self.state.known:
             return
-        running = self.state.running
-        if running is not None:
+        if self.state.running is not None:
             if text is None:
                 return
             from ..travel.disk import disk_image
@@ -248,8 +248,6 @@ class TurnsFeature:
 
             if not (yield from waiting.wait_in_slices(waiting.in_thread(same_as_opened))):
                 return
-            if self.state.running is not running or rel in self.state.known:
-                return  # the session moved while the file was read: what it showed may be stale
         yield from self.wb.recorder.iter_capture([rel], phase="before")
         self.wb.emit_status()
 
