@@ -18,9 +18,10 @@ neighbours. Deltas are frames of their own (store/delta.py), against a base in t
 Writes: once a pack has a compressing thread it has a writing thread too, and every write after that
 (blocks, delta frames) goes to it, in the order they were made: a 2 MiB frame's `write` costs about
 5 ms of the kernel's time on these machines, which on the caller's thread held an event loop 8 to
-15 ms. Offsets are known when a write is queued (its length is); whatever reads the temp file back,
-hashes it or closes it waits for the queue first (`_written`), and a failed write fails the next
-call that queues or waits, never silently: nothing is written after a write that failed.
+15 ms. Offsets are known when a write is queued (its length is); a read-back of a segment waits
+for the writes that start below its end, the trailer's hash and the close for all of them
+(`_written`), and a failed write fails the next call that queues or waits, never silently: nothing
+is written after a write that failed.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class PackWriter(PackFiles):
         self._inflight: deque[tuple[Future | None, list[str], int, tuple | None]] = deque()
         self._pool: ThreadPoolExecutor | None = None
         self._writer: ThreadPoolExecutor | None = None  # with the pool: the ordered writes
-        self._writes: deque[Future] = deque()  # queued writes, oldest first
+        self._writes: deque[tuple[int, Future]] = deque()  # (start offset, write), oldest first
         self._write_failed: BaseException | None = None
         self._small: dict[str, bytes] = {}
         self._small_total = 0
@@ -166,13 +167,14 @@ class PackWriter(PackFiles):
             self._write(pack_header(self.pack_id))
 
     def _write(self, data: bytes) -> None:
+        start = self._offset
         self._offset += len(data)
         if self._writer is None:
             self._append(data)
             return
-        while self._writes and (self._writes[0].done() or len(self._writes) > _QUEUED_MAX):
-            self._writes.popleft().result()  # a failed write is raised here, on our thread
-        self._writes.append(self._writer.submit(self._append_queued, data))
+        while self._writes and (self._writes[0][1].done() or len(self._writes) > _QUEUED_MAX):
+            self._pop_write()  # a failed write is raised here, on our thread
+        self._writes.append((start, self._writer.submit(self._append_queued, data)))
 
     def _append(self, data: bytes) -> None:
         fsio.append(self._fd, data)
@@ -187,12 +189,23 @@ class PackWriter(PackFiles):
             self._write_failed = exc
             raise
 
-    def _written(self) -> None:
-        """Wait for every queued write; raise the first that failed."""
-        while self._writes:
-            self._writes.popleft().result()
+    def _pop_write(self) -> None:
+        self._writes.popleft()[1].result()
+
+    def _written(self, below: int | None = None) -> None:
+        """Wait for every queued write (or those that start below offset `below`: the bytes up to
+        there are then in the file); raise the first that failed."""
+        while self._writes and (below is None or self._writes[0][0] < below):
+            self._pop_write()
         if self._write_failed is not None:
             raise self._write_failed
+
+    def _iter_writes_down_to(self, keep: int):
+        """Wait (a job's steps, each at most `waiting.WAIT_SLICE`) until at most `keep` writes
+        are queued."""
+        while len(self._writes) > keep:
+            yield from waiting.wait_in_slices(self._writes[0][1])
+            self._pop_write()
 
     @property
     def _writes_behind(self) -> bool:
@@ -224,7 +237,7 @@ class PackWriter(PackFiles):
         while self._inflight and (len(self._inflight) > limit or self._oldest_done()):
             self._write_oldest()
         while len(self._writes) > limit:  # a slow disk: the queue of frames stays bounded too
-            self._writes.popleft().result()
+            self._pop_write()
 
     def _oldest_done(self) -> bool:
         fut = self._inflight[0][0]
@@ -243,9 +256,7 @@ class PackWriter(PackFiles):
             if fut is not None and not fut.done():
                 yield from waiting.wait_in_slices(fut)
             self._write_oldest()
-        while self._writes_behind:
-            yield from waiting.wait_in_slices(self._writes[0])
-            self._writes.popleft().result()
+        yield from self._iter_writes_down_to(IN_FLIGHT)
 
     def _write_oldest(self) -> None:
         fut, members, raw_len, done = self._inflight.popleft()
@@ -296,7 +307,7 @@ class PackWriter(PackFiles):
         return self._readback[1][start:start + size]
 
     def _stored(self, seg: Segment) -> bytes:
-        self._written()
+        self._written(below=seg.offset + seg.stored)
         fd = fsio.open_read(self.pack_tmp)
         try:
             return os.pread(fd, seg.stored, seg.offset)
@@ -329,9 +340,7 @@ class PackWriter(PackFiles):
             if fut is not None and not fut.done():
                 yield from waiting.wait_in_slices(fut)
             self._write_oldest()
-        while self._writes:
-            yield from waiting.wait_in_slices(self._writes[0])
-            self._writes.popleft().result()
+        yield from self._iter_writes_down_to(0)
         return (yield from waiting.wait_in_slices(waiting.in_thread(self._finish_tail)))
 
     def _finish_tail(self) -> list[Path]:
