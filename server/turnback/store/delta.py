@@ -10,8 +10,6 @@ frames, so the bench reports what the deepest chain costs to read (`restore cost
 
 from __future__ import annotations
 
-import threading
-
 import zstandard
 
 LEVEL = 3
@@ -19,9 +17,6 @@ MAX_CHAIN = 8  # a delta's base may itself be a delta, at most this deep
 MIN_BASE = 64  # tinier bases give zstd nothing to match against
 # Worth it only when the delta is clearly smaller than the object compressed alone would be.
 MAX_RATIO = 0.5
-
-_local = threading.local()
-
 
 class DeltaError(ValueError):
     pass

@@ -20,9 +20,9 @@ releases the GIL while it compresses, which the parallel first checkpoint relies
 
 from __future__ import annotations
 
-import threading
-
 import zstandard
+
+from . import zstdctx
 
 MAGIC = b"\x89TBZ"
 HEADER = 12  # magic + raw size
@@ -32,26 +32,17 @@ MIN_SIZE = 128  # below this the frame overhead eats any gain, and the file take
 MIN_SAVING = 1 / 8
 LIMIT = 1 << 32  # the largest raw size an envelope may declare (4 GiB; capture's own limit is lower)
 
-_local = threading.local()  # zstd contexts are not thread-safe; one pair per thread
 
 
 class EnvelopeError(ValueError):
     """The envelope is damaged: the reason names what is wrong (kept short, it goes in messages)."""
 
 
-def _cctx() -> zstandard.ZstdCompressor:
-    c = getattr(_local, "cctx", None)
-    if c is None:
-        c = _local.cctx = zstandard.ZstdCompressor(level=LEVEL, write_checksum=False,
-                                                   write_content_size=True)
-    return c
-
-
-def _dctx() -> zstandard.ZstdDecompressor:
-    d = getattr(_local, "dctx", None)
-    if d is None:
-        d = _local.dctx = zstandard.ZstdDecompressor()
-    return d
+# zstd contexts are not thread-safe: each use takes one of its own (store/zstdctx.py)
+_compressors = zstdctx.Kept(
+    lambda: zstandard.ZstdCompressor(level=LEVEL, write_checksum=False, write_content_size=True),
+    keep=2)  # 2.5 MiB each after a 1 MiB object
+_decompressors = zstdctx.Kept(zstandard.ZstdDecompressor, keep=4)  # 0.1 MiB each
 
 
 def header(raw_size: int) -> bytes:
@@ -67,7 +58,11 @@ def pack(data: bytes) -> bytes | None:
     must = data[:4] == MAGIC
     if len(data) < MIN_SIZE and not must:
         return None
-    frame = _cctx().compress(data)
+    c = _compressors.take()
+    try:
+        frame = c.compress(data)
+    finally:
+        _compressors.give(c)
     if not must and HEADER + len(frame) > len(data) * (1 - MIN_SAVING):
         return None
     return header(len(data)) + frame
@@ -98,7 +93,11 @@ def unpack(data: bytes, limit: int = LIMIT) -> bytes:
         raise EnvelopeError(f"the frame holds {content} bytes, the header declares {size}")
     try:
         # max_output_size bounds a frame that does not state its size; one that does was checked above.
-        raw = _dctx().decompress(frame, max_output_size=size)
+        d = _decompressors.take()
+        try:
+            raw = d.decompress(frame, max_output_size=size)
+        finally:
+            _decompressors.give(d)
     except zstandard.ZstdError as exc:
         raise EnvelopeError(f"zstd frame is damaged ({exc})") from None
     if len(raw) != size:
