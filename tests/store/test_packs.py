@@ -270,8 +270,10 @@ def test_kept_blocks_go_once_no_read_used_them_for_a_while(store, monkeypatch):
 
 
 def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch):
+    import threading
+
     from turnback.lsp.server import TurnbackServer
-    from turnback.store import packs as packs_mod
+    from turnback.store import memory, packs as packs_mod, packwrite, zstdctx
     from turnback.workbench import Workbench
 
     wb = Workbench.open(tmp_path)
@@ -282,10 +284,20 @@ def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch)
         assert wb.store.objects.get(digests[1]) == datas[1]
         server = TurnbackServer()
         server.wb = wb
+        zstdctx.drop_idle(0.0)  # what earlier tests of this worker left
+        trimmed = threading.Event()
+        monkeypatch.setattr(memory, "give_back", trimmed.set)
         assert server.give_back_idle_memory() == 0  # read just now
+        assert not trimmed.is_set()  # nothing dropped: no trim (it is asked for synchronously)
         monkeypatch.setattr(packs_mod, "CACHE_IDLE_SECONDS", 0.0)
         assert server.give_back_idle_memory() > 64 << 10
+        assert trimmed.wait(10)  # an idle spell begins: the heap is trimmed, off the loop
         assert wb.store.objects.packs._cached == 0
+        packwrite.compress_block([datas[0], datas[1]], len(datas[0]) + len(datas[1]))
+        assert packwrite._compressors._free  # kept for the next block
+        monkeypatch.setattr(zstdctx, "IDLE_SECONDS", 0.0)
+        assert server.give_back_idle_memory() > 1 << 20  # the block compressor's workspace
+        assert not packwrite._compressors._free
     finally:
         wb.close()
 
