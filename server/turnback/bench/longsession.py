@@ -18,6 +18,11 @@ at `full`), then `git gc`; our store folder on disk is put beside its git direct
 
 Figures: bytes stored (every object) against the unique bytes the session produced (distinct file
 images, the final transcript, tool results), and what the metadata costs (bodies and turn objects).
+
+`long-session-edits` is the same session with edits as an agent makes them: each new version of a
+file is its previous one with one to three hunks of a few lines replaced, inserted or removed
+(`long-session` writes every version afresh from slices of a shared text pool, so a version shares
+nothing in particular with the one before it, and neither our deltas nor git's find much).
 """
 
 from __future__ import annotations
@@ -122,7 +127,23 @@ def _delta_read_cost(ctx, store) -> None:
     ctx.check("the deepest delta reads back to its digest", store.objects.verify(tip))
 
 
-def run(ctx) -> None:
+def agent_edit(r, data: bytes) -> bytes:
+    """`data` with one to three hunks changed as an agent's edit tool does: a few lines replaced by
+    new ones, new lines inserted, or lines removed."""
+    lines = data.splitlines(keepends=True) or [b"\n"]
+    for _ in range(r.randrange(1, 4)):
+        at = r.randrange(len(lines) + 1)
+        cut = r.choice((0, 1, 2, 3, 5, 8))
+        new = gen.text(r, r.randrange(40, 400)).splitlines(keepends=True) if r.random() < 0.85 else []
+        lines[at:at + cut] = new
+    return b"".join(lines)
+
+
+def run_edits(ctx) -> None:
+    run(ctx, edits="agent")
+
+
+def run(ctx, edits: str = "fresh") -> None:
     turns = ctx.pick(12, 60, 300)
     root = ctx.dir("ws")
     shutil.rmtree(root)  # a fresh session, even in a reused --workdir
@@ -152,7 +173,11 @@ def run(ctx) -> None:
                 text.append(chunk)
                 edited = r.sample(paths[:60], r.randrange(1, 3))  # agents revisit a working set
                 for rel in edited:
-                    data = gen.content(f"{SEED}:{rel}", sizes[rel] + r.randrange(-300, 600), i * 100 + tick)
+                    if edits == "agent":
+                        data = agent_edit(r, current[rel])
+                    else:
+                        data = gen.content(f"{SEED}:{rel}", sizes[rel] + r.randrange(-300, 600),
+                                           i * 100 + tick)
                     write(root, rel, data)
                     current[rel] = data
                     unique_images.add(data)

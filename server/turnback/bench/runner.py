@@ -106,6 +106,7 @@ _REGISTRY = {
     "first-checkpoint": "firstcp:run",
     "first-checkpoint-250k": "firstcp:run_250k",
     "turn-fast-path": "fastpath:run",
+    "long-session-edits": "longsession:run_edits",
 }
 
 
@@ -120,7 +121,7 @@ SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "check
              "long-session", "close-save", "scan", "responsiveness", "collect",
              "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
              "hook-budgets", "recovery-rollback", "first-checkpoint", "first-checkpoint-250k",
-             "turn-fast-path")
+             "turn-fast-path", "long-session-edits")
 
 
 # ---------------------------------------------------------------------------------------- output
