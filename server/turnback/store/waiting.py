@@ -43,7 +43,8 @@ class _Helpers:
                 return
         # Handed in a list the thread empties: a Thread keeps its `args` until it ends, and with
         # them the first call's closure, its arguments and its result (a sweep's tables, a file's
-        # bytes) for as long as the helper lives; at 250,000 files that was 15-20 MiB resident.
+        # bytes) for as long as the helper lives (with the zstd contexts once kept per thread,
+        # 15-25 MiB resident at 250,000 files: docs/performance.md, 4 December).
         threading.Thread(target=self._work, args=([task],), name="turnback-wait",
                          daemon=True).start()
 
