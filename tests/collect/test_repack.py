@@ -273,3 +273,59 @@ def test_a_crash_at_every_operation_of_a_repacking_collection(template, monkeypa
         shutil.rmtree(ws)
     print(f"{points} crash points, {crashed} crashed")
     assert points >= 20 and crashed >= 0.8 * points and finished, (crashed, points, n)
+
+
+def _one_pack(ws):
+    wb = open_wb(ws)
+    for t in range(4):
+        turn(wb, ws, f"t{t}", edits("turn", t))
+    age(wb.store.path)
+    wb.collection.run()
+    (pack,) = wb.store.objects.packs.packs.values()
+    return wb, pack
+
+
+def _keeping(pack, low: float, high: float):
+    """A `keeps` that calls some of the pack's objects garbage: between `low` and `high` of its raw
+    bytes."""
+    doc = pack.doc
+    sizes = sorted(((doc.entry(i)[2], doc.digest_at(i).hex()) for i in range(doc.count)),
+                   reverse=True)
+    total, dead, doomed = sum(s for s, _ in sizes), 0, set()
+    for size, digest in sizes:
+        if dead + size < high * total:
+            dead += size
+            doomed.add(digest)
+    assert low * total <= dead < high * total, (dead, total)
+    return lambda digest: digest not in doomed
+
+
+@pytest.mark.parametrize("share", [(0.2, 0.3), (0.4, 0.5)])
+def test_a_small_pack_with_a_fifth_of_it_garbage_is_rewritten_even_alone(ws, share):
+    """A session's packs are small and collect superseded metadata (a running turn's object and the
+    session's root are written again at every publication): a small pack alone with 20 to 50 % of
+    it garbage stayed as it was for ever ("rewriting one small pack alone gains nothing")."""
+    wb, pack = _one_pack(ws)
+    try:
+        plan = repack.make_plan(wb.store.objects, _keeping(pack, *share), [], time.time() + 60,
+                                0.0, {}, {})
+        assert plan.rewrite == [pack]
+        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.05, 0.2), [], time.time() + 60,
+                                0.0, {}, {})
+        assert plan.empty  # a tenth: not worth a rewrite
+    finally:
+        wb.close()
+
+
+def test_a_big_pack_waits_for_half_of_it_to_be_garbage(ws, monkeypatch):
+    wb, pack = _one_pack(ws)
+    monkeypatch.setattr(repack, "MERGE_BELOW", 1)  # every pack is big
+    try:
+        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.5), [], time.time() + 60,
+                                0.0, {}, {})
+        assert plan.empty
+        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.5, 0.8), [], time.time() + 60,
+                                0.0, {}, {})
+        assert plan.rewrite == [pack]
+    finally:
+        wb.close()
