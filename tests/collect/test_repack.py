@@ -15,7 +15,7 @@ from sessionkit import assert_faulted
 from turnback.collect import repack
 from turnback.store import fsio
 from turnback.store.layout import Store
-from turnback.store.packformat import DELTA
+from turnback.store.packformat import DELTA, NONE
 
 from .conftest import (assert_sound, expected_live, expire_lease, open_wb, rewind, run_py, turn)
 
@@ -304,7 +304,8 @@ def _keeping(pack, low: float, high: float):
 def test_a_small_pack_with_a_fifth_of_it_garbage_is_rewritten_even_alone(ws, share):
     """A session's packs are small and collect superseded metadata (a running turn's object and the
     session's root are written again at every publication): a small pack alone with 20 to 50 % of
-    it garbage stayed as it was for ever ("rewriting one small pack alone gains nothing")."""
+    it garbage stayed as it was for ever ("rewriting one small pack alone gains nothing"), and so
+    did one past MERGE_BELOW (64 MiB raw) below half."""
     wb, pack = _one_pack(ws)
     try:
         plan = repack.make_plan(wb.store.objects, _keeping(pack, *share), [], time.time() + 60,
@@ -319,7 +320,7 @@ def test_a_small_pack_with_a_fifth_of_it_garbage_is_rewritten_even_alone(ws, sha
 
 def test_a_big_pack_waits_for_half_of_it_to_be_garbage(ws, monkeypatch):
     wb, pack = _one_pack(ws)
-    monkeypatch.setattr(repack, "MERGE_BELOW", 1)  # every pack is big
+    monkeypatch.setattr(repack, "CHEAP_REWRITE", 1)  # every pack is big
     try:
         plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.5), [], time.time() + 60,
                                 0.0, {}, {})
@@ -327,5 +328,68 @@ def test_a_big_pack_waits_for_half_of_it_to_be_garbage(ws, monkeypatch):
         plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.5, 0.8), [], time.time() + 60,
                                 0.0, {}, {})
         assert plan.rewrite == [pack]
+    finally:
+        wb.close()
+
+
+def test_a_pack_past_the_merge_size_is_still_cheap_to_rewrite(ws, monkeypatch):
+    """Past MERGE_BELOW a pack is no longer merged, but under CHEAP_REWRITE a fifth of garbage
+    still rewrites it: with the cheap rule bounded by MERGE_BELOW, `long-session-edits` at 300
+    turns kept all its superseded metadata (its packs had grown past 64 MiB raw)."""
+    wb, pack = _one_pack(ws)
+    monkeypatch.setattr(repack, "MERGE_BELOW", 1)
+    try:
+        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.3), [], time.time() + 60,
+                                0.0, {}, {})
+        assert plan.rewrite == [pack]
+    finally:
+        wb.close()
+
+
+def _deltas_of(doc) -> dict[str, str]:
+    """object -> its base, for every delta of a pack."""
+    out = {}
+    for i in range(doc.count):
+        seg, _start, _size, base = doc.entry(i)
+        if seg.kind == DELTA and base != NONE:
+            out[doc.digest_at(i).hex()] = doc.digest_at(base).hex()
+    return out
+
+
+def test_a_rewritten_pack_keeps_its_deltas(ws):
+    """A rewrite copies a pack in its order, bases before their deltas; the chain of a delta
+    stopped at a base already copied, and every delta of a rewritten pack came out whole."""
+    wb, pack = _one_pack(ws)
+    try:
+        before = _deltas_of(pack.doc)
+        assert len(before) >= 10
+        plan = repack.Plan(rewrite=[pack])
+        built = repack.build(wb.store.objects, plan, lambda d: True)
+        try:
+            after = {d: base for d, (_seg, _start, _n, base) in built.writer.objects.items()
+                     if base is not None}
+            assert after == before  # every delta stays a delta, of the same base
+            assert built.deltas == len(before)
+        finally:
+            built.writer.discard()
+    finally:
+        wb.close()
+
+
+def test_a_delta_whose_base_is_garbage_becomes_a_delta_of_the_next_version_that_stays(ws):
+    wb, pack = _one_pack(ws)
+    try:
+        bases = _deltas_of(pack.doc)
+        # v0 -> v1 -> v2: v1 (a delta itself) is garbage; v0 is written against v2
+        v0, v1 = next((d, b) for d, b in sorted(bases.items()) if b in bases)
+        v2 = bases[v1]
+        plan = repack.Plan(rewrite=[pack])
+        built = repack.build(wb.store.objects, plan, lambda d: d != v1)
+        try:
+            assert v1 not in built.writer
+            assert built.writer.objects[v0][3] == v2
+            assert built.writer.read(v0) == wb.store.objects.get(v0)
+        finally:
+            built.writer.discard()
     finally:
         wb.close()

@@ -19,7 +19,8 @@ pack can never leave a delta whose base it deleted. Which objects are versions o
 from the live session: a checkpoint entry's before-image and after-image are two versions of one
 path, and the older is stored as a delta against the newer (the newest version is whole, so the
 images a rewind restores most often read without a chain). A delta inside a rewritten pack keeps
-its base when the base survives; otherwise it is written whole.
+its base when the base survives; otherwise it becomes a delta of the next newer version that does
+(written whole only when none does).
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ MIN_LOOSE = 64  # ...once there are this many of them
 MIN_LOOSE_BYTES = 4 << 20  # ...or this many bytes
 MERGE_BELOW = 64 << 20  # packs of fewer raw bytes are small: merged geometrically
 MERGE_AT = 4  # this many small packs are merged even without new loose objects
-DEAD_SHARE = 0.5  # a bigger pack is rewritten once half of its raw bytes are garbage
-# A small pack once a fifth is: rewriting it is cheap, and a session's packs are small and full of
-# superseded metadata (a running turn's object and the session's root, once per publication: 97 of
-# the 116 turn objects of a 12-turn session's one pack were garbage, and never went).
-SMALL_DEAD_SHARE = 0.2
+DEAD_SHARE = 0.5  # a big pack is rewritten once half of its raw bytes are garbage
+# A pack under CHEAP_REWRITE raw bytes once a fifth is: rewriting it is a fraction of a second on a
+# helper thread, and a session's packs fill with superseded metadata (a running turn's object and
+# the session's root, once per publication: 97 of the 116 turn objects of a 12-turn session's one
+# pack were garbage, and never went).
+CHEAP_REWRITE = 256 << 20
+CHEAP_DEAD_SHARE = 0.2
 BURST, REST = 0.002, 0.001  # the helper thread's pace (seconds of work, then of rest)
 
 
@@ -141,7 +144,7 @@ def make_plan(objects, keeps, loose_kept: list[tuple[str, int]], t0: float, slac
                 dead += size
         if not live:
             plan.drop.append(pack)
-        elif dead >= (SMALL_DEAD_SHARE if live + dead < MERGE_BELOW else DEAD_SHARE) \
+        elif dead >= (CHEAP_DEAD_SHARE if live + dead < CHEAP_REWRITE else DEAD_SHARE) \
                 * (live + dead):
             plan.rewrite.append(pack)
         elif live + dead < MERGE_BELOW:
@@ -241,11 +244,11 @@ def build(objects, plan: Plan, keeps) -> Built:
         doc = pack.doc
         for i in sorted(range(doc.count), key=doc.segment_of):  # as the pack had them
             d = doc.digest_at(i).hex()
+            seg, _start, _size, base = doc.entry(i)
+            if seg.kind == DELTA and base != NONE:  # garbage's too: a chain steps over it
+                plan.hints.setdefault(d, doc.digest_at(base).hex())
             if keeps(d):
                 wanted.setdefault(d)
-                seg, _start, _size, base = doc.entry(i)
-                if seg.kind == DELTA and base != NONE:
-                    plan.hints.setdefault(d, doc.digest_at(base).hex())
     for d in sorted(plan.loose, key=lambda d: (plan.names.get(d, "\U0010ffff"), d)):
         wanted.setdefault(d)
     uncopied = {}
@@ -260,8 +263,8 @@ def build(objects, plan: Plan, keeps) -> Built:
     pace = time.perf_counter()
     try:
         for d in wanted:
-            chain = _chain(d, plan.hints, wanted, writer)
-            last = None
+            base, chain = _chain(d, plan.hints, wanted, writer)
+            last = None if base is None else (base, writer.read(base))
             for x in chain:  # newest first: each older version against the one before it
                 data = objects.get(x)
                 if last is not None and writer.add_delta(x, data, last[0], last[1]):
@@ -278,19 +281,27 @@ def build(objects, plan: Plan, keeps) -> Built:
     return Built(writer, set(wanted), uncopied, deltas)
 
 
-def _chain(d: str, hints: dict[str, str], wanted, writer) -> list[str]:
-    """The versions to add for `d`, newest first, ending with `d`: its newer versions first (the
-    bases), as far as they are wanted and not in the pack yet."""
+def _chain(d: str, hints: dict[str, str], wanted, writer) -> tuple[str | None, list[str]]:
+    """(the base already in the new pack, or None; the versions to add for `d`, newest first,
+    ending with `d`): its newer versions first, as far as they are wanted and not in the pack yet.
+    A newer version that is garbage is stepped over (the older one becomes a delta of the next that
+    stays), and one already in the pack is the chain's base: a rewrite copies a pack in its order,
+    bases before their deltas, and stopped there, so every delta of a rewritten pack came out
+    whole."""
     if d in writer:
-        return []
+        return None, []
     chain, seen = [d], {d}
-    x = hints.get(d)
-    while x is not None and x in wanted and x not in writer and x not in seen:
-        chain.append(x)
+    x, base = hints.get(d), None
+    while x is not None and x not in seen:
         seen.add(x)
+        if x in writer:
+            base = x
+            break
+        if x in wanted:
+            chain.append(x)
         x = hints.get(x)
     chain.reverse()
-    return chain
+    return base, chain
 
 
 def _empty_fanouts(col, fans: set[str]):
