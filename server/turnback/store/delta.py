@@ -18,6 +18,7 @@ MIN_BASE = 64  # tinier bases give zstd nothing to match against
 # Worth it only when the delta is clearly smaller than the object compressed alone would be.
 MAX_RATIO = 0.5
 
+
 class DeltaError(ValueError):
     pass
 

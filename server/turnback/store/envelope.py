@@ -33,7 +33,6 @@ MIN_SAVING = 1 / 8
 LIMIT = 1 << 32  # the largest raw size an envelope may declare (4 GiB; capture's own limit is lower)
 
 
-
 class EnvelopeError(ValueError):
     """The envelope is damaged: the reason names what is wrong (kept short, it goes in messages)."""
 
@@ -58,11 +57,8 @@ def pack(data: bytes) -> bytes | None:
     must = data[:4] == MAGIC
     if len(data) < MIN_SIZE and not must:
         return None
-    c = _compressors.take()
-    try:
+    with _compressors.use() as c:
         frame = c.compress(data)
-    finally:
-        _compressors.give(c)
     if not must and HEADER + len(frame) > len(data) * (1 - MIN_SAVING):
         return None
     return header(len(data)) + frame
@@ -93,11 +89,8 @@ def unpack(data: bytes, limit: int = LIMIT) -> bytes:
         raise EnvelopeError(f"the frame holds {content} bytes, the header declares {size}")
     try:
         # max_output_size bounds a frame that does not state its size; one that does was checked above.
-        d = _decompressors.take()
-        try:
+        with _decompressors.use() as d:
             raw = d.decompress(frame, max_output_size=size)
-        finally:
-            _decompressors.give(d)
     except zstandard.ZstdError as exc:
         raise EnvelopeError(f"zstd frame is damaged ({exc})") from None
     if len(raw) != size:

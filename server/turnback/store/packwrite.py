@@ -51,6 +51,7 @@ _QUEUED_MAX = 1024  # writes queued at most (delta frames are many and small; bl
 _KEEP_SMALL = 1024  # objects this small stay readable from memory while the pack is built
 _KEEP_SMALL_TOTAL = 8 << 20
 
+
 def _block_compressor() -> zstandard.ZstdCompressor:
     params = zstandard.ZstdCompressionParameters.from_level(
         LEVEL, window_log=WINDOW_LOG, enable_ldm=True, write_checksum=0, write_content_size=1)
@@ -64,8 +65,7 @@ def compress_block(pieces: list[bytes], raw_len: int) -> tuple[int, bytes, int]:
     """(kind, stored, check) of one block made of `pieces` (raw_len bytes in all): a zstd frame, or
     the raw bytes when compression does not pay. The pieces are streamed into the compressor, not
     joined first: joining 8 MiB is one call that holds the interpreter lock for milliseconds."""
-    c = _compressors.take()
-    try:
+    with _compressors.use() as c:
         if len(pieces) == 1:
             frame = c.compress(pieces[0])
         else:
@@ -73,8 +73,6 @@ def compress_block(pieces: list[bytes], raw_len: int) -> tuple[int, bytes, int]:
             parts = [stream.compress(piece) for piece in pieces]
             parts.append(stream.flush())
             frame = b"".join(parts)
-    finally:
-        _compressors.give(c)
     if len(frame) < raw_len:
         return BLOCK, frame, segment_check(frame)
     raw = b"".join(pieces)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 IDLE_SECONDS = 10.0  # as the pack reader's kept blocks (store/packs.CACHE_IDLE_SECONDS)
 
@@ -39,6 +40,15 @@ class Kept:
         with self._lock:
             if len(self._free) < self._keep:
                 self._free.append(ctx)
+
+    @contextmanager
+    def use(self):
+        """`with kept.use() as ctx:` a context of this thread's own for the block."""
+        ctx = self.take()
+        try:
+            yield ctx
+        finally:
+            self.give(ctx)
 
     def drop_if_idle(self, idle: float) -> int:
         with self._lock:
