@@ -14,7 +14,7 @@ import pytest
 from turnback.store import fsio
 from turnback.store.packwrite import IN_FLIGHT, PackWriter
 
-from .test_pack_backlog import BLOCK, GATE, _objects  # one to a block, past INLINE_BLOCK
+from .test_pack_backlog import BLOCK, GATE, SIZE, _objects  # one to a block, past INLINE_BLOCK
 
 
 @pytest.fixture
@@ -39,6 +39,8 @@ def test_block_and_delta_writes_go_to_the_writing_thread_and_the_caller_goes_on(
     gate, writes = held_writes
     writer = PackWriter(store.objects.packs.folder, block_raw=BLOCK)
     objs = _objects(store, IN_FLIGHT + 2)
+    varied = "".join(f"def f_{i}(v):\n    return v * {i} + {i % 7}\n" for i in range(9000)).encode()
+    objs[0] = (store.hasher.digest(varied[:SIZE]), varied[:SIZE])  # a delta of repeated text never pays
     try:
         for digest, data in objs:
             writer.add(digest, data)

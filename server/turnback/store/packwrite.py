@@ -145,7 +145,7 @@ class PackWriter(PackFiles):
             return False
         if frame is None:
             frame = delta.encode(base_data, data)
-            if len(frame) > len(data) * delta.MAX_RATIO:
+            if not delta.pays(frame, data):
                 return False
         self._ensure_open()
         self.segments.append(Segment(self._offset, len(frame), len(data), DELTA,
