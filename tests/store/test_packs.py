@@ -4,6 +4,7 @@ and by a read, never answered with wrong bytes."""
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 
@@ -207,21 +208,22 @@ def test_a_version_written_afresh_is_stored_whole_not_as_a_delta(store):
     """A delta is kept only when it beats the object compressed alone: a version written afresh
     from the same words as the one before it gives a delta of about an eighth of its raw size (the
     old rule, half the raw size, kept it) but nearly what it costs compressed alone."""
-    import random
     words = ["".join(random.Random(i).choice("abcdefghij") for _ in range(5)) for i in range(400)]
     r = random.Random(7)
     base, fresh = (" ".join(r.choice(words) for _ in range(3000)).encode() for _ in range(2))
     frame = delta.encode(base, fresh)
     assert len(frame) < len(fresh) * delta.MAX_RATIO  # what the old rule kept
     writer = PackWriter(store.objects.packs.folder)
-    b, f = store.hasher.digest(base), store.hasher.digest(fresh)
-    writer.add(b, base)
-    assert not writer.add_delta(f, fresh, b, base)
-    source, edited = SOURCE.encode(), SOURCE.replace("* 7 +", "* 8 +").encode()  # an edit still pays
-    s = store.hasher.digest(source)
-    writer.add(s, source)
-    assert writer.add_delta(store.hasher.digest(edited), edited, s, source)
-    writer.discard()
+    try:
+        b, f = store.hasher.digest(base), store.hasher.digest(fresh)
+        writer.add(b, base)
+        assert not writer.add_delta(f, fresh, b, base)
+        source, edited = SOURCE.encode(), SOURCE.replace("* 7 +", "* 8 +").encode()  # still pays
+        s = store.hasher.digest(source)
+        writer.add(s, source)
+        assert writer.add_delta(store.hasher.digest(edited), edited, s, source)
+    finally:
+        writer.discard()
 
 
 def test_an_index_whose_pack_is_longer_than_it_says(store):

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import zstandard
 
-from . import zstdctx
+from . import envelope
 
 LEVEL = 3
 MAX_CHAIN = 8  # a delta's base may itself be a delta, at most this deep
 MIN_BASE = 64  # tinier bases give zstd nothing to match against
-# Worth it only when the delta is at most this share of the object compressed alone (at LEVEL). Not
-# of its raw size: a version written afresh that shares some text with the one before it gave deltas
-# of 0.25-0.5x raw, more than the object compressed alone (0.3x), and more again than its share of
-# a solid block beside the other versions (long-session 0.87x -> 1.23x git; docs/performance.md).
+# Worth it only when the delta is at most this share of the object compressed alone. Not of its raw
+# size: a version written afresh that shares some text with the one before it gave deltas of
+# 0.25-0.5x raw, more than the object compressed alone (0.3x), and more again than its share of a
+# solid block (long-session at full: 1.35x git with the raw rule, 0.91x with this; docs/performance.md).
 MAX_RATIO = 0.5
-
-_alone = zstdctx.Kept(lambda: zstandard.ZstdCompressor(level=LEVEL, write_checksum=False,
-                                                      write_content_size=False))
 
 
 class DeltaError(ValueError):
@@ -48,8 +45,7 @@ def pays(frame: bytes, data: bytes) -> bool:
     limit = len(frame) / MAX_RATIO
     if limit > len(data) + 16:
         return False  # no compression of `data` is bigger than `data`: no need to try
-    with _alone.use() as z:
-        return len(z.compress(data)) >= limit
+    return len(envelope.compress(data)) >= limit
 
 
 def decode(base: bytes, frame: bytes, size: int) -> bytes:

@@ -52,13 +52,18 @@ def is_envelope(prefix: bytes) -> bool:
     return prefix[:4] == MAGIC
 
 
+def compress(data: bytes) -> bytes:
+    """`data` as one zstd frame at LEVEL, with no envelope header."""
+    with _compressors.use() as c:
+        return c.compress(data)
+
+
 def pack(data: bytes) -> bytes | None:
     """The envelope for `data`, or None when `data` should be stored raw."""
     must = data[:4] == MAGIC
     if len(data) < MIN_SIZE and not must:
         return None
-    with _compressors.use() as c:
-        frame = c.compress(data)
+    frame = compress(data)
     if not must and HEADER + len(frame) > len(data) * (1 - MIN_SAVING):
         return None
     return header(len(data)) + frame
