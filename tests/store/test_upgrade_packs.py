@@ -11,7 +11,7 @@ import pytest
 from sessionkit import assert_faulted
 
 from turnback.store import fsio
-from turnback.store.layout import Store
+from turnback.store.layout import FORMAT_VERSION, Store
 from turnback.store.records import read_record
 
 from tests.collect.conftest import assert_sound, expire_lease, fast_tmp, open_wb, run_py, turn  # noqa: F401
@@ -61,7 +61,7 @@ sys.stderr.write("\\n".join(plan.log))
 """, env={"TURNBACK_FAIL_AT": "1000000"})  # a plan that only counts
     assert probe.returncode == 0 and "finished" in probe.stdout, probe.stderr
     log = probe.stderr.splitlines()
-    assert _format(counted) == 3 and (counted / ".turnback" / "objects" / "pack").is_dir()
+    assert _format(counted) == FORMAT_VERSION and (counted / ".turnback" / "objects" / "pack").is_dir()
     own = {n for n, line in enumerate(log, 1) if "FORMAT" in line or "/objects/pack" in line}
     chosen = sorted({n for n in own | {m + 1 for m in own} if n <= len(log)}
                     | set(range(1, len(log) + 1, 10)))
@@ -76,17 +76,17 @@ sys.stderr.write("\\n".join(plan.log))
             assert r.returncode in (0, fsio.CRASH_EXIT), (n, r.stderr)
             points += 1
             crashed += r.returncode == fsio.CRASH_EXIT
-            assert _format(ws) in (2, 3), n  # old or new, never a damaged FORMAT
+            assert _format(ws) in (2, FORMAT_VERSION), n  # old or new, never a damaged FORMAT
             expire_lease(ws / ".turnback")
             assert_sound(ws / ".turnback")  # opens, fsck sound, every head reads back whole
             wb = open_wb(ws)  # and the next owner finishes the job
             wb.collection.run()
             wb.close()
-            assert _format(ws) == 3
+            assert _format(ws) == FORMAT_VERSION
             assert_sound(ws / ".turnback")
             shutil.rmtree(ws)
         assert points >= 12, points
         assert_faulted(crashed, points, f"the upgrade and its first repack ({'power cut' if lose else 'process death'})")
     assert any("FORMAT" in line for line in log)
     store = Store.open(counted / ".turnback", create=False)
-    assert list(store.objects.packs.digests()) and store.version == 3
+    assert list(store.objects.packs.digests()) and store.version == FORMAT_VERSION

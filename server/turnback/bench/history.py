@@ -115,6 +115,7 @@ def _build(ctx) -> dict:
 
 def census(store_path) -> dict:
     """Heads, total body references, object count and bytes of a store (read-only)."""
+    from ..collect.scan import list_heads
     from ..store.layout import Store
     from ..timeline.codec import StateCodec
 
@@ -128,7 +129,7 @@ def census(store_path) -> dict:
     for d in store.objects.list():
         n += 1
         total += store.objects.stat(d) or 0
-    head_bytes = sum(os.path.getsize(store.heads.path(s)) for s in seqs)
+    head_bytes = sum(size for size, _ in list_heads(store.heads.dir).values())  # loose or packed
     return {"heads": len(seqs), "refs": refs, "objects": n, "bytes": total + head_bytes}
 
 

@@ -5,7 +5,8 @@ Order (docs/collection.md gives the argument for each step):
 1. scan     every head's small facts, from the cache; more than `child_threshold` uncached heads are
             observed by the batch child process, the rest in process, a few per slice;
 2. decide   which heads are kept (`retention.decide`);
-3. retire   every obsolete head, each after an ownership check and a head-stability check;
+3. retire   every obsolete head, each after an ownership check and a head-stability check; then
+            kept heads past the newest 64 into the pack of old heads (store/headpack.py);
 4. roots    journal pins, intent and recovery records, the live state's references;
 5. mark     the body of every kept head (and of intents, or the sidecar), and each reference list
             it names, a step each;
@@ -101,7 +102,7 @@ class Collector:
                       "objectsKept": 0, "bodiesMarked": 0, "coldHeads": 0, "child": False,
                       "observations": 0, "waits": 0, "cacheBytes": 0, "skipped": [],
                       "packsWritten": 0, "packsDeleted": 0, "objectsPacked": 0, "deltas": 0,
-                      "packBytes": 0, "looseRemoved": 0,
+                      "packBytes": 0, "looseRemoved": 0, "headsPacked": 0,
                       "slowestByPhase": {},  # phase -> its longest slice, ms: what holds the loop
                       "slowestCpuByPhase": {}}  # phase -> most CPU one of its slices took, ms
 
@@ -353,6 +354,12 @@ class Collector:
                 yield from self._pause()
         if self.stats["headsRetired"]:
             yield from self._off_loop(fsio.fsync_dir, self.store.heads.dir)
+        # Kept heads past the newest few go into the pack of old heads (a block each on disk
+        # otherwise), retired ones out of it: durable before anything is marked or deleted.
+        self.wb.book.require_owner()
+        retired = sorted(self.retired)
+        moved = yield from self._off_loop(lambda: self.store.heads.pack_old(drop=retired))
+        self.stats["headsPacked"] = len(moved)
         # Newest first: the current head's body is marked in the first marking slice.
         for seq in sorted(self.kept, reverse=True):
             if seq in self.known:

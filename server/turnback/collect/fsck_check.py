@@ -37,7 +37,11 @@ def _check_body(store, codec: StateCodec, body: str, where, what: str, report, s
 def check_head_bodies(store, report) -> None:
     codec = StateCodec(store.objects)
     seen: set[str] = set()  # objects already found present, shared reference lists among them
-    for seq in store.heads.list_seqs():
+    try:
+        seqs = store.heads.list_seqs()
+    except Exception:  # a damaged pack of old heads: fsck has reported it; check the loose ones
+        seqs = store.heads.loose_seqs()
+    for seq in seqs:
         try:
             rec = store.heads.read(seq)
         except Exception:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import TurnbackError
-from ..store import fsio
+from ..store import fsio, headpack
 from ..store.heads import KIND as HEAD_KIND, HeadRecord, head_name
 from ..store.records import decode_record
 
@@ -44,7 +44,9 @@ class HeadFacts(NamedTuple):
 
 
 def list_heads(heads_dir: str | os.PathLike) -> dict[int, tuple[int, int]]:
-    """seq -> (size, mtime_ns) of every head record: one folder listing and one lstat per record."""
+    """seq -> (size, mtime_ns) of every head record: one folder listing and one lstat per record,
+    then the pack of old heads (a packed head keeps its loose file's size and time, so a cached
+    entry stays good when it is packed). RecordError when the pack is damaged."""
     out: dict[int, tuple[int, int]] = {}
     try:
         with os.scandir(heads_dir) as it:
@@ -58,6 +60,8 @@ def list_heads(heads_dir: str | os.PathLike) -> dict[int, tuple[int, int]]:
                     out[int(n[:12])] = (st.st_size, st.st_mtime_ns)
     except FileNotFoundError:
         pass
+    for seq, entry in headpack.read(heads_dir).items():
+        out.setdefault(seq, (len(entry.data), entry.mtime_ns))
     return out
 
 
@@ -68,18 +72,18 @@ def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | No
     root = Path(store_path)
     path = root / "heads" / head_name(seq)
     try:
-        fd = fsio.open_read(path)
         try:
-            mtime_ns = os.fstat(fd).st_mtime_ns
-            data = b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
-        finally:
-            os.close(fd)
+            mtime_ns, data = _read_loose(path)
+        except FileNotFoundError:
+            entry = headpack.read(root / "heads").get(seq)
+            if entry is None:
+                return [seq, 0, None, "gone"]
+            mtime_ns, data = entry
+            path = f"{headpack.path_in(root / 'heads')} (head {seq})"
         body = decode_record(data, path=str(path), kind=HEAD_KIND)
         rec = HeadRecord.from_body(body, path=str(path))
         if rec.seq != seq:
             return [seq, mtime_ns, None, f"the record says seq {rec.seq}"]
-    except FileNotFoundError:
-        return [seq, 0, None, "gone"]
     except (TurnbackError, OSError) as exc:
         return [seq, stamp[1] if stamp else 0, None, getattr(exc, "message", None) or str(exc)]
     if objects is None:
@@ -88,6 +92,15 @@ def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | No
     body_size = -1 if size is None else size
     return [seq, mtime_ns, len(data), float(rec.created), rec.turn_count, rec.fork_point, rec.settled,
             rec.body, body_size]
+
+
+def _read_loose(path: Path) -> tuple[int, bytes]:
+    fd = fsio.open_read(path)
+    try:
+        mtime_ns = os.fstat(fd).st_mtime_ns
+        return mtime_ns, b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+    finally:
+        os.close(fd)
 
 
 def facts_of(obs: list) -> HeadFacts | None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptStore
-from . import fsck_packs, fsio, journal, loose
+from . import fsck_packs, fsio, headpack, journal, loose
 from .digest import is_digest
-from .heads import HeadStore
+from .heads import HeadStore, decode_head
 from .layout import KNOWN_NAMES, SUBDIRS, Store
 from .records import decode_record
 
@@ -157,11 +157,35 @@ def _check_records(root: Path, report: FsckReport) -> None:
 def _check_heads(root: Path, report: FsckReport) -> list:
     heads = HeadStore(root / "heads")
     good = []
-    known = set(heads.list_seqs())
+    known = set(heads.loose_seqs())
     for p in _files(root / "heads"):
-        if p.name[:-5].isdigit() and p.name.endswith(".cbor") and len(p.name) == 17:
+        if (p.name[:-5].isdigit() and p.name.endswith(".cbor") and len(p.name) == 17
+                or p.name == headpack.NAME):
             continue
         report.add(p, "unexpected file in heads/")
+    try:
+        packed = heads.packed()
+        if packed:
+            report.records_checked += 1
+    except CorruptStore as exc:
+        report.add(headpack.path_in(heads.dir), f"the pack of old heads is damaged: {exc.message}")
+        packed = {}
+    except OSError as exc:
+        report.add(headpack.path_in(heads.dir), f"the pack of old heads is unreadable: {exc}")
+        packed = {}
+    for seq in sorted(known.intersection(packed)):  # a crash between the pack and the unlinks
+        try:
+            same = fsio.read_file(heads.path(seq)) == packed[seq].data
+        except OSError:
+            continue
+        if not same:
+            report.add(heads.path(seq), f"head {seq} differs from its copy in the pack of old heads")
+    for seq in sorted(set(packed) - known):
+        try:
+            good.append(decode_head(packed[seq].data, seq, f"{headpack.path_in(heads.dir)} (head {seq})"))
+            report.records_checked += 1
+        except CorruptStore as exc:
+            report.add(headpack.path_in(heads.dir), exc.message)
     for seq in sorted(known):
         try:
             good.append(heads.read(seq))

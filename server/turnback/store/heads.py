@@ -2,7 +2,9 @@
 
 The next sequence number is claimed by an exclusive create of its file name: that create is the
 compare-and-swap between writers. The record is small on purpose; what a head references lives in its
-body object, so a cold scan reads only these facts.
+body object, so a cold scan reads only these facts. Kept heads older than the newest `LOOSE_NEWEST`
+are moved by the collector into one file, `heads/packed.cbor` (store/headpack.py), with the same
+bytes; every read looks at the loose name first, then at the pack.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HeadRace, InvalidParams, RecordError
-from . import fsio
+from . import fsio, headpack
 from .digest import is_digest
 from .records import decode_record, encode_record
 
 KIND = "head"
 EPOCH_WINDOW = 16  # how many of the newest heads `current` weighs against each other
+# The newest heads always stay loose files (publication, `current` and a stalled writer's compare-and-
+# swap see only loose names); the collector packs kept heads older than these. Above EPOCH_WINDOW.
+LOOSE_NEWEST = 64
 _NAME = re.compile(r"^(\d{12})\.cbor$")
 
 
@@ -74,20 +79,32 @@ class HeadStore:
     def path(self, seq: int) -> Path:
         return self.dir / head_name(seq)
 
-    def list_seqs(self) -> list[int]:
+    def loose_seqs(self) -> list[int]:
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:
             return []
         return sorted(int(m.group(1)) for n in names if (m := _NAME.match(n)))
 
+    def packed(self) -> dict[int, headpack.Packed]:
+        """The packed heads (RecordError when the pack is damaged)."""
+        return headpack.read(self.dir)
+
+    def list_seqs(self) -> list[int]:
+        loose = self.loose_seqs()  # listed before the pack is read: a head the collector packs
+        packed = self.packed()     # meanwhile is in the pack by the time its loose name is gone
+        return sorted(set(loose).union(packed)) if packed else loose
+
     def read(self, seq: int) -> HeadRecord:
-        p = self.path(seq)
-        body = decode_record(fsio.read_file(p), path=str(p), kind=KIND)
-        rec = HeadRecord.from_body(body, path=str(p))
-        if rec.seq != seq:
-            raise RecordError(f"corrupt head record {p}: it says seq {rec.seq}", data={"path": str(p)})
-        return rec
+        where = str(self.path(seq))
+        try:
+            data = fsio.read_file(where)
+        except FileNotFoundError:
+            entry = self.packed().get(seq)
+            if entry is None:
+                raise
+            data, where = entry.data, f"{headpack.path_in(self.dir)} (head {seq})"
+        return decode_head(data, seq, where)
 
     def current(self) -> HeadRecord | None:
         """The head in force: the newest one not superseded, or None for a store without heads.
@@ -97,7 +114,7 @@ class HeadStore:
         owner that stalled past its lease published after another had taken over). Damage to the
         newest candidate is raised, never silently skipped; older heads only bound the epoch.
         """
-        seqs = self.list_seqs()[-EPOCH_WINDOW:]
+        seqs = (self.loose_seqs() or self.list_seqs())[-EPOCH_WINDOW:]
         best: HeadRecord | None = None
         best_error: Exception | None = None
         top = -1
@@ -117,7 +134,7 @@ class HeadStore:
 
     def clear_placeholders(self) -> list[int]:
         """Remove the empty names crashed publications left (owner only, at open); returns them."""
-        gone = [seq for seq in self.list_seqs()[-EPOCH_WINDOW:] if fsio.is_placeholder(self.path(seq))]
+        gone = [seq for seq in self.loose_seqs()[-EPOCH_WINDOW:] if fsio.is_placeholder(self.path(seq))]
         for seq in gone:
             fsio.unlink(self.path(seq), missing_ok=True)
         if gone:
@@ -140,6 +157,8 @@ class HeadStore:
             seq = (seqs[-1] if seqs else 0) + 1
         else:
             seq = expect_seq
+            if seq <= max(self.packed(), default=0):  # a packed head has no loose name to collide with
+                raise HeadRace(f"head {seq} was published long ago", data={"seq": seq})
         rec = HeadRecord(seq=seq, parent=parent, session=session, created=float(created),
                          turn_count=turn_count, fork_point=fork_point, settled=settled, epoch=epoch,
                          body=body, last_prompt=last_prompt, txn=txn)
@@ -151,6 +170,52 @@ class HeadStore:
         return rec
 
     def retire(self, seq: int) -> None:
-        """Remove a head. For the collector only; the folder sync makes the removal durable."""
+        """Remove a head, loose or packed, durably. For the collector only."""
         fsio.unlink(self.path(seq), missing_ok=True)
         fsio.fsync_dir(self.dir)
+        self.repack(add=(), drop=(seq,))
+
+    def pack_old(self, *, drop=()) -> list[int]:
+        """Pack every loose head older than the newest LOOSE_NEWEST heads, and take the retired
+        `drop` out of the pack; the seqs moved (the collector's, after its retirements)."""
+        loose = self.loose_seqs()
+        packed = self.packed()
+        every = sorted(set(loose).union(packed))
+        cutoff = every[-LOOSE_NEWEST] if len(every) > LOOSE_NEWEST else 0
+        return self.repack(add=[s for s in loose if s < cutoff], drop=[s for s in drop if s in packed])
+
+    def repack(self, *, add, drop) -> list[int]:
+        """Move the loose heads `add` into the pack and take `drop` out of it; the seqs moved.
+
+        The new pack is durable before any loose copy goes, so a crash between leaves a head in both
+        places (the same bytes), never in neither. Each loose record is checked before it is packed:
+        a damaged one stays loose, for fsck to name. For the collector only (one writer)."""
+        entries = dict(self.packed())
+        changed = False
+        for seq in drop:
+            changed |= entries.pop(seq, None) is not None
+        moved = []
+        for seq in add:
+            try:
+                data, st = fsio.read_file_and_stat(self.path(seq))
+                decode_head(data, seq, str(self.path(seq)))
+            except (FileNotFoundError, RecordError):  # gone meanwhile, or damaged: stays as it is
+                continue
+            entries[seq] = headpack.Packed(st.st_mtime_ns, data)
+            moved.append(seq)
+        if not changed and not moved:
+            return []
+        headpack.write(self.dir, entries)
+        for seq in moved:
+            fsio.unlink(self.path(seq), missing_ok=True)
+        if moved:
+            fsio.fsync_dir(self.dir)
+        return moved
+
+
+def decode_head(data: bytes, seq: int, where: str) -> HeadRecord:
+    """The head record `seq` in `data` (a loose file's bytes, or a packed entry's)."""
+    rec = HeadRecord.from_body(decode_record(data, path=where, kind=KIND), path=where)
+    if rec.seq != seq:
+        raise RecordError(f"corrupt head record {where}: it says seq {rec.seq}", data={"path": where})
+    return rec

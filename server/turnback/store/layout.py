@@ -22,8 +22,10 @@ from .records import decode_record, encode_record
 
 # 2: objects may be zstd envelopes (store/envelope.py); images carry their modes.
 # 3: objects may live in packs (store/packs.py), some of them as deltas.
-FORMAT_VERSION = 3
-READABLE_FORMATS = (1, 2, 3)  # an older store reads as it is; its owner's open upgrades it to 3
+# 4: old heads may live in the pack of old heads (store/headpack.py): a format-3 turnback would not
+#    see them, and its collector would delete what they reference.
+FORMAT_VERSION = 4
+READABLE_FORMATS = (1, 2, 3, 4)  # an older store reads as it is; its owner's open upgrades it
 KINDS = ("heads", "pid")
 SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.
@@ -93,9 +95,9 @@ class Store:
         return store
 
     def _upgrade(self) -> None:
-        """Say format 3 in FORMAT (same id, seed and kind), then write envelopes and packs. Every
-        older object stays valid as it is (the collector packs the small ones later); only a
-        turnback that reads format 3 may open the store after. One atomic replace: a crash leaves
+        """Say the current format in FORMAT (same id, seed and kind), then write envelopes and packs
+        (objects, and old heads). Every older object and head stays valid as it is (the collector
+        packs the small ones later); only a turnback that reads this format may open it after. One atomic replace: a crash leaves
         the old FORMAT or the new one, and either reads."""
         body = decode_record(fsio.read_file(self.format_path), path=str(self.format_path), kind="format")
         fsio.write_atomic(self.format_path, encode_record("format", {**body, "format": FORMAT_VERSION}))

@@ -388,7 +388,7 @@ def _epoch_floor(store_dir: Path) -> int:
 
     heads = HeadStore(store_dir / "heads")
     floor = 0
-    for seq in heads.list_seqs()[-16:]:
+    for seq in heads.loose_seqs()[-16:]:
         try:
             floor = max(floor, heads.read(seq).epoch)
         except CorruptStore:

@@ -395,7 +395,7 @@ class Book:
     def committed_txn(self, txn: str) -> bool:
         """Whether the published state names this transaction (used by recovery at open)."""
         if self.store.kind == "heads":
-            return any(self.store.heads.read(s).txn == txn for s in self.store.heads.list_seqs()[-8:])
+            return any(self.store.heads.read(s).txn == txn for s in self.store.heads.loose_seqs()[-8:])
         if Path(self.store.sidecar_path).exists():
             return read_record(self.store.sidecar_path, SIDECAR_KIND).get("txn") == txn
         return False

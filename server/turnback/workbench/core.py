@@ -233,7 +233,7 @@ class Workbench:
         if self.is_owner:
             return
         if self.store.kind == "heads":
-            seqs = self.store.heads.list_seqs()
+            seqs = self.store.heads.loose_seqs()  # the newest are always loose
             mark = seqs[-1] if seqs else None
         else:
             try:
