@@ -191,21 +191,32 @@ def _finish(ws, expected):
 
 def test_fail_at_every_operation_of_a_collection_that_packs_heads(template):
     ws0, expected, total, scratch, _ = template
-    faulted = 0
+    faulted = absorbed = 0
     for n in range(1, total + 1):
         ws = scratch / f"fail{n}"
         shutil.copytree(ws0, ws, symlinks=True)
         wb = open_wb(ws)
         with fsio.faults(fail_at=n) as plan:
-            with pytest.raises(OSError):
+            try:
                 wb.collection.run()
+            except OSError:
+                pass
+            else:  # only tidying may absorb a failure: an emptied fan-out folder stays a run longer
+                assert plan.faulted and _is_fanout_rmdir(plan.log[n - 1]), (n, plan.log[n - 1:n])
+                absorbed += 1
         faulted += plan.faulted > 0
         wb.close()
         _finish(ws, expected)
         shutil.rmtree(ws)
     assert total >= 20, total
-    print(f"{total} operations, {faulted} faulted")
+    print(f"{total} operations, {faulted} faulted, {absorbed} absorbed by tidying")
+    assert absorbed < faulted // 2, (absorbed, faulted)
     assert_faulted(faulted, total, "a collection that packs heads, failed at every operation")
+
+
+def _is_fanout_rmdir(line: str) -> bool:
+    """The repack's removal of an emptied objects/xx folder (repack._empty_fanouts) is best effort."""
+    return line.startswith("rmdir ") and "/.turnback/objects/" in line
 
 
 CRASH = """
