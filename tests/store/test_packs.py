@@ -226,6 +226,30 @@ def test_a_version_written_afresh_is_stored_whole_not_as_a_delta(store):
         writer.discard()
 
 
+def test_a_small_edit_to_a_word_list_is_stored_as_a_delta(store):
+    """Level 3 finds poor matches in text of a few hundred short words repeated (a word list, a CSV
+    of codes): its frame for a 22-byte insertion beats the object compressed alone but not by half,
+    so without the level-9 retry the edited version was stored whole."""
+    words = ["".join(random.Random(i).choice("abcdefghij") for _ in range(5)) for i in range(400)]
+    r = random.Random(7)
+    base = " ".join(r.choice(words) for _ in range(3000)).encode()
+    edited = base[:9000] + b" inserted twenty bytes" + base[9000:]
+    assert len(delta.encode(base, edited)) > 1000  # what level 3 alone makes of it
+    writer = PackWriter(store.objects.packs.folder)
+    try:
+        b, e = store.hasher.digest(base), store.hasher.digest(edited)
+        writer.add(b, base)
+        assert writer.add_delta(e, edited, b, base)
+        assert writer.segments[-1].stored < 200, writer.segments[-1]  # the retry's frame
+    except BaseException:
+        writer.discard()
+        raise
+    store.objects.publish_pack(writer)
+    fresh = Store.open(store.path, create=False)
+    assert fresh.objects.get(e) == edited and fresh.objects.get(b) == base
+    assert fsck(store.path).ok
+
+
 def test_an_index_whose_pack_is_longer_than_it_says(store):
     packed(store, blobs())
     pack = only_pack(store)

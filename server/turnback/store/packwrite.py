@@ -144,8 +144,8 @@ class PackWriter(PackFiles):
         if depth > delta.MAX_CHAIN or len(base_data) < delta.MIN_BASE:
             return False
         if frame is None:
-            frame = delta.encode(base_data, data)
-            if not delta.pays(frame, data):
+            frame = delta.worth_keeping(base_data, data)
+            if frame is None:
                 return False
         self._ensure_open()
         self.segments.append(Segment(self._offset, len(frame), len(data), DELTA,
