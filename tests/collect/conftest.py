@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import turnback.collect  # noqa: F401  (registers the fsck body check)
-from turnback.store import journal as journal_mod
+from turnback.store import fsio, journal as journal_mod
 from turnback.store.digest import is_digest
 from turnback.store.fsck import fsck
 from turnback.store.records import read_record, write_record
@@ -194,6 +195,18 @@ def build_template(root: Path, *, warm_cache: bool = True) -> Path:
             cache.put(facts_of(obs))
         cache.save()
     return ws
+
+
+def reference_run(ws: Path, scratch: Path):
+    """One collection of a copy of `ws` (scratch/reference) with every file-system operation counted:
+    (the fault plan that counted them, the run's statistics, the copy). What fault loops compare to."""
+    ref = scratch / "reference"
+    shutil.copytree(ws, ref, symlinks=True)
+    wb = open_wb(ref)
+    with fsio.faults() as plan:
+        stats = wb.collection.run()
+    wb.close()
+    return plan, stats, ref
 
 
 def snapshot(store_path: Path) -> tuple:

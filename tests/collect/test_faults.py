@@ -10,18 +10,13 @@ import pytest
 from sessionkit import assert_faulted
 from turnback.store import fsio
 
-from .conftest import assert_sound, build_template, expire_lease, open_wb, run_py, snapshot
+from .conftest import assert_sound, build_template, expire_lease, open_wb, reference_run, run_py, snapshot
 
 
 @pytest.fixture
 def template(fast_tmp):
     ws = build_template(fast_tmp)
-    ref = fast_tmp / "reference"
-    shutil.copytree(ws, ref, symlinks=True)
-    wb = open_wb(ref)
-    with fsio.faults() as plan:
-        stats = wb.collection.run()
-    wb.close()
+    plan, stats, ref = reference_run(ws, fast_tmp)
     assert stats["headsRetired"] > 0 and stats["objectsDeleted"] > 0
     return ws, snapshot(ref / ".turnback"), plan.count, fast_tmp
 

@@ -14,7 +14,8 @@ from turnback.errors import CorruptStore, HeadRace
 from turnback.store import fsio, headpack, heads
 from turnback.store.fsck import fsck
 
-from .conftest import age_objects, assert_sound, expire_lease, open_wb, rewind, run_py, snapshot, turn
+from .conftest import (age_objects, assert_sound, expire_lease, open_wb, reference_run, rewind, run_py,
+                       snapshot, turn)
 
 NEWEST = 3  # heads kept loose in these tests (LOOSE_NEWEST is 64 in use)
 
@@ -165,12 +166,7 @@ def template(fast_tmp):
         turn(wb, ws, f"later {i}", [("a.txt", f"later {i}\n")])
     wb.close()
     age_objects(wb.store)  # old enough to sweep and to pack
-    ref = fast_tmp / "reference"
-    shutil.copytree(ws, ref, symlinks=True)
-    wb = open_wb(ref)
-    with fsio.faults() as plan:
-        stats = wb.collection.run()
-    wb.close()
+    plan, stats, ref = reference_run(ws, fast_tmp)
     assert stats["headsPacked"] > 0 and stats["headsRetired"] > 0
     # Operations on heads/ (retirements, the pack, the unlinks after it) and the one after each.
     own = {n for n, line in enumerate(plan.log, 1) if "/heads/" in line}
