@@ -201,3 +201,53 @@ def test_an_api_error_ends_the_turn_and_the_notice_reaches_the_model(claude, mod
     assert told(first, 1), [(i.role, i.text[:80]) for i in first.convo][-5:]
     log = tb_json(claude, "log")
     assert [t["prompt"] for t in log["turns"]] == [T1, T4n]
+
+
+def test_a_fork_goes_on_in_the_branch_with_the_real_agent(claude, model):
+    """`turnback fork --turn 1` of a real Claude Code session, then the command the fork printed,
+    run for real: the model hears turn 1 and the new prompt (nothing of turn 2) and is told of the
+    fork; the hooks record the new prompt as turn 2 of the branch; the parent stays frozen with
+    both of its turns; and the files are turn 1's plus what the branch wrote."""
+    seed(claude.root, START)
+    root = claude.root
+    F1, F2, F3 = "F1 write the plan", "F2 rewrite the plan", "F3 the branch's own turn"
+    model.script.add(F1, [tools(call("Write", file_path=str(root / "plan.txt"), content="plan one\n")),
+                          say("F1 done")])
+    model.script.add(F2, [tools(call("Write", file_path=str(root / "plan.txt"), content="plan two\n"),
+                                call("Write", file_path=str(root / "extra.txt"), content="extra\n")),
+                          say("F2 done")])
+    model.script.add(F3, [tools(call("Write", file_path=str(root / "branch.txt"), content="branch\n")),
+                          say("F3 done")])
+    install(claude)
+    session = claude.session()
+    assert session.prompt(F1)["subtype"] == "success"
+    after_f1 = files(root)
+    assert session.prompt(F2)["subtype"] == "success"
+    assert session.close() == 0
+    assert not hook_problems(session.lines), hook_problems(session.lines)
+    parent = tb_json(claude, "log")
+    assert [t["prompt"] for t in parent["turns"]] == [F1, F2], hook_log(root)
+
+    out = tb_json(claude, "fork", "--turn", "1", "--yes")
+    forked = out["confirm"]
+    assert forked["status"] == "forked", out
+    assert files(root) == after_f1  # turn 2's writes are undone, nothing else touched
+    resume = forked["agentResume"]
+    assert resume["command"].startswith(f"claude --resume {session.session_id} --resume-session-at ")
+
+    run = claude.run_argv(claude.resume_command(resume["command"], F3))
+    assert run.returncode == 0, run.stderr
+    assert not hook_problems(run.lines), hook_problems(run.lines)
+    first = prompts_seen(model, F3)[0]
+    assert conversation_prompts(first, [F1, F2, F3]) == [F1, F3]
+    assert told(first, 1), [(i.role, i.text[:80]) for i in first.convo][-5:]
+
+    branch = tb_json(claude, "log")
+    assert branch["sessionId"] == forked["branch"]["sessionId"] != parent["sessionId"]
+    assert [t["prompt"] for t in branch["turns"]] == [F1, F3], hook_log(root)
+    assert [t["state"] for t in branch["turns"]] == ["settled", "settled"]
+    assert {f["path"] for f in branch["turns"][1]["files"]} == {"branch.txt"}
+    view = tb_json(claude, "branch")
+    frozen = {s["sessionId"]: s for s in view["sessions"]}[parent["sessionId"]]
+    assert frozen["frozen"] and frozen["turnCount"] == 2, frozen  # the hooks never wrote to it
+    assert files(root) == {**after_f1, "branch.txt": "branch\n"}
