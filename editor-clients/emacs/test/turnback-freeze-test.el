@@ -225,5 +225,14 @@ the reason, and leaves no process behind."
           (should-not (assoc root turnback--servers)))
       (delete-directory root t))))
 
+(ert-deftest turnback-freeze-start-and-stop-show-no-warning ()
+  "A start and a stop raise no warning (jsonrpc 1.0.25 warned about
+`:events-buffer-scrollback-size' in a *Warnings* window at every start)."
+  (let ((warned nil))
+    (cl-letf (((symbol-function 'display-warning) (lambda (&rest args) (push args warned))))
+      (turnback-test--with-workspace ('(("a.txt" . "a\n")))
+        (should (plist-get (turnback--request server :turnback/session/info) :sessionId))))
+    (should-not warned)))
+
 (provide 'turnback-freeze-test)
 ;;; turnback-freeze-test.el ends here
