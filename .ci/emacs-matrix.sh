@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The Emacs client's ERT suite on every Emacs the docs support: 28.2 (Debian bookworm's emacs-nox)
-# and 30.1 (bookworm-backports). apt cannot hold both (one emacs-nox package), so:
-# - 30.1: its Debian packages are downloaded (`apt-get download`) and unpacked into a private prefix,
-#   ~/.cache/turnback-ci/emacs/30.1, run through a wrapper that points Emacs at it (Emacs 30 is
-#   relocatable; the machine's own Emacs, if any, stays as it is);
-# - 28.2: the machine's emacs-nox, installed with apt, or put back to bookworm's 28.2 when the machine
-#   has another version (Emacs 28's native-compiled dump crashes when pointed at another prefix), with
-#   Debian's eglot 1.9 (elpa-eglot, unpacked into the cache) for the test that runs eglot and pylsp
-#   beside turnback; Emacs 30 has eglot built in.
-# The package is byte-compiled on each (any warning fails), then the two suites run at the same time
-# (they mostly wait on the server), each test bounded by TURNBACK_ERT_TEST_TIMEOUT and each whole run
-# by `timeout`.
+# and 30.1 (bookworm-backports). apt cannot hold both (one emacs-nox package; and apt cannot go back
+# from 30.1 to 28.2: emacs-bin-common's postinst fails), so each version's Debian packages
+# (emacs-nox, emacs-bin-common, emacs-common, emacs-el) are downloaded with `apt-get download` and
+# unpacked into a private prefix, ~/.cache/turnback-ci/emacs/<version>, run through a wrapper that
+# points Emacs at it. The machine's own Emacs, any or none, is left as it is. (Emacs 28's
+# native-compiled dump crashes at start in another prefix unless the .el sources, emacs-el, are there.)
+# Emacs 28 gets Debian's eglot 1.9 (elpa-eglot, unpacked the same way) for the test that runs eglot
+# and pylsp beside turnback; Emacs 30 has eglot built in. The package is byte-compiled on each (any
+# warning fails), then the two suites run at the same time (they mostly wait on the server), each
+# test bounded by TURNBACK_ERT_TEST_TIMEOUT and each whole run by `timeout`. A rerun downloads nothing.
 #
 #   .ci/emacs-matrix.sh                      both versions
 #   EMACS_VERSIONS=30.1 .ci/emacs-matrix.sh  one of them
@@ -40,46 +39,28 @@ runtime_libraries() {
     | grep -v '^emacs' | grep -v '^$'
 }
 
-emacs_of() {  # the Emacs binary of VERSION
-  case "$1" in
-    28.2) echo /usr/bin/emacs-nox ;;
-    *) echo "$cache/$1/bin/emacs" ;;
-  esac
+emacs_of() { echo "$cache/$1/bin/emacs"; }   # the wrapper of VERSION
+
+ready() {  # ready VERSION: nothing is to be installed for it
+  local version="$1"
+  "$(emacs_of "$version")" --version 2>/dev/null | head -1 | grep -q "GNU Emacs $version\$" || return 1
+  [ "$version" != 28.2 ] || [ -d "$cache/$version/eglot" ]
 }
 
-ready() {  # ready VERSION: non-nil when nothing is to be installed for it
-  local version="$1" emacs
-  emacs="$(emacs_of "$version")"
-  [ -x "$emacs" ] && "$emacs" --version 2>/dev/null | head -1 | grep -q "GNU Emacs $version\$" || return 1
-  [ "$version" != 28.2 ] || [ -d "$cache/eglot-1.9" ]
-}
-
-prepare_28() {  # bookworm's emacs-nox in the system (a downgrade when another version is there)
-  local packages="emacs-nox/bookworm emacs-bin-common/bookworm emacs-common/bookworm"
-  if dpkg -s emacs-el >/dev/null 2>&1; then packages="$packages emacs-el/bookworm"; fi
-  if ! /usr/bin/emacs-nox --version 2>/dev/null | head -1 | grep -q 'GNU Emacs 28\.2$'; then
-    apt_get install -y --no-install-recommends --allow-downgrades $packages
-  fi
-  if [ ! -d "$cache/eglot-1.9" ]; then
-    local debs
-    debs="$(mktemp -d)"
-    (cd "$debs" && apt-get -q download elpa-eglot/bookworm 2>&1 | grep -v 'unsandboxed' || true)
-    dpkg-deb -x "$debs"/elpa-eglot_*.deb "$debs/root"
-    mkdir -p "$cache" && cp -r "$debs"/root/usr/share/emacs/site-lisp/elpa-src/eglot-1.9 "$cache/eglot-1.9"
-    rm -rf "$debs"
-  fi
-}
-
-prepare_unpacked() {  # prepare_unpacked VERSION: the unpacked packages and the wrapper bin/emacs
-  local version="$1" suite prefix lisp pdmp
+prepare() {  # prepare VERSION: the unpacked packages and the wrapper bin/emacs
+  local version="$1" suite prefix lisp pdmp packages
   suite="$(suite_of "$version")"
   prefix="$cache/$version"
   rm -rf "$prefix" && mkdir -p "$prefix/debs" "$prefix/root" "$prefix/bin"
-  (cd "$prefix/debs" && apt-get -q download "emacs-nox/$suite" "emacs-bin-common/$suite" "emacs-common/$suite" \
-     2>&1 | grep -v 'unsandboxed' || true)
+  packages="emacs-nox/$suite emacs-bin-common/$suite emacs-common/$suite emacs-el/$suite"
+  if [ "$version" = 28.2 ]; then packages="$packages elpa-eglot/bookworm"; fi
+  (cd "$prefix/debs" && apt-get -q download $packages 2>&1 | grep -v 'unsandboxed' || true)
   for deb in "$prefix"/debs/*.deb; do dpkg-deb -x "$deb" "$prefix/root"; done
   apt_get install -y --no-install-recommends $(runtime_libraries "$prefix"/debs/emacs-nox_*.deb)
   rm -rf "$prefix/debs"
+  if [ "$version" = 28.2 ]; then
+    mv "$(ls -d "$prefix"/root/usr/share/emacs/site-lisp/elpa-src/eglot-*)" "$prefix/eglot"
+  fi
   lisp="$prefix/root/usr/share/emacs/$version"
   pdmp="$(find "$prefix/root/usr/libexec" -name '*.pdmp' | head -1)"
   cat > "$prefix/bin/emacs" <<WRAPPER
@@ -99,9 +80,7 @@ if [ -n "$missing" ] || ! command -v pylsp >/dev/null 2>&1; then
   apt_get install -y --no-install-recommends python3-pylsp
 fi
 for version in $versions; do
-  if ! ready "$version"; then
-    if [ "$version" = 28.2 ]; then prepare_28; else prepare_unpacked "$version"; fi
-  fi
+  ready "$version" || prepare "$version"
   echo "== $("$(emacs_of "$version")" --version | head -1): $(emacs_of "$version")"
 done
 
@@ -120,7 +99,7 @@ logs="$(mktemp -d)"
 declare -A pids
 for version in $versions; do
   eglot_dir=""
-  if [ "$version" = 28.2 ]; then eglot_dir="$cache/eglot-1.9"; fi
+  if [ "$version" = 28.2 ]; then eglot_dir="$cache/$version/eglot"; fi
   EMACS="$(emacs_of "$version")" TURNBACK_TEST_LOAD_PATH="$eglot_dir" TURNBACK_REQUIRE_EGLOT=1 \
     timeout --kill-after=30 "$run_timeout" editor-clients/emacs/run-tests.sh >"$logs/$version.log" 2>&1 &
   pids[$version]=$!

@@ -97,6 +97,12 @@
   (with-current-buffer (find-file-noselect (expand-file-name "a.txt" root))
     (turnback-session)))
 
+(defun turnback-freeze--rewind-shown (server root)
+  "Two turns of SERVER in ROOT, then the confirmation of a rewind to turn 1, from the view."
+  (turnback-freeze--two-turns server root)
+  (turnback-freeze--goto-turn 1)
+  (with-current-buffer "*turnback-session*" (turnback-session-rewind-at-response)))
+
 (ert-deftest turnback-freeze-rewind-redo-fork-from-the-session-view ()
   "Rewind, Redo and fork from the session view while notifications and refreshes arrive
 during each commit's wait: every commit returns, nothing waits inside another wait, and the
@@ -145,9 +151,7 @@ view follows."
   (turnback-test--with-workspace
       ('(("a.txt" . "a0\n"))
        (turnback-server-command (turnback-freeze--proxied "--die-on" "turnback/rewind/commit")))
-    (turnback-freeze--two-turns server root)
-    (turnback-freeze--goto-turn 1)
-    (with-current-buffer "*turnback-session*" (turnback-session-rewind-at-response))
+    (turnback-freeze--rewind-shown server root)
     (let ((err (turnback-freeze--bounded 30 (should-error (turnback-confirm-commit) :type 'user-error))))
       (should (string-search "stopped before it answered turnback/rewind/commit" (cadr err)))
       (should (string-search "M-x turnback-start restarts it" (cadr err))))
@@ -166,9 +170,7 @@ nothing is written and the stop leaves no process."
   (turnback-test--with-workspace
       ('(("a.txt" . "a0\n"))
        (turnback-server-command (turnback-freeze--proxied "--swallow" "turnback/rewind/commit")))
-    (turnback-freeze--two-turns server root)
-    (turnback-freeze--goto-turn 1)
-    (with-current-buffer "*turnback-session*" (turnback-session-rewind-at-response))
+    (turnback-freeze--rewind-shown server root)
     (let* ((turnback-request-timeout 3)
            (err (turnback-freeze--bounded 30 (should-error (turnback-confirm-commit) :type 'user-error))))
       (should (string-search "did not answer turnback/rewind/commit in 3 seconds" (cadr err)))
