@@ -189,7 +189,7 @@ finished or rolled back when it opened a store a crash had interrupted."
 (defclass turnback-server (jsonrpc-process-connection)
   ((root :initarg :root :accessor turnback--root
          :documentation "Workspace root (a directory name, resolved).")
-   (process :initarg :sidecar-process :initform nil :accessor turnback--process
+   (process :initform nil :accessor turnback--process
             :documentation "The sidecar's process (jsonrpc's own accessor is private).")
    (project :initarg :project :initform nil :accessor turnback--project
             :documentation "The project whose files are watched.")

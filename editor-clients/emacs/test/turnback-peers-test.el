@@ -121,7 +121,8 @@ Return (EXIT-CODE . OUTPUT)."
              (turnback-stop server)
              (princ (format "RESULT stopped %s\n" (not (jsonrpc-running-p server))))
              (princ (format "RESULT eglot-loaded %s\n" (featurep 'eglot)))
-             (princ (format "RESULT turnback-from %s\n" (locate-library "turnback"))))))
+             (princ (format "RESULT turnback-from %s\n" (locate-library "turnback")))
+             (princ (format "RESULT C-c t s %s\n" (key-binding (kbd "C-c t s")))))))
 
 (defmacro turnback-peers--with-root (&rest body)
   "Run BODY with `root' a fresh workspace holding a.txt (\"one\")."
@@ -162,13 +163,15 @@ and a stop all work."
                                     ;; The docs' lines (docs/clients.md, Emacs, Install):
                                     (add-to-list 'load-path ,turnback-peers--package-dir)
                                     (require 'turnback)
+                                    (global-set-key (kbd "C-c t") 'turnback-command-map)
                                     (setq turnback-server-command
                                           '(,program ,@(cdr (turnback-test--server-command)))))))
                    (out (turnback-peers--check-result
                          (turnback-peers--run-emacs (list "-L" shadow)
                                                     (concat init "\n" (turnback-peers--turn-and-rewind-forms root)))
                          root)))
-              (should (string-search "RESULT eglot-absent t" out))))
+              (should (string-search "RESULT eglot-absent t" out))
+              (should (string-search "RESULT C-c t s turnback-start" out))))
         (delete-directory shadow t)))))
 
 (ert-deftest turnback-peers-package-install-file-as-the-docs-say ()
