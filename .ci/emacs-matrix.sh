@@ -55,6 +55,10 @@ prepare() {  # prepare VERSION: the unpacked packages and the wrapper bin/emacs
   packages="emacs-nox/$suite emacs-bin-common/$suite emacs-common/$suite emacs-el/$suite"
   if [ "$version" = 28.2 ]; then packages="$packages elpa-eglot/bookworm"; fi
   (cd "$prefix/debs" && apt-get -q download $packages 2>&1 | grep -v 'unsandboxed' || true)
+  if [ "$(ls "$prefix"/debs/*.deb 2>/dev/null | wc -l)" -lt "$(echo $packages | wc -w)" ]; then
+    echo "emacs-matrix.sh: could not download $packages (is bookworm-backports a source?)" >&2
+    exit 1
+  fi
   for deb in "$prefix"/debs/*.deb; do dpkg-deb -x "$deb" "$prefix/root"; done
   apt_get install -y --no-install-recommends $(runtime_libraries "$prefix"/debs/emacs-nox_*.deb)
   rm -rf "$prefix/debs"
