@@ -290,9 +290,8 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
 
 /** Redo plan → the modal confirmation. */
 export function renderRedoPlan(p: RedoPlan, group?: RedoGroup, opts: { root?: string; stale?: boolean } = {}): Confirmation {
-    const head = p.headSeq ?? group?.headSeq;
     const title = (opts.stale ? "The session changed; here is the fresh plan. " : "") +
-        `Redo: bring back ${plural(p.turnCount, "turn")}${head != null ? ` (head ${head})` : ""}?`;
+        `Redo: bring back ${plural(p.turnCount, "turn")}?`;
     const lines: string[] = [];
     if (group?.lastPrompt) {
         lines.push(`Brings back: ${plural(group.turnCount, "turn")}, the last one ${quote(group.lastPrompt)}.`);
@@ -380,13 +379,10 @@ export function renderStatus(status: Status | undefined, opts: { root?: string; 
         tip.push("Observer: another process owns this session's store; rewind and capture are off here.");
     }
     if (status.collecting) {
-        tip.push("Collecting old heads…");
+        tip.push("Clearing out old history in the background…");
     }
     if (status.recovery > 0) {
         tip.push(`${plural(status.recovery, "recovery record")} waiting: a rewind or redo could not put everything back. Click to review.`);
-    }
-    if (status.headSeq != null) {
-        tip.push(`Head ${status.headSeq}.`);
     }
     const recovery = status.recovery > 0;
     return { text, tooltip: tip.join("\n"), warning: n > 0 || recovery, opens: recovery ? "recovery" : "gaps" };
@@ -422,6 +418,8 @@ export const Commands = {
     refreshSession: "turnback.refreshSession",
     showOutput: "turnback.showOutput",
     restartServer: "turnback.restartServer",
+    chooseServer: "turnback.chooseServer",
+    installHooks: "turnback.installHooks",
     showRecovery: "turnback.showRecovery",
     forkAtResponse: "turnback.forkAtResponse",
     restoreFile: "turnback.restoreFile",

@@ -68,12 +68,22 @@ export function gapReasonText(reason: string): string {
     return GAP_REASONS[reason] ?? reason;
 }
 
-/** One line per gap: `path — reason (turn N): detail`. */
+/** One line per gap: `path — reason, in words (turn N): detail`; the words once, when the server's
+ *  detail already says them (`git-internal`: "inside a .git folder …" twice before issue 40). */
 export function gapLine(gap: Gap, root?: string): string {
     const where = gap.uri || gap.path ? displayPath(gap, root) : "(session)";
     const turn = typeof gap.turn === "number" ? ` (turn ${gap.turn})` : "";
-    const detail = gap.detail ? `: ${gap.detail}` : "";
-    return `${where} — ${gap.reason}, ${gapReasonText(gap.reason)}${turn}${detail}`;
+    const words = gapReasonText(gap.reason);
+    const detail = (gap.detail ?? "").trim();
+    if (detail && sameStart(detail, words)) {
+        return `${where} — ${gap.reason}${turn}: ${detail}`;
+    }
+    return `${where} — ${gap.reason}, ${words}${turn}${detail ? `: ${detail}` : ""}`;
+}
+
+function sameStart(a: string, b: string): boolean {
+    const norm = (s: string) => s.toLowerCase().replace(/[^a-z0-9.]+/g, " ").trim().split(" ").slice(0, 3).join(" ");
+    return norm(a) === norm(b);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
-import { agentResumeNote } from "../flows";
+import { agentResumeNote, resumeOf } from "../flows";
 import { dialogDetail, gapReasonText, mentionsPath, redoPicks, renderStatus } from "../render";
 import { SessionState, uriKey } from "../state";
 
@@ -91,7 +91,10 @@ test("the dialog's detail keeps its indented lines visible as bullets", () => {
 
 test("a committed rewind of a Claude Code session names the command that resumes it", () => {
     const command = "claude --resume 3f1c --resume-session-at a4";
-    assert.ok(agentResumeNote({ agentResume: { command } }).includes(command));
+    // the command is offered whole beside the sentence (Copy, Run in Terminal), not cut inside it
+    assert.equal(agentResumeNote({ agentResume: { command } }), " Resume Claude Code at this point:");
+    assert.deepEqual(resumeOf({ agentResume: { command } }), { resumeCommand: command });
+    assert.deepEqual(resumeOf({ agentResume: { command: null } }), {});
     assert.equal(agentResumeNote({}), "");
     assert.ok(agentResumeNote({ agentResume: { command: null, note: "no turn survives" } }).includes("no turn survives"));
 });
