@@ -47,7 +47,8 @@ export function renderForkPlan(p: ForkPrepareResult, opts: { root?: string; stal
         lines.push("", `Held sends dropped before they leave this machine: ${dropped.map((id) => what.get(id) ?? `step ${id}`).join(", ")}.`);
     }
     const notPreserved = (p.notPreserved ?? []) as string[];
-    if (notPreserved.length) {
+    // said once: the server's summary names them too (issue 40: the same sentence twice)
+    if (notPreserved.length && !(p.summary ?? "").includes("does not preserve")) {
         lines.push("", `The branch does not preserve: ${notPreserved.join(", ")}.`);
     }
     if (p.summary) {

@@ -301,10 +301,9 @@ export function renderRedoPlan(p: RedoPlan, group?: RedoGroup, opts: { root?: st
     lines.push(...userEditSection(p.files ?? [], "redo", opts.root));
     lines.push("");
     lines.push(...gapSection(p.gaps ?? [], opts.root));
-    if (p.summary) {
-        lines.push("");
-        lines.push(p.summary);
-    }
+    // Not the server's summary ("Would bring back head 3: 3 turn(s), last prompt …"): its head number
+    // is the command line's (`redo --head`), and the rest says again what the lines above say.
+    lines.push("", "Directive records stay as they are now; no step is run again.");
     const alternative = userEditFiles(p.files ?? []).length ? KEEP_MY_EDITS.redo : undefined;
     return { title, detail: lines.join("\n"), action: "Redo", ...(alternative ? { alternative } : {}) };
 }

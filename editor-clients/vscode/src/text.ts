@@ -81,10 +81,20 @@ export function gapLine(gap: Gap, root?: string): string {
     return `${where} — ${gap.reason}, ${words}${turn}${detail ? `: ${detail}` : ""}`;
 }
 
-function sameStart(a: string, b: string): boolean {
-    const norm = (s: string) => s.toLowerCase().replace(/[^a-z0-9.]+/g, " ").trim().split(" ").slice(0, 3).join(" ");
-    return norm(a) === norm(b);
+/** True when the detail already says what the reason's words say: it starts the same, or holds
+ *  every word of them that carries meaning (`git-head-and-index`: "git HEAD and index are not
+ *  restored" beside "a rewind does not restore Git HEAD or the index"). */
+function sameStart(detail: string, words: string): boolean {
+    const norm = (s: string) => s.toLowerCase().replace(/[^a-z0-9.]+/g, " ").trim().split(" ");
+    if (norm(detail).slice(0, 3).join(" ") === norm(words).slice(0, 3).join(" ")) {
+        return true;
+    }
+    const stems = new Set(norm(detail).map((w) => w.slice(0, 5)));
+    const meaningful = norm(words).filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
+    return meaningful.length > 0 && meaningful.every((w) => stems.has(w.slice(0, 5)));
 }
+
+const STOP_WORDS = new Set(["and", "are", "the", "its", "was", "for", "with", "from", "that", "this", "was"]);
 
 // ---------------------------------------------------------------------------------------------
 // Confirmation

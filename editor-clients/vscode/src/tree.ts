@@ -113,7 +113,7 @@ export function sessionTree(log: SessionLog, root?: string, opts: SessionTreeOpt
             label: `Turn ${t.turn}: ${firstLine(t.prompt, 60) || "(empty prompt)"}`,
             description,
             // the whole row in words first: the sidebar cuts a long prompt (issue 40)
-            tooltip: [`Turn ${t.turn}${description ? ` (${description})` : ""}: ${(t.prompt ?? "").trim() || "(empty prompt)"}`,
+            tooltip: [`Turn ${t.turn}: ${(t.prompt ?? "").trim() || "(empty prompt)"}`, ...(description ? [description] : []),
                 `Answer: ${firstLine(t.response, 200) || "(none)"}`,
                 steps.length ? `Steps:\n${steps.map((x) => `• ${stepWords(x)}`).join("\n")}` : plural(t.steps ?? 0, "step"),
                 ...(t.gaps ?? []).map((g) => "⚠ " + gapLine(g, root))].join("\n"),
@@ -162,6 +162,19 @@ function userEditsNode(after: number, changes: DiffChange[], root: string | unde
             diff: { source: "user" as const, turn: after, uri: c.uri, ...(sid ? { sessionId: sid } : {}) },
         })),
     };
+}
+
+/** A row's tooltip holds the row's whole text (issue 40: the sidebar cuts long labels at its default
+ *  width, and in an 800-pixel window): its own tooltip, with the label and description first when
+ *  it does not already say them. */
+export function wholeRowTooltip(node: { label: string; description?: string; tooltip?: string }): string {
+    const label = node.label.replace(/^[\s↳●]+/, "").trim();
+    const description = (node.description ?? "").trim();
+    const tip = node.tooltip ?? "";
+    if (tip.includes(label) && tip.includes(description)) {
+        return tip;
+    }
+    return [`${label}${description ? ` — ${description}` : ""}`, tip].filter(Boolean).join("\n");
 }
 
 /** The view before the first turn says what to do (VS Code draws it as the view's welcome text). */

@@ -14,6 +14,7 @@ import { IMAGE_SCHEME, imageText, parseImageQuery } from "./images";
 import { isLong, planHtml, READ_WHOLE_PLAN, shortConfirmation } from "./preview";
 import type { DiffChange, SessionSummary } from "./protocol";
 import { Commands, dialogDetail, directiveLenses, firstLine, mentionsPath, sessionTree } from "./render";
+import { wholeRowTooltip } from "./tree";
 import type { Confirmation, TreeNode } from "./render";
 import { log, rt } from "./runtime";
 
@@ -39,7 +40,7 @@ function toItem(node: TreeNode): vscode.TreeItem {
         : node.expanded ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
     item.id = node.id;
     item.description = node.description;
-    item.tooltip = node.tooltip;
+    item.tooltip = wholeRowTooltip(node);
     item.contextValue = node.contextValue;
     if (node.diff) {
         item.resourceUri = vscode.Uri.parse(node.diff.uri);
