@@ -135,3 +135,20 @@ def test_without_an_owner_the_direct_path_runs_the_command(tmp_path):
     assert tb(root, "turn", "begin", "--prompt", "direct").stdout == "1\n"
     assert tb(root, "turn", "capture", "a.txt").stdout.startswith("a.txt  ")
     assert os.path.isfile(root / ".turnback" / "FORMAT")
+
+
+def test_without_an_owner_a_turn_command_skips_argparse(tmp_path):
+    """The hand parser took the command already: the direct path runs it without building the whole
+    parser (argparse, gettext and every subcommand's options, on every direct `turn` command)."""
+    root = (tmp_path / "ws").resolve()
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    modules, proc = _imports(root, "turn", "begin", "--prompt", "direct")
+    assert proc.returncode == 0 and proc.stdout.startswith("1\n"), proc.stderr
+    assert not {"argparse", "gettext", "turnback.cli.main"} & modules
+    (root / "a.txt").write_text("two\n")
+    modules, proc = _imports(root, "turn", "settle")
+    assert proc.returncode == 0 and proc.stdout.startswith("turn 1 settled"), proc.stderr
+    assert "argparse" not in modules
+    bad = tb(root, "turn", "settle", "--turn", "7", check=False)  # errors: the same words and status
+    assert bad.returncode == 1 and "error [unknown-turn]" in bad.stderr

@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             code = _through_started_owner(args)
         if code is not None:
             return code
+        from .dispatch import run  # parsed already: argparse and the full parser are not needed
+
+        return run(args)
     from .main import main as full
 
     return full(argv)
