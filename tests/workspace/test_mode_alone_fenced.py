@@ -93,7 +93,7 @@ def test_a_rewind_whose_file_became_a_link_mid_commit_chmods_nothing_outside(age
     try:
         step = next(job)
         while True:
-            if step[0] == "apply" and step[1] == 1:  # a.txt written; tool is next
+            if isinstance(step, tuple) and step[0] == "apply" and step[1] == 1:  # a.txt written; tool is next
                 tool.unlink()
                 os.symlink(outside, tool)
                 os.chmod(outside, 0o644)  # (so a chmod through the link would show)
