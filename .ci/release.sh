@@ -81,5 +81,12 @@ UV_TOOL_DIR="$scratch/uv-tools" UV_TOOL_BIN_DIR="$scratch/uv-bin" UV_CACHE_DIR="
   "$tools/bin/uv" tool install -q --python "$python" "$wheel"
 check_installed uv "$scratch/uv-bin/turnback"
 
+step "Emacs: package-install from dist/emacs, turnback-install-server, turnback-start"
+if ! command -v emacs >/dev/null 2>&1; then
+  SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y emacs-nox elpa-eglot
+fi
+PATH="$clean_path" "$repo/editor-clients/emacs/test/run-dist-tests.sh" "$scratch/dist"
+
 step "done"
 echo "release.sh: $(( ($(date +%s) - started) / 60 )) min $(( ($(date +%s) - started) % 60 )) s"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The Emacs package as a user gets it (issue 41): from the package.el archive in DIST/emacs, in a fresh
+# user-emacs-directory, with no `turnback` on PATH; then turnback-install-server and turnback-start.
+#   test/run-dist-tests.sh DIST        (.ci/release.sh runs it on a copy of dist/)
+set -euo pipefail
+dist="$(cd "$1" && pwd)"
+here="$(cd "$(dirname "$0")" && pwd)"
+if PATH="$PATH" command -v turnback >/dev/null 2>&1; then
+  echo "run-dist-tests.sh: turnback is on PATH ($(command -v turnback)); run it with a PATH without it" >&2
+  exit 2
+fi
+home="$(mktemp -d /tmp/turnback-emacs-dist.XXXXXX)"
+trap 'rm -rf "$home"' EXIT
+TURNBACK_DIST="$dist" exec emacs -Q --batch \
+  --eval "(setq user-emacs-directory \"$home/\" package-user-dir \"$home/elpa\")" \
+  -l ert -l "$here/turnback-install-test.el" -f ert-run-tests-batch-and-exit </dev/null
