@@ -88,5 +88,13 @@ if ! command -v emacs >/dev/null 2>&1; then
 fi
 PATH="$clean_path" "$repo/editor-clients/emacs/test/run-dist-tests.sh" "$scratch/dist"
 
+step "VS Code: the linux-x64 .vsix in code-server, no turnback on PATH: its bundled server rewinds a session"
+e2e_python="$repo/.venv/bin/python"   # the test harness (Playwright), not the server under test
+"$e2e_python" -c "import playwright" 2>/dev/null || "$e2e_python" -m pip install -q -e "$repo[vscode-e2e]"
+code_server="$("$repo/editor-clients/vscode/e2e/code-server.sh")"
+TURNBACK_BUNDLED_VSIX="$(ls "$scratch"/dist/vscode/turnback-linux-x64-*.vsix)" TURNBACK_CODE_SERVER="$code_server" \
+TURNBACK_E2E_TURNBACK="$scratch/venv/bin/turnback" TURNBACK_E2E_ARTIFACTS="$repo/build/release-e2e" \
+  "$e2e_python" -m pytest -q -p no:cacheprovider -n 0 "$repo/editor-clients/vscode/e2e/test_bundled_server.py"
+
 step "done"
 echo "release.sh: $(( ($(date +%s) - started) / 60 )) min $(( ($(date +%s) - started) % 60 )) s"

@@ -10,24 +10,27 @@ gets its own folder. Inside the .vsix:
     bundled/tool/probe.py     run first by the extension: which version, and do the imports work
     bundled/wheels/turnback-V-py3-none-any.whl   for "Install into a private environment"
 
-The wheels come from PyPI with `pip download --only-binary=:all: --platform ... --python-version ...`
-(cached under the build cache), are installed offline with `pip install --target`, and the files
-identical across versions move to common/. The extension sets PYTHONPATH to
+The wheels come from PyPI as binaries only (`uv pip install --target --python-version
+--python-platform --only-binary :all:`, cached under the build cache), and the files identical across
+versions move to common/. On a Linux machine of the target's architecture, each bundled version this
+machine has runs `turnback demo` from the bundle before the .vsix is made. The extension sets PYTHONPATH to
 `libs/cpXY:libs/common` and runs `python -m turnback serve` (editor-clients/vscode/src/bundled.ts).
 """
 from __future__ import annotations
 
 import filecmp
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 _built_once: set[str] = set()
-# the interpreter whose pip downloads and installs the bundled wheels (build-dist's own venv)
-PIP_PYTHON = [sys.executable]
+# build-dist's own venv's python (uv is beside it)
+TOOL_PYTHON = [sys.executable]
 
 
 def run(argv: list, **kw) -> None:
@@ -35,30 +38,48 @@ def run(argv: list, **kw) -> None:
     subprocess.run([str(a) for a in argv], check=True, **kw)
 
 
-def _pip_target_args(platforms: list[str], py: str) -> list[str]:
-    tag = "cp" + py.replace(".", "")
-    args = ["--only-binary=:all:", "--implementation", "cp", "--python-version", py, "--abi", tag, "--abi", "abi3",
-            "--abi", "none"]
-    for p in platforms:
-        args += ["--platform", p]
-    return args
+# uv, not pip: pip evaluates environment markers against the interpreter running it, whatever
+# --python-version says, so a bundle for 3.10 built on 3.11 lacked tomli and exceptiongroup
+# (`tomli; python_version < "3.11"`). `uv pip install --python-version --python-platform` resolves for
+# the target. Both come from PyPI into build-dist's own venv.
+UV_PLATFORMS = {"linux-x64": "x86_64-manylinux_2_17", "linux-arm64": "aarch64-manylinux_2_17"}
 
 
-def fetch_wheels(wheel: Path, target: str, platforms: list[str], py: str, cache: Path) -> Path:
-    """turnback's dependencies for one platform and Python version, from the registry (cached)."""
-    folder = cache / "wheels" / target / ("cp" + py.replace(".", ""))
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("turnback-*.whl"):
-        old.unlink()
-    run([PIP_PYTHON[0], "-m", "pip", "download", "-q", "--dest", folder, "--find-links", folder,
-         *_pip_target_args(platforms, py), wheel])
-    return folder
-
-
-def install_libs(wheel: Path, wheels: Path, platforms: list[str], py: str, dest: Path) -> None:
-    run([PIP_PYTHON[0], "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels,
-         "--no-compile", "--target", dest, *_pip_target_args(platforms, py), wheel])
+def install_libs(wheel: Path, target: str, py: str, dest: Path, cache: Path) -> None:
+    """turnback and its dependencies for one platform and CPython version, as wheels from the
+    registry only (cached in the build cache), unpacked into dest."""
+    uv = Path(TOOL_PYTHON[0]).with_name("uv")
+    run([uv, "pip", "install", "--quiet", "--target", dest, "--python-version", py, "--python-platform",
+         UV_PLATFORMS[target], "--only-binary", ":all:", "--no-compile", wheel],
+        env={**os.environ, "UV_CACHE_DIR": str(cache / "uv")})
     shutil.rmtree(dest / "bin", ignore_errors=True)  # the `turnback` script: the extension runs -m turnback
+
+
+def local_python(py: str) -> str | None:
+    """An interpreter of version py on this machine (on PATH, or pyenv's), to try the bundle with."""
+    candidates = [shutil.which(f"python{py}")] + sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{py}.*/bin/python{py}")))
+    for candidate in filter(None, candidates):
+        done = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == py:
+            return candidate
+    return None
+
+
+def smoke(libs: Path, tags: list[str], pythons: list[str]) -> None:
+    """Run `turnback demo` from the bundle with every bundled version this machine has."""
+    for py, tag in zip(pythons, tags):
+        python = local_python(py)
+        if not python:
+            print(f"build-dist: no Python {py} here: the {tag} bundle is not tried", flush=True)
+            continue
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(libs / tag), str(libs / "common")]),
+               "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        with tempfile.TemporaryDirectory() as scratch:
+            done = subprocess.run([python, "-m", "turnback", "demo"], cwd=scratch, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"build-dist: the {tag} bundle fails with {python}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        print(f"build-dist: the {tag} bundle runs `turnback demo` with {python}", flush=True)
 
 
 def _same_tree(a: Path, b: Path) -> bool:
@@ -111,8 +132,11 @@ def stage(repo: Path, src: Path, stage_dir: Path, ver: str) -> None:
     run(["npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"], cwd=stage_dir)
 
 
-def build(repo: Path, out: Path, ver: str, wheel: Path, target: str, platforms: list[str], pythons: list[str],
-          cache: Path) -> Path:
+def _host_target() -> str:
+    return {"x86_64": "linux-x64", "aarch64": "linux-arm64"}.get(os.uname().machine, "") if sys.platform == "linux" else ""
+
+
+def build(repo: Path, out: Path, ver: str, wheel: Path, target: str, pythons: list[str], cache: Path) -> Path:
     src = repo / "editor-clients" / "vscode"
     build_extension(src)
     stage_dir = repo / "build" / f"vsix-{target}"
@@ -122,10 +146,11 @@ def build(repo: Path, out: Path, ver: str, wheel: Path, target: str, platforms: 
     tags = []
     for py in pythons:
         tag = "cp" + py.replace(".", "")
-        wheels = fetch_wheels(wheel, target, platforms, py, cache)
-        install_libs(wheel, wheels, platforms, py, libs / tag)
+        install_libs(wheel, target, py, libs / tag, cache)
         tags.append(tag)
     split_common(libs, tags)
+    if target == _host_target():
+        smoke(libs, tags, pythons)
     (bundled / "tool").mkdir()
     shutil.copy2(src / "python" / "probe.py", bundled / "tool" / "probe.py")
     (bundled / "wheels").mkdir()
