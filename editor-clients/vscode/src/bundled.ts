@@ -103,11 +103,21 @@ export function privateVenv(storagePath: string): string {
 
 const COMPLETE = ".turnback-complete";
 
-/** The private environment's `turnback`, when a finished install is there. */
-export function privateProgram(storagePath: string): string | undefined {
+/** The private environment's `turnback`, when a finished install of `version` is there (after an
+ *  update of the extension, an older one is not used: the button installs the new one). */
+export function privateProgram(storagePath: string, version?: string): string | undefined {
     const venv = privateVenv(storagePath);
     const program = path.join(venv, "bin", "turnback");
-    return fs.existsSync(path.join(venv, COMPLETE)) && findExecutable(program) ? program : undefined;
+    let installed: string;
+    try {
+        installed = fs.readFileSync(path.join(venv, COMPLETE), "utf8").trim();
+    } catch {
+        return undefined;
+    }
+    if (version && installed !== `turnback ${version}`) {
+        return undefined;
+    }
+    return findExecutable(program) ? program : undefined;
 }
 
 /** Decide how to run the server: the first interpreter that fits the bundle, else the private
@@ -131,7 +141,7 @@ export async function chooseServer(extensionPath: string, candidates: Candidate[
             probes.push({ candidate, error: err instanceof Error ? err.message : String(err) });
         }
     }
-    const program = storagePath ? privateProgram(storagePath) : undefined;
+    const program = storagePath ? privateProgram(storagePath, target?.version) : undefined;
     if (program) {
         return { kind: "launch", launch: { command: program, args: ["serve"], env: { ...env },
             note: `turnback: using the server in the extension's private environment (${program})` } };

@@ -121,6 +121,8 @@ test("a finished private environment is used when no interpreter fits; an unfini
     fs.writeFileSync(path.join(bin, "turnback"), "#!/bin/sh\n", { mode: 0o755 });
     const py = python39();
     assert.equal((await chooseServer(ext, [{ python: py, from: "x" }], storage)).kind, "unfit");
+    fs.writeFileSync(path.join(privateVenv(storage), ".turnback-complete"), "turnback 0.0.0-older\n");
+    assert.equal((await chooseServer(ext, [{ python: py, from: "x" }], storage)).kind, "unfit");  // an older release's
     fs.writeFileSync(path.join(privateVenv(storage), ".turnback-complete"), "turnback 0.0.0\n");
     const outcome = await chooseServer(ext, [{ python: py, from: "x" }], storage);
     assert.equal(outcome.kind, "launch");
