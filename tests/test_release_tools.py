@@ -60,3 +60,28 @@ def test_only_what_every_version_holds_identically_moves_to_common(tmp_path):
     assert sorted(p.name for p in (libs / "common").iterdir()) == ["pygls", "typing_extensions.py"]
     assert sorted(p.name for p in (libs / "cp310").iterdir()) == ["tomli", "xxhash"]
     assert sorted(p.name for p in (libs / "cp311").iterdir()) == ["xxhash"]
+
+
+def _fake_dist(folder: Path, name: str, *requires: str) -> None:
+    info = folder / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0", *(f"Requires-Dist: {r}" for r in requires)]
+    (info / "METADATA").write_text("\n".join(lines) + "\n")
+    (info / "RECORD").write_text("")
+
+
+def test_a_bundle_missing_a_requirement_for_its_python_version_fails_the_build(tmp_path):
+    """The 3.10 bundle once lacked tomli (`tomli; python_version < "3.11"`): pip check, run by that
+    version with the bundle on PYTHONPATH, names it and build-dist stops."""
+    libs = tmp_path / "libs"
+    _fake_dist(libs / "common", "turnbackfake", 'tomlifake; python_version >= "3"')
+    (libs / "cp3x").mkdir()
+    env = {"PYTHONPATH": f"{libs / 'cp3x'}:{libs / 'common'}", "PYTHONNOUSERSITE": "1", "PATH": "/usr/bin:/bin"}
+    try:
+        dist_vsix._pip_check(sys.executable, env, libs, "cp3x")
+    except SystemExit as stop:
+        assert "turnbackfake 1.0 requires tomlifake" in str(stop)
+    else:
+        raise AssertionError("a missing requirement passed")
+    _fake_dist(libs / "cp3x", "tomlifake")
+    assert dist_vsix._pip_check(sys.executable, env, libs, "cp3x") == "pip check"

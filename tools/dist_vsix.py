@@ -12,9 +12,9 @@ gets its own folder. Inside the .vsix:
 
 The wheels come from PyPI as binaries only (`uv pip install --target --python-version
 --python-platform --only-binary :all:`, cached under the build cache), and the files identical across
-versions move to common/. On a Linux machine of the target's architecture, each bundled version this
-machine has runs `turnback demo` from the bundle before the .vsix is made. The extension sets PYTHONPATH to
-`libs/cpXY:libs/common` and runs `python -m turnback serve` (editor-clients/vscode/src/bundled.ts).
+versions move to common/. On a Linux machine of the target's architecture, the bundle is tried with
+each bundled version this machine has (pip check, `turnback --version`, one `turnback demo`) before
+the .vsix is made. The extension sets PYTHONPATH to `libs/cpXY:libs/common` and runs `python -m turnback serve` (editor-clients/vscode/src/bundled.ts).
 """
 from __future__ import annotations
 
@@ -66,8 +66,35 @@ def local_python(py: str) -> str | None:
     return None
 
 
+def _bundled_names(libs: Path, tag: str) -> set[str]:
+    """The distributions in the bundle, normalized as pip check prints them (lowercase, dashes)."""
+    names = set()
+    for folder in (libs / tag, libs / "common"):
+        for info in folder.glob("*.dist-info"):
+            names.add(info.name[: -len(".dist-info")].rsplit("-", 1)[0].lower().replace("_", "-"))
+    return names
+
+
+def _pip_check(python: str, env: dict, libs: Path, tag: str) -> str:
+    """`pip check` of the bundle with that version (markers evaluated by it: the 3.10 bundle once lacked
+    tomli). Only lines about the bundle's own distributions count: a system Python's other packages
+    are not ours to judge. No pip in that Python: skipped, said so."""
+    if subprocess.run([python, "-c", "import pip"], env=env, capture_output=True).returncode != 0:
+        return "no pip check (no pip in it)"
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run([python, "-m", "pip", "check"], cwd=scratch, env=env, capture_output=True, text=True)
+    ours = _bundled_names(libs, tag)
+    broken = [line for line in done.stdout.splitlines()
+              if line.split(" ", 1)[0].lower().replace("_", "-") in ours]
+    if broken:
+        raise SystemExit(f"build-dist: the {tag} bundle is incomplete for {python}:\n" + "\n".join(broken))
+    return "pip check"
+
+
 def smoke(libs: Path, tags: list[str], pythons: list[str]) -> None:
-    """Run `turnback demo` from the bundle with every bundled version this machine has."""
+    """Each bundled version this machine has: pip check and `turnback --version`; `turnback demo` with
+    the first of them (one demo proves the bundle's layout; the checks prove each version's contents)."""
+    demo_done = False
     for py, tag in zip(pythons, tags):
         python = local_python(py)
         if not python:
@@ -75,11 +102,18 @@ def smoke(libs: Path, tags: list[str], pythons: list[str]) -> None:
             continue
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(libs / tag), str(libs / "common")]),
                "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        with tempfile.TemporaryDirectory() as scratch:
-            done = subprocess.run([python, "-m", "turnback", "demo"], cwd=scratch, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"build-dist: the {tag} bundle fails with {python}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-        print(f"build-dist: the {tag} bundle runs `turnback demo` with {python}", flush=True)
+        passed = [_pip_check(python, env, libs, tag)]
+        runs = [["--version"]] + ([] if demo_done else [["demo"]])
+        for args in runs:
+            with tempfile.TemporaryDirectory() as scratch:
+                done = subprocess.run([python, "-m", "turnback", *args], cwd=scratch, env=env,
+                                      capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"build-dist: the {tag} bundle fails `turnback {args[0]}` with {python}:\n"
+                                 f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
+            passed.append(f"turnback {args[0]}")
+        demo_done = True
+        print(f"build-dist: the {tag} bundle passes {', '.join(passed)} with {python}", flush=True)
 
 
 def _same_tree(a: Path, b: Path) -> bool:
