@@ -40,6 +40,8 @@ export interface Launch {
     env: NodeJS.ProcessEnv;
     /** For the output channel: which interpreter, and why this one. */
     note: string;
+    /** `<global storage>/bin/turnback` once written (bundledui.ts): the terminal's turnback. */
+    shim?: string;
 }
 
 export type Outcome =

@@ -3,6 +3,7 @@
 // a private environment"), and `turnback` on the integrated terminal's PATH.
 
 import * as vscode from "vscode";
+import * as path from "path";
 
 import { bundledTarget, chooseServer, installPrivate, outcomeMessage, privatePython, writeShim } from "./bundled";
 import type { Candidate, Launch, Outcome } from "./bundled";
@@ -91,6 +92,7 @@ export async function bundledServer(context: vscode.ExtensionContext, folder: vs
         log(outcome.launch.note);
         const bin = writeShim(storage, outcome.launch);
         if (bin) {
+            outcome.launch.shim = path.join(bin, "turnback");
             context.environmentVariableCollection.prepend("PATH", `${bin}:`);
             context.environmentVariableCollection.description = "turnback: the `turnback` command of the server bundled with the extension";
         } else {
