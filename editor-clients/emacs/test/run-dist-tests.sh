@@ -2,6 +2,7 @@
 # The Emacs package as a user gets it (issue 41): from the package.el archive in DIST/emacs, in a fresh
 # user-emacs-directory, with no `turnback` on PATH; then turnback-install-server and turnback-start.
 #   test/run-dist-tests.sh DIST        (.ci/release.sh runs it on a copy of dist/)
+#   EMACS=/path/to/emacs test/run-dist-tests.sh DIST   another Emacs than the one on PATH
 set -euo pipefail
 dist="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -11,6 +12,6 @@ if PATH="$PATH" command -v turnback >/dev/null 2>&1; then
 fi
 home="$(mktemp -d /tmp/turnback-emacs-dist.XXXXXX)"
 trap 'rm -rf "$home"' EXIT
-TURNBACK_DIST="$dist" exec emacs -Q --batch \
+TURNBACK_DIST="$dist" exec "${EMACS:-emacs}" -Q --batch \
   --eval "(setq user-emacs-directory \"$home/\" package-user-dir \"$home/elpa\")" \
   -l ert -l "$here/turnback-install-test.el" -f ert-run-tests-batch-and-exit </dev/null

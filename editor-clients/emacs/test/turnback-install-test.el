@@ -19,8 +19,6 @@
   (unless (assq 'turnback package-alist)
     (should turnback-test-install--dist)
     (setq package-archives `(("turnback-dist" . ,(expand-file-name "emacs/" turnback-test-install--dist))))
-    ;; Emacs 28 has no built-in eglot: Debian's elpa-eglot is in the system's package folder
-    (setq package-directory-list (append package-directory-list '("/usr/share/emacs/site-lisp/elpa")))
     (package-initialize)
     (package-refresh-contents)
     (package-install 'turnback))

@@ -109,3 +109,27 @@ def test_the_terminals_turnback_runs_the_bundled_server_from_a_bare_environment(
                           text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(bundled.home)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["turnCount"] == 1, done.stdout
+
+
+def test_install_agent_hooks_offers_the_terminals_turnback(bundled):
+    """"Install Agent Hooks…" with the bundled server: the command offered is the terminal's turnback
+    (`python3 -m turnback` would lack the bundle's PYTHONPATH), it runs in the terminal, and the hook
+    it writes runs from a bare environment."""
+    ui, root = bundled.ui, bundled.root
+    shim = glob.glob(str(bundled.server.user_data / "User" / "globalStorage" / "*turnback*" / "bin" / "turnback"))[0]
+    ui.run_command("Turnback: Install Agent Hooks…")
+    ui.pick("Claude Code")
+    command = f"{shim} hooks install claude-code"
+    ui.whole_notification(command)
+    ui.notification_button(command, "Run in Terminal").click()
+    settings = root / ".claude" / "settings.json"
+    wait_until("the hooks installed by the terminal", lambda: settings.exists()
+               and "hook claude-code" in settings.read_text(), timeout=60)
+    ui.shot("43-bundled-hooks-installed")
+    hook = json.loads(settings.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert hook.startswith(shim), hook
+    done = subprocess.run(["sh", "-c", hook], input=json.dumps({"session_id": "e2e", "hook_event_name": "SessionStart",
+                                                                "cwd": str(root)}),
+                          capture_output=True, text=True, timeout=120, cwd=root,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(bundled.home)})
+    assert done.returncode == 0, done.stderr
