@@ -4,7 +4,8 @@
 # virtual environment off PATH:
 #   the wheel   into a plain venv (pip), with pipx and with uv: `turnback demo`, `demo --agent`, and
 #               every agent's hook install, whose written command is then run from a bare environment
-#   Emacs       package-install from the local archive, turnback-install-server, turnback-start (ERT)
+#   Emacs       package-install from the local archive, turnback-install-server, turnback-start (ERT);
+#               package-vc-install from this clone likewise (Emacs 29+)
 #   VS Code     the linux-x64 .vsix in code-server, no turnback on PATH: its bundled server starts and
 #               rewinds a session (editor-clients/vscode/e2e/test_bundled_server.py)
 # Downloads are cached in ~/.cache/turnback-ci (TURNBACK_CI_CACHE). Prints the minutes it took.
@@ -90,9 +91,11 @@ if [ -z "$emacsen" ]; then
   fi
   emacsen="$(command -v emacs)"
 fi
+# Also package-vc-install from this clone (its HEAD commit; Emacs 29+, so on 30.1 only).
+vc_source=""; if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then vc_source="$repo"; fi
 for emacs in $emacsen; do
-  step "Emacs $("$emacs" --version | head -1): package-install from dist/emacs, turnback-install-server, turnback-start"
-  EMACS="$emacs" PATH="$clean_path" "$repo/editor-clients/emacs/test/run-dist-tests.sh" "$scratch/dist"
+  step "Emacs $("$emacs" --version | head -1): package-install from dist/emacs (and package-vc-install), turnback-install-server, turnback-start"
+  TURNBACK_VC_SOURCE="$vc_source" EMACS="$emacs" PATH="$clean_path" "$repo/editor-clients/emacs/test/run-dist-tests.sh" "$scratch/dist"
 done
 
 step "VS Code: the linux-x64 .vsix in code-server, no turnback on PATH: its bundled server rewinds a session"

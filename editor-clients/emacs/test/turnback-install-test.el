@@ -1,4 +1,4 @@
-;;; turnback-install-test.el --- the Emacs package from dist/, and its server  -*- lexical-binding: t; -*-
+;;; turnback-install-test.el --- the Emacs package from dist/, and its server  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;; Run by .ci/release.sh (test/run-dist-tests.sh) in a fresh `user-emacs-directory' with no
 ;; `turnback' on exec-path, against the archive tools/build-dist wrote:
