@@ -13,7 +13,14 @@ if PATH="$PATH" command -v turnback >/dev/null 2>&1; then
 fi
 emacs="${EMACS:-emacs}"
 homes=()
-trap 'rm -rf "${homes[@]}"' EXIT
+# package.el starts a gpg-agent daemon in each home's elpa/gnupg: stop it before the home goes
+cleanup() {
+  for h in "${homes[@]}"; do
+    [ -d "$h/elpa/gnupg" ] && command -v gpgconf >/dev/null 2>&1 && gpgconf --homedir "$h/elpa/gnupg" --kill gpg-agent || true
+    rm -rf "$h"
+  done
+}
+trap cleanup EXIT
 fresh_home() { home="$(mktemp -d /tmp/turnback-emacs-dist.XXXXXX)"; homes+=("$home"); }
 
 fresh_home
