@@ -24,7 +24,17 @@ PATH="$clean_path" "$python" "$repo/tools/build-dist"
 
 # Everything below works on a copy of dist/ far from the clone.
 scratch="$(mktemp -d /tmp/turnback-release.XXXXXX)"
-trap 'rm -rf "$scratch"' EXIT
+# The hook commands start a background owner per project: stop each before the scratch folder goes
+# (one recreated .turnback/lease.lock while rm ran, and rm failed).
+owners=()
+cleanup() {
+  local entry
+  for entry in "${owners[@]}"; do
+    env -i HOME="$HOME" PATH=/usr/bin:/bin "${entry%%|*}" --workspace "${entry#*|}" daemon stop >/dev/null 2>&1 || true
+  done
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
 cp -r "$repo/dist" "$scratch/dist"
 cd "$scratch"
 wheel="$(ls "$scratch"/dist/turnback-*-py3-none-any.whl)"
@@ -49,6 +59,7 @@ check_installed() {
     || { cat "$scratch/$name-agent.log"; exit 1; }
   tail -1 "$scratch/$name-agent.log"
   mkdir -p "$project" && git -C "$project" init -q
+  owners+=("$tb|$project")
   for agent in claude-code codex gemini copilot cursor; do
     (cd "$project" && env -i HOME="$HOME" PATH=/usr/bin:/bin "$tb" hooks install "$agent" >/dev/null)
   done
@@ -65,6 +76,7 @@ check_installed() {
   done <<<"$commands"
   grep -q "turnback session" "$project/.turnback/agents/hook.log" \
     || { echo "release: the hooks recorded nothing" >&2; cat "$project/.turnback/agents/hook.log" >&2; exit 1; }
+  env -i HOME="$HOME" PATH=/usr/bin:/bin "$tb" --workspace "$project" daemon stop >/dev/null
   echo "release: $name: demo, agent demo and $(printf '%s\n' "$commands" | wc -l) hook commands work"
 }
 
