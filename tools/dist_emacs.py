@@ -32,7 +32,7 @@ def _elisp_version(v: str) -> str:
 def pkg_file(ver: str, reqs: list[tuple[str, str]]) -> str:
     req = " ".join(f'({name} "{v}")' for name, v in reqs)
     keywords = " ".join(f'"{k}"' for k in KEYWORDS)
-    return (f';;; turnback-pkg.el --- package description of turnback.el  -*- no-byte-compile: t -*-\n'
+    return (f';;; turnback-pkg.el --- package description of turnback.el  -*- lexical-binding: t; no-byte-compile: t -*-\n'
             f'(define-package "turnback" "{ver}"\n  "{SUMMARY}"\n  \'({req})\n'
             f'  :keywords \'({keywords})\n  :url "{URL}")\n;;; turnback-pkg.el ends here\n')
 
