@@ -10,6 +10,8 @@ changed), the turn settles. The same trees are replayed three times in the same 
   out between turns, untimed;
 * `cli`: no owner, every `turnback turn begin` / `turn settle` a process of its own (start to exit),
   beside `python -c pass` run between them in the same environment;
+* `cli-owner`: the same commands with `TURNBACK_START_OWNER=1`: the first starts a background owner,
+  every one goes through it (docs/live.md);
 * `git`: a shadow git with a work tree of its own, `git add -A` + `git commit` per release.
 
 Then, on both of our workspaces (each through the command line, which goes through the owner when
@@ -198,6 +200,19 @@ def run_project(ctx, client, name: str, versions: list[str], env: dict, env_note
         stop_owner(owner_root)
     o_bytes = _store_bytes(owner_root)
 
+    started_root = base / "cli-owner"
+    started_root.mkdir(parents=True)
+    started = Cli(started_root, {**env, "TURNBACK_START_OWNER": "1"})
+    try:
+        s = replay_cli(started, releases)
+        s_info, _ = started.run("info")
+        ctx.check(f"{name} cli-owner: the owner the command line started recorded every release",
+                  s_info.get("turnCount") == len(trees) and s_info["owner"].get("alive") is not False,
+                  str({k: s_info.get(k) for k in ("turnCount", "owner")}))
+        _compare(ctx, f"{name} cli-owner: the last release", started_root, trees[-1])
+    finally:
+        stop_owner(started_root)
+
     cli_root = base / "cli"
     cli_root.mkdir(parents=True)
     cli = Cli(cli_root, env)
@@ -231,6 +246,14 @@ def run_project(ctx, client, name: str, versions: list[str], env: dict, env_note
     ctx.fig(f"{name}-turn-cli-vs-python", med(cli_turn), "s", baseline=med(c["pass"]),
             source="python -c pass, same environment, interleaved",
             note=f"a turn is two processes (begin, settle); goal 3x at 100 files; {env_note}")
+    started_turn = [b + t for b, t in zip(s["begin"][1:], s["settle"][1:])]
+    ctx.fig(f"{name}-turn-cli-owner", med(started_turn), "s", baseline=g_turn, source=src,
+            note=f"TURNBACK_START_OWNER=1: the first command started an owner, every command went "
+                 f"through it; median of turns 2-{len(trees)}; {env_note}")
+    ctx.fig(f"{name}-turn-cli-owner-vs-python", med(started_turn), "s", baseline=med(s["pass"]),
+            source="python -c pass, same environment, interleaved",
+            note=f"begin {med(s['begin'][1:]) * 1e3:.1f} ms + settle {med(s['settle'][1:]) * 1e3:.1f} ms;"
+                 " goal 3x at 100 files")
     ctx.fig(f"{name}-turn-first-owner", owner_turn[0], "s", baseline=git_commit[0], source=src,
             note="turn 1: the whole tree created")
     for side, rows in (("owner", o_travel), ("cli", c_travel)):

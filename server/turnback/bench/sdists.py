@@ -14,6 +14,7 @@ import os
 import posixpath
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ def sdist_meta(project: str, version: str) -> dict:
         _projects[project] = json.loads(_get(f"{INDEX}/{project}/json"))
     for u in _projects[project].get("releases", {}).get(version, []):
         if u.get("packagetype") == "sdist" and u.get("filename", "").endswith(".tar.gz"):
-            return {"url": u["url"], "filename": u["filename"], "sha256": u["digests"]["sha256"],
+            return {"url": urllib.parse.urljoin(f"{INDEX}/{project}/json", u["url"]), "filename": u["filename"], "sha256": u["digests"]["sha256"],
                     "size": u.get("size")}
     raise LookupError(f"{project} {version} has no .tar.gz source distribution on PyPI")
 
