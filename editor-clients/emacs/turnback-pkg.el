@@ -1,4 +1,4 @@
-;;; turnback-pkg.el --- package description of turnback.el  -*- no-byte-compile: t -*-
+;;; turnback-pkg.el --- package description of turnback.el  -*- lexical-binding: t; no-byte-compile: t -*-
 (define-package "turnback" "0.1.0"
   "Rewind and Redo for AI coding-agent sessions"
   '((emacs "28.1") (jsonrpc "1.0.14"))

@@ -287,8 +287,10 @@ Signal a `user-error' when there is none, unless NOERROR."
   "The executable of COMMAND, or a `user-error' explaining how to fix it."
   (let ((program (car command)))
     (or (and program (executable-find program))
+        ;; issue 41: offer M-x turnback-install-server (turnback-install.el)
+        (and (require 'turnback-install nil t) (turnback-install-offer command))
         (user-error "turnback: cannot find the server program `%s' (turnback-server-command is %S).  \
-Install turnback (pip install turnback, or pip install -e . in its repository) \
+Install it with M-x turnback-install-server (or pip install turnback) \
 or set `turnback-server-command', e.g. to (\"/path/to/.venv/bin/turnback\" \"serve\")"
                     program command))))
 

@@ -1,4 +1,4 @@
-;;; turnback-editors-test.el --- ERT tests of issues 26 and 23 in turnback.el  -*- lexical-binding: t; -*-
+;;; turnback-editors-test.el --- ERT tests of issues 26 and 23 in turnback.el  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;;; Commentary:
 

@@ -1,4 +1,4 @@
-;;; turnback-freeze-test.el --- turnback.el never freezes Emacs, whatever the server does  -*- lexical-binding: t; -*-
+;;; turnback-freeze-test.el --- turnback.el never freezes Emacs, whatever the server does  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;;; Commentary:
 

@@ -1,4 +1,4 @@
-;;; turnback-peers-test.el --- turnback.el beside eglot, without eglot, installed as the docs say  -*- lexical-binding: t; -*-
+;;; turnback-peers-test.el --- turnback.el beside eglot, without eglot, installed as the docs say  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;;; Commentary:
 

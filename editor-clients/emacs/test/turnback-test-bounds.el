@@ -1,4 +1,4 @@
-;;; turnback-test-bounds.el --- every ERT test of turnback.el, bounded in time  -*- lexical-binding: t; -*-
+;;; turnback-test-bounds.el --- every ERT test of turnback.el, bounded in time  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;;; Commentary:
 

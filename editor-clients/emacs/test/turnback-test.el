@@ -1,4 +1,4 @@
-;;; turnback-test.el --- ERT tests of turnback.el  -*- lexical-binding: t; -*-
+;;; turnback-test.el --- ERT tests of turnback.el  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;;; Commentary:
 

@@ -1,4 +1,4 @@
-;;; turnback-ux-test.el --- ERT tests of issue 15 (and 11, 14) in turnback.el  -*- lexical-binding: t; -*-
+;;; turnback-ux-test.el --- ERT tests of issue 15 (and 11, 14) in turnback.el  -*- lexical-binding: t; no-byte-compile: t; -*-
 
 ;;; Commentary:
 

@@ -14,7 +14,9 @@ import { Notifications, TurnbackApi } from "./protocol";
 import type { RewoundParams } from "./protocol";
 import { Commands, renderStatus } from "./render";
 import { log, rt } from "./runtime";
+import { bundledServer, usesDefaultCommand } from "./bundledui";
 import { foundNote, isResolved, notFoundHelp, notFoundMessage, resolveServer, settingForProgram } from "./setup";
+import type { Resolved } from "./setup";
 import { DirectiveLensProvider, DirectiveTreeProvider, IMAGES, ImageContentProvider, SessionTreeProvider, workspaceRoot } from "./views";
 
 let tree: SessionTreeProvider;
@@ -53,18 +55,30 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     const settings = readSettings();
     const wanted = serverCommand(settings);
     const found = resolveServer(wanted, { root });
-    if (!isResolved(found)) {
+    // Nothing installed was found: the server a release .vsix brings (issue 41, bundledui.ts).
+    const bundled = isResolved(found) || !usesDefaultCommand(settings) ? undefined
+        : await bundledServer(context, vscode.workspace.workspaceFolders?.[0]?.uri,
+            async () => { await vscode.commands.executeCommand(Commands.restartServer); });
+    if (bundled === "told") {
+        return;
+    }
+    if (!isResolved(found) && !bundled) {
         notInstalled(wanted, found.tried, root);
         return;
     }
-    const cmd: ServerCommand = { command: found.command, args: found.args };
-    rt.server = cmd;
-    log(foundNote(found));
+    const cmd: ServerCommand = bundled ? { command: bundled.command, args: bundled.args }
+        : { command: (found as Resolved).command, args: (found as Resolved).args };
+    // The program the command lines we offer run (hooks install): the bundled server's terminal
+    // `turnback` (its path survives updates; `python -m turnback` would lack the bundle's PYTHONPATH).
+    rt.server = bundled ? (bundled.shim ? { command: bundled.shim, args: ["serve"] } : undefined) : cmd;
+    if (!bundled) {
+        log(foundNote(found as Resolved));
+    }
     const serverOptions: ServerOptions = {
         command: cmd.command,
         args: cmd.args,
         transport: TransportKind.stdio,
-        options: { cwd: root },
+        options: { cwd: root, env: bundled?.env },
     };
     const clientOptions: LanguageClientOptions = {
         documentSelector: [{ scheme: "file" }],

@@ -5,7 +5,7 @@ figures are taken three ways: `python -m turnback` with no bytecode cache (as th
 everything: the goal's figure), the same with a warmed cache, and the `turnback` script that
 `hooks install` writes when it is on PATH (pip's script imports `re` first, which costs a few ms).
 
-The events are those of fixtures/agents/claude-code/session.json, replayed in order with the agent's
+The events are those of server/turnback/hooks/recordings/claude-code/session.json, replayed in order with the agent's
 own file changes between them, so the figures include real captures, steps and settles. Then the
 real Claude Code runs a scripted session with and without turnback's hooks, and reports what each
 hook cost it (bench/realhooks.py).

@@ -1,6 +1,6 @@
 """`turnback demo --agent AGENT`: a recorded agent session replayed through the real hook command.
 
-The recording (fixtures/agents/AGENT/session.json) holds the agent's payloads in order and what the
+The recording (turnback/hooks/recordings/AGENT/session.json) holds the agent's payloads in order and what the
 agent did between them. Each payload goes to a `turnback hook AGENT` process, exactly as the agent
 would send it; then the demo shows the session log, rewinds everything (the shell edit included,
 which the agent's own checkpoints would miss), and redoes it, checking itself as it goes.

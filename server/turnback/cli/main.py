@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import __version__
 from ..errors import TurnbackError
 from . import diff_cmd, fork_cmd, guard_cmd, hooks_cmd, restore_cmd, takeover
 from .exits import EXIT_ERROR
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="turnback", parents=[_globals(suppress=False)],
         description="A trustworthy Rewind and Redo for AI coding-agent sessions.",
         epilog="Start with `turnback demo`. Relative PATHs are taken from the current directory.")
+    parser.add_argument("--version", action="version", version=f"turnback {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 

@@ -1,4 +1,4 @@
-"""Replaying a recorded agent session (fixtures/agents/AGENT/*.json) through the real hook command.
+"""Replaying a recorded agent session (turnback/hooks/recordings/AGENT/*.json) through the real hook command.
 
 A recording is the agent's payloads in the order the agent sent them, plus what the agent did between
 them (the tool's own effect on the files, the transcript lines it wrote), so a replay in a scratch
@@ -26,7 +26,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "agents"
+# Inside the package, so that `turnback demo --agent AGENT` works from an installed wheel.
+FIXTURES = Path(__file__).resolve().parent / "recordings"
 
 
 @dataclass
