@@ -120,6 +120,10 @@ async def test_a_redo_listing_of_100_turns_never_holds_the_loop(tmp_path):
         (gate / "go").write_text("")
         listing, _notes = await asyncio.wait_for(answer, 120)
         assert [g["headSeq"] for g in listing["groups"]] == expected
+        # a hold is logged once the loop runs again: one more round trip, and the tracer's next look
+        await client.request("turnback/session/status", {})
+        await asyncio.sleep(0.05)
+        assert trace.exists(), "the loop tracer never started: the budget below would prove nothing"
         holds = _holds(trace)[before:]
         assert all(cpu < LOOP_BUDGET_MS for _ms, cpu in holds), holds
 

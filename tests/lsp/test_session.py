@@ -90,6 +90,26 @@ async def test_full_lifecycle_rewind_and_redo(ws, servers, flavour):
     assert info["turnCount"] == 2
 
 
+async def test_redo_listing_reports_its_progress(ws, servers):
+    """`turnback/redo/list` with a work-done token: begin, a report per step it words (the saved
+    states read, the groups compared; at most one per 0.2 s, the first at once), end."""
+    tb = await servers(ws, "vscode")
+    await turn(tb, "first", {"a.txt": "one\n"})
+    await turn(tb, "second", {"a.txt": "two\n"})
+    boundary = {"kind": "beforePrompt", "turn": 1}
+    cand = await tb.req("turnback/rewind/prepare", {"boundary": boundary})
+    await tb.req("turnback/rewind/commit", {"boundary": boundary, "planHash": cand["planHash"]})
+    tb.client.progress_reports.setdefault("list-1", [])  # the client made this token
+    listing = await tb.req("turnback/redo/list", {"workDoneToken": "list-1"})
+    assert [g["turnCount"] for g in listing["groups"]] == [2, 1]
+    await tb.req("turnback/session/info", {})  # a sentinel: the progress sent before it came first
+    reports = tb.client.progress_reports["list-1"]
+    assert reports[0].kind == "begin" and reports[-1].kind == "end", reports
+    assert reports[0].title == "turnback: listing what Redo can bring back"
+    middle = [r.message for r in reports if r.kind == "report"]
+    assert middle and middle[0].startswith("1 of ") and "saved states read" in middle[0], middle
+
+
 async def test_did_save_and_watched_files_capture(ws, servers, flavour):
     tb = await servers(ws, flavour)
     n = (await tb.req("turnback/turn/begin", {"prompt": "edit by hand"}))["turn"]

@@ -209,6 +209,8 @@ class TurnbackServer(LanguageServer):
             walked, hashed = getattr(value, "walked", None), getattr(value, "hashed", None)
             if walked is not None:
                 self.progress_report(token, f"{walked} files looked at, {hashed} read")
+            elif isinstance(getattr(value, "progress", None), str):  # a step that words itself
+                self.progress_report(token, value.progress)
         return on_step
 
     # -- collection -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import InvalidParams, NoHeads, NotFound, TurnRunning
 from ..model.gaps import Gap
@@ -32,6 +33,20 @@ class RedoPlan:
     # whether the turns (or agent transcripts) brought back differ from the current ones: Redo of
     # the state a file restore left behind changes files only, so it sends no epoch, as the restore
     conversation: bool = True
+
+
+class ListingStep(NamedTuple):
+    """A step of the Redo listing, yielded to whoever drives it: a served listing reports `progress`
+    to a client that sent a work-done token (docs/protocol.md, `$/progress`)."""
+    phase: str  # "read": the saved states' records; "compare": each group against the current state
+    done: int
+    total: int
+
+    @property
+    def progress(self) -> str:
+        if self.phase == "read":
+            return f"{self.done} of {self.total} saved states read"
+        return f"{self.done} of {self.total} states compared with the current one"
 
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
@@ -57,9 +72,10 @@ def groups_job(store, current: SessionState | None, current_head, codec=None, *,
         return []
     best: dict[tuple, object] = {}
     line = _forked_from(store, current)
-    for seq in store.heads.list_seqs():
+    seqs = store.heads.list_seqs()
+    for n, seq in enumerate(seqs, 1):
         head = store.heads.read(seq)
-        yield ("head", seq)
+        yield ListingStep("read", n, len(seqs))
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
         if current is not None and head.session and head.session not in line:
@@ -73,7 +89,7 @@ def groups_job(store, current: SessionState | None, current_head, codec=None, *,
     restored = {(r.get("afterTurn"), r.get("forkPointBefore")) for r in (current.restores if current else ())}
     mine = yield from _outline_job(codec, current_head)
     out = []
-    for key, h in best.items():
+    for n, (key, h) in enumerate(best.items(), 1):
         if key == here:
             continue
         group = {"headSeq": h.seq, "turnCount": h.turn_count, "forkPoint": h.fork_point,
@@ -101,7 +117,7 @@ def groups_job(store, current: SessionState | None, current_head, codec=None, *,
             if group["ancestor"] and not everything:
                 continue
         out.append(group)
-        yield ("group", h.seq)
+        yield ListingStep("compare", n, len(best))
     return sorted(out, key=lambda g: -g["headSeq"])
 
 
