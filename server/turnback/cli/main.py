@@ -188,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = Context(args)
     try:
-        return int(commands.dispatch(ctx) or 0)
+        status = int(commands.dispatch(ctx) or 0)
+        if status == 0:
+            from .upkeep_cmd import auto_collect
+            auto_collect(ctx)
+        return status
     except NotOwner as exc:
         ctx.fail(exc)
         return EXIT_NOT_OWNER

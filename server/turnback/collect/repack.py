@@ -265,7 +265,7 @@ def _sound_in_a_pack(objects, digest: str) -> bool:
     return False
 
 
-def build(objects, plan: Plan, keeps) -> Built:
+def build(objects, plan: Plan, keeps, *, quick: bool = False) -> Built:
     """Write the new pack (temp files, not synced) on the helper thread."""
     wanted: dict[str, None] = {}
     for pack in plan.rewrite:
@@ -287,7 +287,7 @@ def build(objects, plan: Plan, keeps) -> Built:
                                if doc.digest_at(i).hex() not in wanted]
     if not wanted:
         return Built(None, set(), uncopied)
-    writer = PackWriter(objects.packs.folder, repack=True)
+    writer = PackWriter(objects.packs.folder, repack=not quick)
     deltas = 0
     pace = time.perf_counter()
     try:
@@ -393,10 +393,10 @@ def phase(col):
     yield from col._fresh_slice(1)
     plan = yield from col._off_loop(lambda: make_plan(
         objects, col._keeps, list(col.loose_kept), col.t0, col.object_slack, hints, names,
-        known=col.wb.book.state.known))
+        relayout=not col.quick, known=col.wb.book.state.known))
     if plan.empty:
         return
-    built = yield from col._off_loop(build, objects, plan, col._keeps)
+    built = yield from col._off_loop(lambda: build(objects, plan, col._keeps, quick=col.quick))
     col.wb.book.require_owner()  # ownership before every mutation
     s = col.stats
     if built.writer is not None:
