@@ -219,7 +219,8 @@ leaves the others (a conflict, a binary file) as they are now."
   (turnback-confirm-commit t))
 
 (defun turnback-confirm-commit-with-markers ()
-  "Commit the plan shown, keeping your edits; a conflicting file gets conflict markers."
+  "Commit the plan shown, keeping your edits.
+A file where they conflict gets conflict markers."
   (interactive)
   (turnback-confirm-commit 'markers))
 
@@ -471,9 +472,10 @@ branch session from there; model seeds, the clock and provider versions are not 
   "What a fork does, in words.")
 
 (defun turnback-render-fork-report (report &optional root)
-  "The confirmation text of a fork REPORT (`turnback/fork/prepare'), relative to ROOT.
-Its files are those of the rewind to the fork's turn, your own edits
-among them listed first, as a rewind lists them."
+  "The confirmation text of a fork REPORT (`turnback/fork/prepare').
+Paths are relative to ROOT.  Its files are those of the rewind to
+the fork's turn, your own edits among them listed first, as a rewind
+lists them."
   (let ((files (turnback--list (plist-get report :files))))
     (concat
      (propertize (format "Fork at the response of turn %s" (plist-get report :turn))

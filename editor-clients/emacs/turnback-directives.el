@@ -59,9 +59,19 @@
 (defun turnback-refresh-directives (&optional server)
   "Fetch every directive from SERVER and redraw the overlays."
   (interactive)
-  (let* ((server (or server (turnback-current-server)))
-         (result (turnback--request server :turnback/directive/list))
-         (by-uri (make-hash-table :test #'equal)))
+  (let ((server (or server (turnback-current-server))))
+    (turnback--show-directive-list server (turnback--request server :turnback/directive/list))))
+
+(defun turnback--refresh-directives-async (server)
+  "Fetch every directive from SERVER and redraw the overlays when they come.
+Never waits: for notification handlers and timers."
+  (turnback--async server :turnback/directive/list nil
+                   (lambda (result) (turnback--show-directive-list server result))
+                   (lambda (why) (turnback--log server (format "directives not refreshed: %s" why)))))
+
+(defun turnback--show-directive-list (server result)
+  "Remember the directives of RESULT (a `directive/list' answer) and redraw."
+  (let ((by-uri (make-hash-table :test #'equal)))
     (dolist (d (turnback--list (plist-get result :directives)))
       (push d (gethash (plist-get d :uri) by-uri)))
     ;; Forget files that no longer have directives, so their overlays go.

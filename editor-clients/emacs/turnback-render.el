@@ -514,7 +514,8 @@ An alist of (LABEL . TURN)."
   "The Redo picker's entry that lists every earlier state.")
 
 (defun turnback-redo-label (g)
-  "A Redo group G, labelled by what it brings back: the turns, the files, the time."
+  "A Redo group G, labelled by what it brings back.
+The turns, the files, the time."
   (let* ((n (or (plist-get g :turnCount) 0))
          (shared (plist-get g :sharedTurns))
          (changes (plist-get g :changes))

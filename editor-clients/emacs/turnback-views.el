@@ -134,7 +134,8 @@ images back), \\[turnback-recovery-dismiss] dismisses it (you took care of it),
   "The server whose session (or directive) this buffer shows.")
 
 (defvar-local turnback--view-session nil
-  "The session this view shows: nil for the live one, else a session id (read only).")
+  "The session this view shows.
+nil for the live one, else a session id (shown read only).")
 
 (defvar turnback-session-mode-map
   (let ((map (make-sparse-keymap)))
@@ -236,7 +237,8 @@ the turn they followed."
               'help-echo "RET or =: the diff; e: ediff"))
 
 (defun turnback--render-user-edits (edits after root)
-  "The user's own EDITS made after turn AFTER (0: before turn 1), relative to ROOT."
+  "The user's own EDITS made after turn AFTER (0: before turn 1).
+Paths are relative to ROOT."
   (let ((mine (cl-remove-if-not (lambda (c) (equal (plist-get c :afterTurn) after)) edits)))
     (if (null mine) ""
       (concat (propertize (format "  your own edits %s:\n"
@@ -256,7 +258,8 @@ the turn they followed."
                mine "")))))
 
 (defun turnback--folder-key-p (entry)
-  "Non-nil when ENTRY of a turn's files names a folder (its URI ends with a slash)."
+  "Non-nil when ENTRY of a turn's files names a folder.
+Its URI ends with a slash."
   (string-suffix-p "/" (or (plist-get entry :uri) (plist-get entry :path) "")))
 
 (defun turnback--render-turn (turn root)
@@ -334,18 +337,25 @@ change the sidecar announces."
   "Fetch the session log again and redraw, keeping point on the same turn."
   (interactive)
   (let* ((server turnback--view-server)
-         (turn (get-text-property (point) 'turnback-item))
          (params (turnback--session-params))
          (log (turnback--request server :turnback/session/log params))
          (info (unless turnback--view-session (turnback--request server :turnback/session/info)))
+         (diff (when (turnback--list (plist-get log :turns))
+                 (ignore-errors (turnback--request server :turnback/diff (turnback--edits-params params))))))
+    (turnback--session-draw log info diff)))
+
+(defun turnback--edits-params (params)
+  "The params of the `diff' that lists the user's own edits (PARAMS: the session)."
+  (append (list :since 1 :text :json-false) params))
+
+(defun turnback--session-draw (log info diff)
+  "Redraw this session view from LOG, INFO and DIFF.
+Point stays on the same turn."
+  (let* ((server turnback--view-server)
+         (turn (get-text-property (point) 'turnback-item))
          (edits (when (turnback--list (plist-get log :turns))
-                  (cl-remove-if-not
-                   (lambda (c) (equal (plist-get c :source) "user"))
-                   (turnback--list (plist-get (ignore-errors
-                                                (turnback--request server :turnback/diff
-                                                                   (append (list :since 1 :text :json-false)
-                                                                           params)))
-                                              :changes)))))
+                  (cl-remove-if-not (lambda (c) (equal (plist-get c :source) "user"))
+                                    (turnback--list (plist-get diff :changes)))))
          (inhibit-read-only t))
     (erase-buffer)
     (insert (turnback-render-session log info (turnback--root server) edits))
@@ -353,13 +363,28 @@ change the sidecar announces."
     (let ((pos (and turn (text-property-any (point-min) (point-max) 'turnback-item turn))))
       (if pos (goto-char pos) (turnback--next-item)))))
 
-(defvar turnback--refresh-timers nil
-  "Alist of (SERVER . TIMER): the coalesced refresh of the views of each server.")
+(defun turnback--session-refresh-async (buffer)
+  "Fetch what the session view BUFFER shows; redraw it when it comes.
+Never waits."
+  (let* ((server (buffer-local-value 'turnback--view-server buffer))
+         (params (with-current-buffer buffer (turnback--session-params)))
+         (live (not (buffer-local-value 'turnback--view-session buffer))))
+    (turnback--fetch server (list (list :turnback/session/log params)
+                                  (list :turnback/session/info nil)
+                                  (list :turnback/diff (turnback--edits-params params)))
+                     (lambda (log info diff)
+                       (when (and log (buffer-live-p buffer))
+                         (with-current-buffer buffer
+                           (when (eq turnback--view-server server)
+                             (turnback--session-draw log (and live info) diff))))))))
 
 (defun turnback--after-change (server)
   "Refresh every session and lineage view of SERVER, soon and once.
 Called on every notification that says the session changed (a commit,
-a rewound, a status change) and after this client's own commits."
+a rewound, a status change) and after this client's own commits.  The
+refresh is asynchronous: it sends its requests and redraws when they
+are answered, so it never waits inside a timer (a commit's request may
+be waiting meanwhile); `turnback-stop' cancels it."
   (unless (alist-get server turnback--refresh-timers)
     (setf (alist-get server turnback--refresh-timers)
           (run-at-time 0.1 nil
@@ -367,13 +392,10 @@ a rewound, a status change) and after this client's own commits."
                          (setf (alist-get server turnback--refresh-timers nil 'remove) nil)
                          (when (turnback--live-p server)
                            (dolist (buffer (buffer-list))
-                             (with-current-buffer buffer
-                               (when (and (eq turnback--view-server server)
-                                          (memq major-mode '(turnback-session-mode turnback-lineage-mode)))
-                                 (ignore-errors
-                                   (if (eq major-mode 'turnback-lineage-mode)
-                                       (turnback-lineage-refresh)
-                                     (turnback-session-refresh))))))))))))
+                             (when (eq (buffer-local-value 'turnback--view-server buffer) server)
+                               (pcase (buffer-local-value 'major-mode buffer)
+                                 ('turnback-lineage-mode (turnback--lineage-refresh-async buffer))
+                                 ('turnback-session-mode (turnback--session-refresh-async buffer)))))))))))
 
 (defun turnback--turn-at-point ()
   "The turn number at point in the session view."
@@ -448,7 +470,8 @@ parent is read only), \\[turnback-lineage-refresh] refreshes."
   (setq truncate-lines t))
 
 (defun turnback-render-lineage (sessions names)
-  "The lineage text of SESSIONS (`turnback/session/list'); NAMES maps id to a name."
+  "The lineage text of SESSIONS (`turnback/session/list').
+NAMES maps a session id to a name."
   (let* ((ids (mapcar (lambda (x) (plist-get x :sessionId)) sessions))
          (roots (cl-remove-if (lambda (x) (member (plist-get x :parentId) ids)) sessions)))
     (cl-labels ((line (x depth)
@@ -480,7 +503,8 @@ parent is read only), \\[turnback-lineage-refresh] refreshes."
 
 ;;;###autoload
 (defun turnback-lineage ()
-  "Show the sessions of the store: each fork, its frozen parent and worktree forks."
+  "Show the sessions of the store.
+Each fork, its frozen parent and worktree forks."
   (interactive)
   (let ((server (if (derived-mode-p 'turnback-session-mode) turnback--view-server
                   (turnback-current-server))))
@@ -495,20 +519,46 @@ parent is read only), \\[turnback-lineage-refresh] refreshes."
   "Fetch the sessions again and redraw."
   (interactive)
   (let* ((server turnback--view-server)
-         (sessions (turnback--list (plist-get (turnback--request server :turnback/session/list) :sessions)))
-         (names (mapcar (lambda (x)
-                          (let ((log (ignore-errors
-                                       (turnback--request server :turnback/session/log
-                                                          (unless (turnback--true-p (plist-get x :current))
-                                                            (list :sessionId (plist-get x :sessionId)))))))
+         (sessions (turnback--list (plist-get (turnback--request server :turnback/session/list) :sessions))))
+    (turnback--lineage-draw sessions
+                            (mapcar (lambda (x)
+                                      (ignore-errors
+                                        (turnback--request server :turnback/session/log
+                                                           (turnback--lineage-log-params x))))
+                                    sessions))))
+
+(defun turnback--lineage-log-params (session)
+  "The params of the `session/log' of SESSION (an entry of `session/list')."
+  (unless (turnback--true-p (plist-get session :current))
+    (list :sessionId (plist-get session :sessionId))))
+
+(defun turnback--lineage-draw (sessions logs)
+  "Redraw this lineage view from SESSIONS and their LOGS (nil for one not read)."
+  (let ((names (cl-mapcar (lambda (x log)
                             (cons (plist-get x :sessionId)
-                                  (if log (turnback-session-name log) (plist-get x :sessionId)))))
-                        sessions))
-         (pos (point))
-         (inhibit-read-only t))
+                                  (if log (turnback-session-name log) (plist-get x :sessionId))))
+                          sessions logs))
+        (pos (point))
+        (inhibit-read-only t))
     (erase-buffer)
     (insert (turnback-render-lineage sessions names))
     (goto-char (min pos (point-max)))))
+
+(defun turnback--lineage-refresh-async (buffer)
+  "Fetch what the lineage view BUFFER shows; redraw it when it comes.
+Never waits."
+  (let ((server (buffer-local-value 'turnback--view-server buffer)))
+    (turnback--async
+     server :turnback/session/list nil
+     (lambda (result)
+       (let ((sessions (turnback--list (plist-get result :sessions))))
+         (turnback--fetch server (mapcar (lambda (x) (list :turnback/session/log (turnback--lineage-log-params x)))
+                                         sessions)
+                          (lambda (&rest logs)
+                            (when (buffer-live-p buffer)
+                              (with-current-buffer buffer
+                                (when (eq turnback--view-server server)
+                                  (turnback--lineage-draw sessions logs)))))))))))
 
 (defun turnback-lineage-open ()
   "Open the session at point: the live one, or another one read only."

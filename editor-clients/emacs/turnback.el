@@ -3,7 +3,7 @@
 ;; Copyright (C) 2025 The turnback authors
 
 ;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1") (eglot "1.9") (jsonrpc "1.0.14"))
+;; Package-Requires: ((emacs "28.1") (jsonrpc "1.0.14"))
 ;; Keywords: tools, convenience, processes
 ;; URL: https://github.com/turnback/turnback
 
@@ -16,15 +16,16 @@
 ;; conversation and the working tree together.
 ;;
 ;; The sidecar speaks JSON-RPC with LSP framing on stdio (`turnback
-;; serve'), so the client is an eglot server class, `turnback-server',
-;; a subclass of `eglot-lsp-server'.  turnback is NOT a language server
-;; for the buffer's language, though, and eglot manages at most one
-;; server per major mode per project.  So `turnback-start' does not go
-;; through `eglot-server-programs' or `eglot--managed-mode': it makes a
-;; dedicated connection of class `turnback-server' for the project root
-;; and forwards the saves of that project's file buffers as
-;; `textDocument/didSave' from `after-save-hook'.  Your usual language
-;; server (eglot, lsp-mode, or none) keeps working untouched.
+;; serve'), so the client is a `jsonrpc-process-connection' of its own,
+;; `turnback-server', built on jsonrpc.el's public API alone (Emacs 28.1
+;; and later carry it).  turnback is NOT a language server for the
+;; buffer's language, and the client needs no eglot: `turnback-start'
+;; makes a dedicated connection for the project root and forwards the
+;; saves of that project's file buffers as `textDocument/didSave' from
+;; `after-save-hook'.  Your usual language server (eglot, lsp-mode, or
+;; none) keeps working untouched beside it.  The client never waits
+;; for an answer from a timer, a process filter or a notification
+;; handler: the views refresh themselves asynchronously.
 ;;
 ;; Usage: M-x turnback-start in a project, then
 ;;   M-x turnback-rewind-to-prompt
@@ -47,7 +48,6 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'jsonrpc)
-(require 'eglot)
 (require 'project)
 (require 'url-util)
 (require 'url-parse)
@@ -107,8 +107,8 @@ merged key by key."
 
 (defcustom turnback-watch-files t
   "Whether to honour the server's request to watch the workspace's files.
-The watches use eglot's implementation of
-`workspace/didChangeWatchedFiles'.  When nil, the registration is
+The watches are `file-notify' watches of the project's directories,
+reported as `workspace/didChangeWatchedFiles'.  When nil, the registration is
 acknowledged but no watch is made; the server's sweeps still capture
 files changed outside Emacs."
   :type 'boolean)
@@ -181,9 +181,28 @@ finished or rolled back when it opened a store a crash had interrupted."
 
 ;;;; The server class and its connection
 
-(defclass turnback-server (eglot-lsp-server)
+;; A plain `jsonrpc-process-connection', as eglot's own servers and
+;; copilot.el are: turnback uses only jsonrpc's public API, so it works
+;; with every jsonrpc from Emacs 28's 1.0.14 on, and beside any eglot or
+;; lsp-mode the user runs (or none).
+
+(defclass turnback-server (jsonrpc-process-connection)
   ((root :initarg :root :accessor turnback--root
          :documentation "Workspace root (a directory name, resolved).")
+   (process :initform nil :accessor turnback--process
+            :documentation "The sidecar's process (jsonrpc's own accessor is private).")
+   (project :initarg :project :initform nil :accessor turnback--project
+            :documentation "The project whose files are watched.")
+   (capabilities :initform nil :accessor turnback--capabilities
+                 :documentation "The server's capabilities, from its `initialize' answer.")
+   (shutdown-requested :initform nil :accessor turnback--shutdown-requested
+                       :documentation "Non-nil once the user asked the sidecar to stop.")
+   (generation :initform 0 :accessor turnback--generation
+               :documentation "Bumped by a stop: answers to the requests sent before are dropped.")
+   (pending :initform 0 :accessor turnback--pending
+            :documentation "Asynchronous requests sent and not answered yet.")
+   (file-watches :initform (make-hash-table :test #'equal) :accessor turnback--file-watches
+                 :documentation "Map of registration id to the file-notify descriptors it made.")
    (status :initform nil :accessor turnback--status
            :documentation "Last `turnback/status' params.")
    (directives :initform (make-hash-table :test #'equal) :accessor turnback--directives
@@ -194,9 +213,27 @@ finished or rolled back when it opened a store a crash had interrupted."
               :documentation "The `turnback/recovered' params, if the server recovered anything."))
   :documentation "A connection to the turnback sidecar of one workspace.")
 
-(cl-defmethod eglot-initialization-options ((_server turnback-server))
-  "The store options, from the customisation."
-  (or (turnback--initialization-options) (make-hash-table)))
+(cl-defgeneric turnback-handle-notification (server method &rest params)
+  "Handle SERVER's notification METHOD (a symbol) with PARAMS (a plist).
+Called from the process filter: a method never waits for an answer."
+  (:method (_server _method &rest _params) nil))
+
+(cl-defgeneric turnback-handle-request (server method &rest params)
+  "Answer SERVER's request METHOD (a symbol) with PARAMS (a plist).
+Called from the process filter: a method never waits for an answer.
+The value is the result; an unknown method is refused."
+  (:method (_server method &rest _params)
+           (jsonrpc-error :code -32601 :message (format "turnback.el does not handle %s" method))))
+
+(cl-defmethod turnback-handle-notification
+  ((_server turnback-server) (_method (eql window/showMessage)) &key type message &allow-other-keys)
+  "Show the server's message; errors and warnings stand out."
+  (message "turnback: %s%s" (if (memq type '(1 2)) "⚠ " "") message))
+
+(cl-defmethod turnback-handle-request
+  ((_server turnback-server) (_method (eql workspace/configuration)) &key items &allow-other-keys)
+  "No client-side settings: one null per item asked."
+  (make-vector (length items) nil))
 
 (defvar turnback--servers nil
   "Alist of (ROOT . SERVER) for the running sidecars.")
@@ -238,26 +275,11 @@ Signal a `user-error' when there is none, unless NOERROR."
   (let ((store (expand-file-name (or turnback-store-path ".turnback") (turnback--root server))))
     (file-in-directory-p file store)))
 
-(defun turnback--request (server method &optional params)
-  "Send METHOD with PARAMS to SERVER and return the result.
-A JSON-RPC error becomes a `user-error' naming its code; a sidecar
-that is gone, a `user-error' that says so and how to restart it."
-  (unless (turnback--live-p server)
-    (turnback--reap)
-    (user-error "turnback: the sidecar for %s is not running (%s); M-x turnback-start restarts it"
-                (abbreviate-file-name (turnback--root server))
-                (or (cdr (assoc (turnback--root server) turnback--stopped)) "it stopped")))
-  (condition-case err
-      (jsonrpc-request server method (or params (make-hash-table))
-                       :timeout turnback-request-timeout)
-    (jsonrpc-error
-     (let* ((data (alist-get 'jsonrpc-error-data (cdr err)))
-            (code (or (plist-get data :code) (alist-get 'jsonrpc-error-code (cdr err)))))
-       (user-error "turnback: %s [%s]"
-                   (or (alist-get 'jsonrpc-error-message (cdr err)) "request failed") code)))))
+(defvar turnback--refresh-timers nil
+  "Alist of (SERVER . TIMER): the coalesced refresh of the views of each server.")
 
 (defun turnback--dispatcher (generic)
-  "A jsonrpc dispatcher that spreads the params into GENERIC, like eglot."
+  "A jsonrpc dispatcher that spreads the params into GENERIC."
   (lambda (server method params)
     (apply generic server method (append params nil))))
 
@@ -278,6 +300,16 @@ or set `turnback-server-command', e.g. to (\"/path/to/.venv/bin/turnback\" \"ser
         :textDocument (list :synchronization (list :didSave t :dynamicRegistration :json-false))
         :window (list :showMessage (make-hash-table) :workDoneProgress :json-false)))
 
+(defconst turnback--events-buffer-size 2000000
+  "Characters kept in a connection's events buffer.")
+
+(defun turnback--events-initargs ()
+  "The initargs that bound the events buffer, in the installed jsonrpc's words.
+jsonrpc 1.0.17 replaced `:events-buffer-scrollback-size' (and warns about it)."
+  (if (slot-exists-p 'jsonrpc-connection '-events-buffer-config)
+      (list :events-buffer-config (list :size turnback--events-buffer-size :format 'full))
+    (list :events-buffer-scrollback-size turnback--events-buffer-size)))
+
 ;;;###autoload
 (defun turnback-start (&optional root)
   "Start the turnback sidecar for ROOT, the current project's root by default.
@@ -295,56 +327,90 @@ With a prefix argument, ask for the directory.  Return the server."
                existing)
       (turnback--connect root))))
 
+(defun turnback--stderr-tail (server)
+  "The last line SERVER's sidecar wrote to its standard error, or nil.
+Waits a moment for the stderr pipe to deliver what is still in it."
+  (let* ((buffer (jsonrpc-stderr-buffer server))
+         (pipe (and (buffer-live-p buffer) (get-buffer-process buffer))))
+    (with-timeout (1)
+      (while (and pipe (process-live-p pipe)) (accept-process-output pipe 0.05)))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        ;; Emacs's own "Process ... finished" line and jsonrpc's marks are not the sidecar's words.
+        (car (last (cl-remove-if (lambda (line) (string-match-p "\\`Process .* \\(finished\\|exited\\)" line))
+                                 (split-string (buffer-string) "\n" t "[ \t]+"))))))))
+
+(defun turnback--exit-words (process)
+  "How PROCESS ended, in words."
+  (pcase (process-status process)
+    ('signal (format "killed by signal %s" (process-exit-status process)))
+    ('exit (format "exit status %s" (process-exit-status process)))
+    (status (format "%s %s" status (process-exit-status process)))))
+
 (defun turnback--connect (root)
-  "Start the sidecar in ROOT, initialize it and return the server."
+  "Start the sidecar in ROOT, initialize it and return the server.
+When anything fails, the process started is killed and the
+`user-error' says why (with the sidecar's last word on stderr)."
   (let* ((command turnback-server-command)
          (program (turnback--executable command))
          (nickname (file-name-nondirectory (directory-file-name root)))
          (name (format "turnback (%s)" nickname))
          (default-directory root)
-         (server
-          (make-instance
-           'turnback-server
-           :name name
-           :root root
-           :events-buffer-scrollback-size 2000000
-           :notification-dispatcher (turnback--dispatcher #'eglot-handle-notification)
-           :request-dispatcher (turnback--dispatcher #'eglot-handle-request)
-           :on-shutdown #'turnback--on-shutdown
-           :process (lambda ()
-                      (make-process
-                       :name name
-                       :command (cons program (cdr command))
-                       :connection-type 'pipe
-                       :coding 'utf-8-emacs-unix
-                       :noquery t
-                       :stderr (get-buffer-create (format "*%s stderr*" name))
-                       :file-handler t)))))
-    (setf (eglot--project server) (or (project-current nil root) (cons 'transient root))
-          (eglot--project-nickname server) nickname
-          (eglot--major-modes server) nil
-          (eglot--language-id server) "turnback"
-          (eglot--saved-initargs server) nil
-          (eglot--inhibit-autoreconnect server) t)
+         (process nil)
+         (server nil))
     (condition-case err
-        (let ((result (jsonrpc-request
-                       server :initialize
-                       (list :processId (emacs-pid)
-                             :clientInfo (list :name "turnback.el" :version "0.1.0")
-                             :rootPath root
-                             :rootUri (turnback--path-to-uri root)
-                             :workspaceFolders (vector (list :uri (turnback--path-to-uri root)
-                                                             :name nickname))
-                             :initializationOptions (eglot-initialization-options server)
-                             :capabilities (turnback--client-capabilities))
-                       :timeout turnback-connect-timeout)))
-          (setf (eglot--capabilities server) (plist-get result :capabilities)
-                (eglot--server-info server) (plist-get result :serverInfo))
-          (jsonrpc-notify server :initialized (make-hash-table)))
+        (progn
+          (setq server
+                (apply #'make-instance
+                       'turnback-server
+                       :name name
+                       :root root
+                       :project (or (project-current nil root) (cons 'transient root))
+                       :notification-dispatcher (turnback--dispatcher #'turnback-handle-notification)
+                       :request-dispatcher (turnback--dispatcher #'turnback-handle-request)
+                       :on-shutdown #'turnback--on-shutdown
+                       :process (lambda ()
+                                  (setq process
+                                        (make-process
+                                         :name name
+                                         :command (cons program (cdr command))
+                                         :connection-type 'pipe
+                                         :coding 'utf-8-emacs-unix
+                                         :noquery t
+                                         :stderr (get-buffer-create (format "*%s stderr*" name))
+                                         :file-handler t)))
+                       (turnback--events-initargs)))
+          (setf (turnback--process server) process)
+          (pcase (turnback--wait-for
+                  server :initialize
+                  (list :processId (emacs-pid)
+                        :clientInfo (list :name "turnback.el" :version "0.1.0")
+                        :rootPath root
+                        :rootUri (turnback--path-to-uri root)
+                        :workspaceFolders (vector (list :uri (turnback--path-to-uri root)
+                                                        :name nickname))
+                        :initializationOptions (or (turnback--initialization-options)
+                                                   (make-hash-table))
+                        :capabilities (turnback--client-capabilities))
+                  turnback-connect-timeout)
+            (`(ok ,result)
+             (setf (turnback--capabilities server) (plist-get result :capabilities))
+             (jsonrpc-notify server :initialized (make-hash-table)))
+            (`(timeout)
+             (error "it did not answer initialize in %s seconds (turnback-connect-timeout)"
+                    turnback-connect-timeout))
+            (`(error ,error) (error "%s" (turnback--error-words error)))
+            (_ (error "it exited before it answered initialize (%s)"
+                      (turnback--exit-words process)))))
       ((error quit)
-       (ignore-errors (jsonrpc-shutdown server t))
-       (user-error "turnback: the server did not start (%s); see the buffer %s"
-                   (error-message-string err) (format "*%s stderr*" name))))
+       (when server (setf (turnback--shutdown-requested server) t))
+       (when (process-live-p process) (delete-process process))
+       (when server (ignore-errors (jsonrpc-shutdown server)))
+       (let ((said (and server (turnback--stderr-tail server))))
+         (user-error "turnback: the server did not start: %s%s; its messages are in the buffer %s"
+                     (if (eq (car err) 'quit) "interrupted" (error-message-string err))
+                     (if said (format "; it said: %s" said) "")
+                     (if server (buffer-name (jsonrpc-events-buffer server)) (format "*%s stderr*" name))))))
     (push (cons root server) turnback--servers)
     (setq turnback--stopped (cl-remove root turnback--stopped :key #'car :test #'equal))
     (add-hook 'after-save-hook #'turnback--after-save)
@@ -359,7 +425,7 @@ With a prefix argument, ask for the directory.  Return the server."
         (setf (turnback--status server)
               (list :liveGaps (or (plist-get info :liveGaps) 0) :gaps []
                     :ownership (plist-get info :ownership) :recovery (or (plist-get info :recovery) 0))))
-      (turnback-refresh-directives server)
+      (ignore-errors (turnback-refresh-directives server))
       (force-mode-line-update t)
       (message "turnback: connected to %s (%s, %s, %s)%s" (abbreviate-file-name root)
                (or (plist-get info :storeKind) "?")
@@ -388,105 +454,51 @@ events, say); the mode line and every command must not wait for it."
 (defun turnback--on-shutdown (server)
   "Clean up after SERVER's process ended.
 Once, from the sentinel or from `turnback--reap'."
-  (unless (process-get (jsonrpc--process server) 'turnback-cleaned-up)
-    (process-put (jsonrpc--process server) 'turnback-cleaned-up t)
-    (turnback--clean-up server)))
+  (let ((process (turnback--process server)))
+    (when (and process (not (process-get process 'turnback-cleaned-up)))
+      (process-put process 'turnback-cleaned-up t)
+      (turnback--clean-up server))))
 
 (defun turnback--clean-up (server)
-  "Forget SERVER, its watches and overlays; say how it stopped unless asked to."
-  (setq turnback--servers (cl-remove server turnback--servers :key #'cdr))
-  (maphash (lambda (_id watches) (mapc #'file-notify-rm-watch watches))
-           (eglot--file-watches server))
+  "Forget SERVER, its watches and overlays; say how it stopped unless asked to.
+A server that never finished starting says nothing here: its start says why."
+  (let ((registered (rassq server turnback--servers)))
+    (setq turnback--servers (cl-remove server turnback--servers :key #'cdr))
+    (unless registered (setf (turnback--shutdown-requested server) t)))
+  (cl-incf (turnback--generation server))
+  (turnback--unwatch-all server)
   (dolist (buffer (buffer-list))
     (with-current-buffer buffer
       (when (and buffer-file-name (file-in-directory-p buffer-file-name (turnback--root server)))
         (turnback--clear-overlays))))
-  (unless (eglot--shutdown-requested server)
-    (let* ((proc (jsonrpc--process server))
-           (how (format "%s %s" (process-status proc) (process-exit-status proc)))
-           (how (pcase (process-status proc)
-                  ('signal (format "killed by signal %s" (process-exit-status proc)))
-                  ('exit (format "exit status %s" (process-exit-status proc)))
-                  (_ how)))
+  (unless (turnback--shutdown-requested server)
+    (let* ((how (turnback--exit-words (turnback--process server)))
            (events (jsonrpc-events-buffer server)))
       (push (cons (turnback--root server) how) turnback--stopped)
       ;; The events buffer holds the exchange and the sidecar's stderr: say so in it too, so the
       ;; buffer the message names is never empty.
-      (with-current-buffer events
-        (let ((inhibit-read-only t))
-          (goto-char (point-max))
-          (insert (format "[turnback.el] the sidecar stopped: %s\n" how))))
+      (turnback--log server (format "the sidecar stopped: %s" how))
       (message "turnback: the sidecar for %s stopped (%s); its messages and errors are in the buffer %s.  \
 M-x turnback-start restarts it"
                (abbreviate-file-name (turnback--root server)) how (buffer-name events))))
   (force-mode-line-update t))
 
 (defun turnback-stop (server)
-  "Politely stop the turnback SERVER (the current project's)."
+  "Politely stop the turnback SERVER (the current project's).
+Pending refreshes are cancelled: their answers are dropped."
   (interactive (list (turnback-current-server)))
-  (setf (eglot--shutdown-requested server) t)
+  (setf (turnback--shutdown-requested server) t)
+  (cl-incf (turnback--generation server))
+  (cl-loop for cell in turnback--refresh-timers
+           when (eq (car cell) server) do (cancel-timer (cdr cell)))
+  (setq turnback--refresh-timers (cl-remove server turnback--refresh-timers :key #'car))
   (unwind-protect
-      (progn (ignore-errors (jsonrpc-request server :shutdown nil :timeout 3))
-             (ignore-errors (jsonrpc-notify server :exit nil))
-             (with-timeout (3) (while (jsonrpc-running-p server) (accept-process-output nil 0.05))))
+      (let ((turnback-request-timeout 3))
+        (ignore-errors (turnback--request server :shutdown nil))
+        (ignore-errors (jsonrpc-notify server :exit nil))
+        (with-timeout (3) (while (jsonrpc-running-p server) (accept-process-output nil 0.05))))
     (when (jsonrpc-running-p server) (jsonrpc-shutdown server t))
     (setq turnback--servers (cl-remove server turnback--servers :key #'cdr))))
-
-;;;; Requests from the server: the file watcher
-
-(cl-defmethod eglot-handle-request
-  ((server turnback-server) (method (eql client/registerCapability)) &key registrations)
-  "Honour file-watch registrations only when `turnback-watch-files' is non-nil."
-  (if turnback-watch-files
-      (cl-call-next-method server method :registrations registrations)
-    nil))
-
-(defun turnback--watched-directories (server)
-  "The directories of SERVER's project to watch: never the store or .git."
-  (let ((root (turnback--root server)))
-    (cl-remove-if (lambda (dir)
-                    (or (turnback--in-store-p server dir)
-                        (file-in-directory-p dir (expand-file-name ".git" root))))
-                  (delete-dups
-                   (cons root (mapcar #'file-name-directory
-                                      (project-files (eglot--project server))))))))
-
-(defun turnback--emacs-scratch-file-p (file)
-  "Non-nil for Emacs's own lock, auto-save and backup files, never reported."
-  (let ((name (file-name-nondirectory file)))
-    (or (string-prefix-p ".#" name)
-        (string-match-p "\\`#.*#\\'" name)
-        (string-suffix-p "~" name))))
-
-(cl-defmethod eglot-register-capability
-  ((server turnback-server) (method (eql workspace/didChangeWatchedFiles)) id &key _watchers)
-  "Watch the workspace's directories and report changes outside the store.
-The server asks for every file (**/*), so the globs are not consulted."
-  (eglot-unregister-capability server method id)
-  (cl-labels ((handle (event)
-                (pcase-let ((`(,_desc ,action ,file ,file1) event))
-                  (cond
-                   ((eq action 'renamed)
-                    (handle (list nil 'deleted file))
-                    (handle (list nil 'created file1)))
-                   ((and (memq action '(created changed deleted))
-                         (turnback--live-p server)
-                         (not (turnback--in-store-p server file))
-                         (not (turnback--emacs-scratch-file-p file))
-                         (not (file-directory-p file)))
-                    (jsonrpc-notify
-                     server :workspace/didChangeWatchedFiles
-                     (list :changes (vector (list :uri (turnback--path-to-uri file)
-                                                  :type (pcase action
-                                                          ('created 1) ('changed 2) (_ 3))))))
-                    (turnback--revert-soon file)
-                    (turnback--after-change server))))))
-    (let ((dirs (turnback--watched-directories server)))
-      (dolist (dir dirs)
-        (ignore-errors
-          (push (file-notify-add-watch dir '(change) #'handle)
-                (gethash id (eglot--file-watches server)))))
-      (list t (format "watching %d directories" (length dirs))))))
 
 ;;;; Buffers: open, save, close
 
@@ -495,7 +507,7 @@ The server asks for every file (**/*), so the globs are not consulted."
   (when (and turnback-forward-saves buffer-file-name)
     (when-let ((server (turnback--server-for buffer-file-name)))
       (unless (turnback--in-store-p server (file-truename buffer-file-name))
-        (let ((save (turnback--get (eglot--capabilities server) :textDocumentSync :save)))
+        (let ((save (turnback--get (turnback--capabilities server) :textDocumentSync :save)))
           (jsonrpc-notify
            server :textDocument/didSave
            (append (list :textDocument (list :uri (turnback--path-to-uri buffer-file-name)))
@@ -537,25 +549,23 @@ capture: its first save announces it."
 
 ;;;; Notifications
 
-(cl-defmethod eglot-handle-notification
+(cl-defmethod turnback-handle-notification
   ((server turnback-server) (_method (eql turnback/status)) &rest params)
   "Remember the status and refresh the mode line (and the session views)."
   (setf (turnback--status server) params)
   (turnback--after-change server)
   (force-mode-line-update t))
 
-(cl-defmethod eglot-handle-notification
+(cl-defmethod turnback-handle-notification
   ((server turnback-server) (_method (eql turnback/rewound)) &rest params)
   "A rewind, restore, Redo or fork was committed (by any client): follow it.
 The buffers of the files it wrote are reverted (unless modified), and
 every view and the directive overlays are refreshed."
-  (run-at-time 0 nil (lambda ()
-                       (when (turnback--live-p server)
-                         (dolist (uri (turnback--list (plist-get params :files)))
-                           (turnback--revert-soon (turnback--uri-to-path uri)))
-                         (ignore-errors (turnback-refresh-directives server))
-                         (turnback--after-change server)
-                         (force-mode-line-update t)))))
+  (dolist (uri (turnback--list (plist-get params :files)))
+    (turnback--revert-soon (turnback--uri-to-path uri)))
+  (turnback--refresh-directives-async server)
+  (turnback--after-change server)
+  (force-mode-line-update t))
 
 (defvar turnback--revert-queue nil
   "Files whose unmodified buffers are to be reverted, soon and once.")
@@ -578,7 +588,7 @@ every view and the directive overlays are refreshed."
                    (not (verify-visited-file-modtime buffer)))
           (with-current-buffer buffer (revert-buffer t t t)))))))
 
-(cl-defmethod eglot-handle-notification
+(cl-defmethod turnback-handle-notification
   ((server turnback-server) (_method (eql turnback/epoch)) &rest params)
   "A rewind or redo was committed: tell the user and refresh."
   (setf (turnback--epoch server) params)
@@ -586,13 +596,11 @@ every view and the directive overlays are refreshed."
            (or (plist-get params :source) "rewind") (plist-get params :epoch)
            (turnback--plural (or (plist-get params :turnCount) 0) "turn"))
   (run-hook-with-args 'turnback-epoch-functions params)
-  (run-at-time 0 nil (lambda ()
-                       (when (turnback--live-p server)
-                         (ignore-errors (turnback-refresh-directives server))
-                         (turnback--after-change server)
-                         (force-mode-line-update t)))))
+  (turnback--refresh-directives-async server)
+  (turnback--after-change server)
+  (force-mode-line-update t))
 
-(cl-defmethod eglot-handle-notification
+(cl-defmethod turnback-handle-notification
   ((server turnback-server) (_method (eql turnback/recovered)) &rest params)
   "The server finished or rolled back what a crash interrupted: say what."
   (setf (turnback--recovered server) params)
@@ -603,7 +611,7 @@ every view and the directive overlays are refreshed."
   "Show the sentence of a `turnback/recovered' PARAMS plist in the echo area."
   (message "turnback: %s" (or (plist-get params :message) "recovered an interrupted transaction")))
 
-(cl-defmethod eglot-handle-notification
+(cl-defmethod turnback-handle-notification
   ((server turnback-server) (_method (eql turnback/directives)) &key uri directives
    &allow-other-keys)
   "Redraw the directive overlays of URI."
@@ -748,5 +756,7 @@ For example: (global-set-key (kbd \"C-c t\") \\='turnback-command-map).")
 (require 'turnback-views)
 (require 'turnback-diff)
 (require 'turnback-directives)
+(require 'turnback-watch)
+(require 'turnback-rpc)
 
 ;;; turnback.el ends here

@@ -22,7 +22,9 @@ def _run(capsys, *argv) -> tuple[int, list[dict]]:
     return code, [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+# The real-history scenarios download releases from PyPI: tests/bench/test_real_history.py and
+# test_bad_input.py run them.
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if not s.startswith("real-history")])
 def test_scenario_reports_figures_and_passes_its_check(scenario, workdir, capsys):
     code, lines = _run(capsys, scenario, "--scale", "tiny", "--json", "--workdir", str(workdir))
     mine = [line for line in lines if line["scenario"] == scenario]

@@ -102,6 +102,32 @@ def test_the_lean_path_prints_what_the_general_path_prints(owner):
     assert outside.returncode == 1 and "outside-workspace" in outside.stderr
 
 
+def test_settle_takes_the_lean_path_and_prints_what_the_general_path_prints(owner):
+    """A command-line turn is a begin and a settle: the settle went down the general path (json,
+    re, argparse's neighbours, the renderer), half of a command-line turn through an owner."""
+    store = ["--store", str(owner / ".turnback")]
+    for cancelled in ([], ["--cancelled"]):
+        tb(owner, "turn", "begin", "--prompt", "a turn")
+        (owner / "a.txt").write_text(f"settled {cancelled}\n")
+        modules, lean = _imports(owner, "turn", "settle", *cancelled)
+        assert lean.returncode == 0, lean.stderr
+        heavy = {"json", "re", "enum", "argparse", "turnback.cli.remote", "turnback.errors"} & modules
+        assert not heavy, heavy
+        turn = json.loads(tb(owner, "--json", "log").stdout)["turns"][-1]
+        word = "cancelled" if cancelled else "settled"
+        assert lean.stdout.startswith(f"turn {turn['turn']} {word}"), lean.stdout
+        tb(owner, "turn", "begin", "--prompt", "another")
+        general = tb(owner, *store, "turn", "settle", "--turn", str(turn["turn"] + 1), *cancelled)
+        assert general.stdout.split(";")[0] == f"turn {turn['turn'] + 1} {word}"
+        assert lean.stdout.split(";")[0].replace(str(turn["turn"]), "N") \
+            == general.stdout.split(";")[0].replace(str(turn["turn"] + 1), "N")
+    # Nothing runs: the general path's words and status, as before.
+    lean_err = tb(owner, "turn", "settle", check=False)
+    general_err = tb(owner, *store, "turn", "settle", check=False)
+    assert (lean_err.returncode, lean_err.stderr) == (general_err.returncode, general_err.stderr)
+    assert lean_err.returncode == 1 and "no-turn-running" in lean_err.stderr
+
+
 def test_without_an_owner_the_direct_path_runs_the_command(tmp_path):
     root = (tmp_path / "ws").resolve()
     root.mkdir()
@@ -109,3 +135,20 @@ def test_without_an_owner_the_direct_path_runs_the_command(tmp_path):
     assert tb(root, "turn", "begin", "--prompt", "direct").stdout == "1\n"
     assert tb(root, "turn", "capture", "a.txt").stdout.startswith("a.txt  ")
     assert os.path.isfile(root / ".turnback" / "FORMAT")
+
+
+def test_without_an_owner_a_turn_command_skips_argparse(tmp_path):
+    """The hand parser took the command already: the direct path runs it without building the whole
+    parser (argparse, gettext and every subcommand's options, on every direct `turn` command)."""
+    root = (tmp_path / "ws").resolve()
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    modules, proc = _imports(root, "turn", "begin", "--prompt", "direct")
+    assert proc.returncode == 0 and proc.stdout.startswith("1\n"), proc.stderr
+    assert not {"argparse", "gettext", "turnback.cli.main"} & modules
+    (root / "a.txt").write_text("two\n")
+    modules, proc = _imports(root, "turn", "settle")
+    assert proc.returncode == 0 and proc.stdout.startswith("turn 1 settled"), proc.stderr
+    assert "argparse" not in modules
+    bad = tb(root, "turn", "settle", "--turn", "7", check=False)  # errors: the same words and status
+    assert bad.returncode == 1 and "error [unknown-turn]" in bad.stderr

@@ -225,10 +225,10 @@ def test_a_later_rewind_sees_the_restore_as_a_change_no_turn_made(agent):
     a = agent()
     three_turns(a)
     restore(a, ["a.txt"])
-    # rewinding to before prompt 1: a.txt goes to a0, and the restore is flagged as no turn's
+    # rewinding to before prompt 1: a.txt goes to a0; turnback's own restore is no one's edit (issue 40)
     c = a.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 1}})
     f = next(f for f in c["files"] if f["path"] == "a.txt")
-    assert f["action"] == "restore" and f["userEdit"] is True and f["userEditBy"] == "restore"
+    assert f["action"] == "restore" and f["userEdit"] is False and "userEditBy" not in f
     # a rewind that discards turn 3 (after which the restore happened) drops its record too
     c = a.wb.rewind.prepare({"boundary": {"kind": "afterResponse", "turn": 2}})
     out = a.wb.rewind.commit({"boundary": {"kind": "afterResponse", "turn": 2},

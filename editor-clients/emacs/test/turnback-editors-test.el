@@ -226,7 +226,7 @@ unmodified buffer of that file."
     (turnback-test--turn server "one" (lambda () (turnback-test--save root "a.txt" "a1\n")))
     (let ((buffer (find-file-noselect (expand-file-name "a.txt" root))))
       (with-current-buffer buffer (turnback-session))
-      (should (turnback-test--wait (lambda () (eglot--file-watches server)) 5))
+      (should (turnback-test--wait (lambda () (> (hash-table-count (turnback--file-watches server)) 0)) 5))
       ;; the agent, through the command line and the live sidecar's socket
       (let ((turnback (executable-find (car (turnback-test--server-command)))))
         (should (eql 0 (call-process turnback nil nil nil "--workspace" root "turn" "begin"

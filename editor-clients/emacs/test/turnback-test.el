@@ -85,7 +85,7 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
              (should (turnback--live-p server))
              ,@body)
          (when server (turnback-stop server)
-               (should-not (process-live-p (jsonrpc--process server))))
+               (should-not (process-live-p (turnback--process server))))
          (dolist (b (buffer-list))
            (with-current-buffer b
              (when (and buffer-file-name (file-in-directory-p buffer-file-name root))

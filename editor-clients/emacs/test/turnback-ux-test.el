@@ -213,7 +213,7 @@
     (let* ((old server)
            (line nil)
            (shown (turnback-ux--messages
-                    (signal-process (jsonrpc--process old) 'kill)
+                    (signal-process (turnback--process old) 'kill)
                     (turnback-test--wait (lambda () (not (turnback--live-p old))))
                     ;; The next redisplay of the mode line notices it (whenever the sentinel runs).
                     (with-current-buffer (find-file-noselect (expand-file-name "a.txt" root))
@@ -523,7 +523,7 @@ finally:
          (params '(:transactions [(:id "59cb" :operation "rewind" :action "rolled-back" :files 120)]
                    :forks [] :message "An interrupted rewind (59cb) was rolled back")))
     (cl-letf (((symbol-function 'message) (lambda (fmt &rest args) (push (apply #'format fmt args) said))))
-      (apply #'eglot-handle-notification server 'turnback/recovered params))
+      (apply #'turnback-handle-notification server 'turnback/recovered params))
     (should (equal (plist-get (turnback--recovered server) :message)
                    "An interrupted rewind (59cb) was rolled back"))
     (should (member "turnback: An interrupted rewind (59cb) was rolled back" said))

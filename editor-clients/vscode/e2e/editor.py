@@ -1,6 +1,9 @@
-"""code-server (VS Code 1.100 in a browser) driven through headless Chromium, the way a person uses
-it: the command palette, the quick pick, the activity bar, tree rows, dialogs, the status bar, the
-text editor. Nothing here calls the extension or the server directly.
+"""code-server (VS Code in a browser: 1.100 and 1.139, see run.sh) driven through headless Chromium,
+the way a person uses it: the command palette, the quick pick, the activity bar, tree rows, dialogs,
+the status bar, the text editor. Nothing here calls the extension or the server directly.
+
+The window keeps the editor's default layout: the sidebar at its default width and, on 1.139, the
+Chat view open beside the editors (issue 40: widening the sidebar hid what a new user sees).
 """
 
 from __future__ import annotations
@@ -81,8 +84,11 @@ class CodeServer:
         (self.user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
 
     def _base(self) -> list[str]:
-        return ["node", self.entry, "--config", str(self.config), "--user-data-dir", str(self.user_data),
-                "--extensions-dir", str(self.extensions)]
+        # code-server.sh's launcher names the Node the release needs by its absolute path, so a bare
+        # PATH (the welcome tests') cannot reach another one; a bare entry.js runs on PATH's node.
+        program = ["node", self.entry] if self.entry.endswith(".js") else [self.entry]
+        return program + ["--config", str(self.config), "--user-data-dir", str(self.user_data),
+                          "--extensions-dir", str(self.extensions)]
 
     def install_extension(self, vsix: str) -> str:
         done = subprocess.run(self._base() + ["--install-extension", vsix], capture_output=True, text=True,
@@ -137,8 +143,11 @@ class Browser:
         args = ["--no-sandbox"] if os.geteuid() == 0 else []
         self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=args)
 
-    def page(self) -> Page:
-        return self.browser.new_page(viewport={"width": 1400, "height": 900})
+    def page(self, clipboard: bool = False) -> Page:
+        page = self.browser.new_page(viewport={"width": 1400, "height": 900})
+        if clipboard:  # what "Copy Command" wrote, read back as a paste would
+            page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        return page
 
     def close(self) -> None:
         self.browser.close()
@@ -192,6 +201,10 @@ class Workbench:
         row = self.quick_input().locator(".monaco-list-row", has_text=title).first
         row.wait_for(state="visible", timeout=10_000)
         row.click()
+        # The palette closes after the click, later on 1.139: what is read next (a quick pick the
+        # command opens) must not be the palette's own rows.
+        wait_until("the command palette to close", lambda: not box.is_visible()
+                   or not (box.input_value() or "").startswith(">"), timeout=15)
 
     def quick_pick_rows(self) -> list[str]:
         rows = self.quick_input().locator(".monaco-list-row")
@@ -236,6 +249,66 @@ class Workbench:
         return [t.replace(NBSP, " ") for t in
                 self.page.locator(".notifications-toasts .notification-list-item-message").all_inner_texts()]
 
+    def _toast(self, contains: str):
+        return self.page.locator(".notifications-toasts .notification-toast-container",
+                                 has=self.page.locator(".notification-list-item-message", has_text=contains)).first
+
+    def notification_buttons(self, contains: str) -> list[str]:
+        toast = self._toast(contains)
+        toast.wait_for(state="visible", timeout=30_000)
+        return [t.replace(NBSP, " ").strip() for t in
+                toast.locator(".notification-list-item-buttons-container .monaco-button").all_inner_texts()]
+
+    def notification_button(self, contains: str, label: str):
+        return self._toast(contains).locator(".notification-list-item-buttons-container .monaco-button",
+                                             has_text=label).first
+
+    def whole_notification(self, command: str) -> str:
+        """The toast that shows `command`, drawn whole: its message is not cut (no ellipsis, no clipped
+        line) and holds the whole command. Returns the message."""
+        toast = self._toast(command)
+        toast.wait_for(state="visible", timeout=30_000)
+        message = toast.locator(".notification-list-item-message").first
+        wait_until(f"the notification with {command!r} drawn whole", lambda: message.evaluate(
+            "e => e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1"), timeout=15)
+        text = message.inner_text().replace(NBSP, " ")
+        assert command in " ".join(text.split()), (command, text)
+        return " ".join(text.split())
+
+    def clipboard(self) -> str:
+        return self.page.evaluate("navigator.clipboard.readText()")
+
+    def choose_file(self, path: str) -> None:
+        """The file dialog of a browser VS Code (a quick input with the path): type the whole path, Enter."""
+        box = self.quick_input().locator("input")
+        box.wait_for(state="visible", timeout=15_000)
+        # the dialog fills in its starting folder first; a path typed before that is replaced
+        wait_until("the dialog's starting folder", lambda: (box.input_value() or "").endswith("/"), timeout=15)
+        self.page.wait_for_timeout(500)
+        box.fill(path)
+        wait_until("the dialog to take the path", lambda: box.input_value() == path, timeout=10)
+        self.page.wait_for_timeout(500)
+        ok = self.quick_input().locator(".monaco-button", has_text="Use This Program").first
+        ok.click()
+        self.quick_input().wait_for(state="hidden", timeout=15_000)
+
+    def _modal_editor(self):
+        """VS Code 1.139 opens settings (the editor and settings.json) in a modal editor, not a tab."""
+        return self.page.locator(".monaco-modal-editor-block").first
+
+    def close_settings(self) -> None:
+        """Close the settings editor: a modal editor (1.139) with Escape, a tab (1.100) with Ctrl+W."""
+        if self._modal_editor().is_visible():
+            for _ in range(3):  # the first Escape may only leave the search box
+                self.page.keyboard.press("Escape")
+                if not self._modal_editor().is_visible():
+                    break
+                self.page.wait_for_timeout(300)
+        else:
+            self.page.locator(".settings-editor").first.click(position={"x": 5, "y": 5})
+            self.page.keyboard.press("Control+W")
+        wait_until("the settings closed", lambda: not self.page.locator(".settings-editor").first.is_visible(), timeout=15)
+
     def dialog(self):
         return self.page.locator(".monaco-dialog-box")
 
@@ -270,24 +343,34 @@ class Workbench:
         return self.page.locator(".part.sidebar .pane", has=self.page.locator(".pane-header", has_text=title)).first
 
     def show_session_view(self) -> None:
+        """The Turnback container, at the sidebar's default width (never widened: issue 40)."""
         sidebar = self.page.locator(".part.sidebar")
         if not sidebar.locator(".pane-header", has_text="Turnback Session").first.is_visible():
             self.page.locator(".activitybar .action-item .action-label[aria-label^='Turnback']").first.click()
         sidebar.locator(".pane-header", has_text="Turnback Session").first.wait_for(timeout=15_000)
-        self.widen_sidebar(480)
-        self.page.mouse.move(900, 450)  # away from the activity bar's tooltip
+        self.page.mouse.move(self.page.viewport_size["width"] * 0.6, 450)  # away from the activity bar's tooltip
 
-    def widen_sidebar(self, width: int) -> None:
-        """Drag the sash at the sidebar's right edge, as a person widens a narrow view."""
-        box = self.page.locator(".part.sidebar").bounding_box()
-        if not box or box["width"] >= width - 5:
-            return
-        edge = box["x"] + box["width"]
-        y = box["y"] + box["height"] / 2
-        self.page.mouse.move(edge, y)
-        self.page.mouse.down()
-        self.page.mouse.move(box["x"] + width, y, steps=5)
-        self.page.mouse.up()
+    def cut_rows(self) -> list[dict]:
+        """The session view's rows whose label or description the sidebar cuts (drawn narrower than
+        their text), with their whole text."""
+        return self._session_list().locator(".monaco-list-row").evaluate_all(
+            """rows => rows.map(r => {
+                const box = r.querySelector('.monaco-icon-label-container');
+                const name = r.querySelector('.label-name'), desc = r.querySelector('.label-description');
+                return {text: [name, desc].map(e => e ? e.textContent : '').join(' | '),
+                        label: name ? name.textContent : '', description: desc ? desc.textContent : '',
+                        cut: !!box && box.scrollWidth > box.clientWidth + 1};
+            }).filter(r => r.cut)""")
+
+    def hover_text(self, row) -> str:
+        """The tooltip a row shows when the pointer rests on it."""
+        hover = self.page.locator(".monaco-hover, .custom-hover, .workbench-hover").first
+        self.page.mouse.move(5, 5)
+        self.page.keyboard.press("Escape")
+        wait_until("the last tooltip gone", lambda: not hover.is_visible(), timeout=10)
+        row.hover()
+        hover.wait_for(state="visible", timeout=10_000)
+        return hover.inner_text().replace(NBSP, " ")
 
     def _session_list(self):
         return self._pane("Turnback Session").locator(".monaco-list")
@@ -309,17 +392,41 @@ class Workbench:
         button.wait_for(state="visible", timeout=10_000)
         return button
 
-    def set_user_settings(self, settings: dict) -> None:
-        """What a person does: Preferences: Open User Settings (JSON), replace the text, save. (An
-        edit of settings.json behind code-server's back is not noticed.)"""
+    def set_user_settings(self, settings: dict, saved_to: Path) -> None:
+        """What a person does: Preferences: Open User Settings (JSON), replace the text, save, close.
+        (An edit of settings.json behind code-server's back is not noticed.) 1.100 opens it in a tab,
+        1.139 in a modal editor; `saved_to` (the user's settings.json) says when the save is done."""
         self.run_command("Preferences: Open User Settings (JSON)")
-        self.page.locator(".tab.active", has_text="settings.json").first.wait_for(timeout=15_000)
-        self.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
-        self.page.keyboard.press("Control+A")
-        self.page.keyboard.insert_text(json.dumps(settings, indent=2))
+        modal = self._modal_editor()
+        tab = self.page.locator(".tab.active", has_text="settings.json").first
+        wait_until("settings.json open", lambda: modal.is_visible() or tab.is_visible(), timeout=20)
+        in_modal = modal.is_visible()
+        lines = (modal if in_modal else self.page).locator(".editor-instance .monaco-editor .view-lines").first
+        # empty first, and seen empty: a Ctrl+A that reached no editor (the modal still taking focus)
+        # would leave the old text under the new one
+        for _ in range(5):
+            lines.click()
+            self.page.keyboard.press("Control+A")
+            self.page.keyboard.press("Delete")
+            if not lines.inner_text().strip():
+                break
+            self.page.wait_for_timeout(500)
+        # pasted, as a person would bring a whole file: 1.139's JSON editor treats inserted text as
+        # typed (auto-indent, an auto-closed brace left over at the end)
+        self.page.evaluate("text => navigator.clipboard.writeText(text)", json.dumps(settings, indent=2))
+        self.page.keyboard.press("Control+V")
         self.page.keyboard.press("Control+S")
-        self.page.locator(".tab.active.dirty").wait_for(state="detached", timeout=15_000)
-        self.page.keyboard.press("Control+W")
+        wait_until("settings.json saved", lambda: json.loads(saved_to.read_text() or "{}") == settings, timeout=20)
+        if in_modal:
+            for _ in range(4):  # an Escape may first close a suggestion or the find widget
+                self.page.keyboard.press("Escape")
+                self.page.wait_for_timeout(400)
+                if not modal.is_visible():
+                    break
+            wait_until("the modal editor closed", lambda: not modal.is_visible(), timeout=15)
+        else:
+            self.page.locator(".tab.active.dirty").wait_for(state="detached", timeout=15_000)
+            self.page.keyboard.press("Control+W")
 
     def welcome_text(self) -> str:
         return self._pane("Turnback Session").locator(".welcome-view-content").inner_text().replace(NBSP, " ")

@@ -4,9 +4,10 @@
 # Chromium with Playwright for Python. Installs what it needs when it is missing:
 #   apt:  chromium build-essential pkg-config libkrb5-dev ripgrep   (one `apt-get update` first)
 #   pip:  playwright (the project's `vscode-e2e` extra), into the Python that has turnback
-#   npm:  code-server 4.100.3 (see code-server.sh), the extension's locked dependencies
+#   npm:  code-server (CODE_SERVER_VERSION, default 4.100.3; see code-server.sh, which also brings the
+#         Node it needs), the extension's locked dependencies
 # Screenshots of every step, the extension's output and code-server's log land in
-# build/vscode-e2e/ at the repository root (ignored by git; CI keeps it as an artifact).
+# build/vscode-e2e-<code-server version>/ at the repository root (ignored by git; CI keeps it).
 #
 # Environment: TURNBACK_E2E_PYTHON (default: the repository's .venv, else python3),
 # TURNBACK_CI_CACHE (default ~/.cache/turnback-ci), TURNBACK_E2E_KEEP=1 keeps the scratch workspace.
@@ -45,14 +46,19 @@ turnback="$(dirname "$python")/turnback"
 [ -x "$turnback" ] || turnback="$(command -v turnback)"
 
 entry="$("$here/code-server.sh")"
+code_version="${CODE_SERVER_VERSION:-4.100.3}"
 
-out="$repo/build/vscode-e2e"
+out="$repo/build/vscode-e2e-$code_version"
 mkdir -p "$repo/build"
 cd "$ext"
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run build
-vsix="$repo/build/turnback-vscode.vsix"
-npx --no-install vsce package --skip-license --out "$vsix"
+# The docs' install steps, literally (docs/clients.md, "VS Code", "Install"): npm ci, npm run build,
+# npm run package, then the .vsix installed with code-server's `--install-extension` (conftest).
+npm run package
+version_of_ext="$(node -p 'require("./package.json").version')"
+vsix="$repo/build/turnback-$version_of_ext.vsix"
+mv "turnback-$version_of_ext.vsix" "$vsix"
 
 export TURNBACK_CODE_SERVER="$entry" TURNBACK_VSIX="$vsix" TURNBACK_E2E_TURNBACK="$turnback"
 export TURNBACK_E2E_ARTIFACTS="$out"

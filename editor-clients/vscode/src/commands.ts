@@ -10,7 +10,9 @@ import type { FlowOutcome } from "./flows";
 import { forkFlow } from "./fork";
 import { diffTitle, imageUriParts, noDiffReason, sidesOf } from "./images";
 import type { Boundary, Directive, RedoGroup } from "./protocol";
+import { offerCommand } from "./offer";
 import { recoveryFlow } from "./recovery";
+import { HOOK_AGENTS, hooksInstallLine } from "./shellcommand";
 import {
     Commands,
     directiveAttemptPicks,
@@ -36,7 +38,9 @@ export function requireApi() {
 
 export async function report(outcome: FlowOutcome): Promise<void> {
     log(`turnback: ${outcome.message}`);
-    if (outcome.status === "committed") {
+    if (outcome.status === "committed" && outcome.resumeCommand) {
+        void offerCommand(outcome.message, outcome.resumeCommand, { terminalName: "Claude Code" });
+    } else if (outcome.status === "committed") {
         void vscode.window.showInformationMessage(outcome.message);
     } else if (outcome.status === "rolled-back" || outcome.status === "stale") {
         const buttons = outcome.result?.recovery?.length ? ["Show Recovery", "Show Output"] : ["Show Output"];
@@ -250,7 +254,10 @@ async function forkAtResponse(arg?: unknown): Promise<void> {
         log(`turnback: ${outcome.message}`);
         if (outcome.status === "forked") {
             const worktree = outcome.result?.branch?.worktree;
-            const choice = await vscode.window.showInformationMessage(outcome.message, ...(worktree ? ["Open Worktree"] : []));
+            const extra = worktree ? ["Open Worktree"] : [];
+            const choice = outcome.resumeCommand
+                ? await offerCommand(outcome.message, outcome.resumeCommand, { terminalName: "Claude Code", extra })
+                : await vscode.window.showInformationMessage(outcome.message, ...extra);
             if (choice === "Open Worktree" && worktree) {
                 await vscode.commands.executeCommand("vscode.openFolder", vscode.Uri.file(worktree), { forceNewWindow: true });
             }
@@ -496,6 +503,27 @@ function showLiveSession(): void {
 }
 
 /** Every command but the server's own (start, restart, output), which extension.ts registers. */
+/** "Install Agent Hooks…" (the welcome's button): which agent, then its install command with the
+ *  server's own program, whole, to copy or run in a terminal of this folder. */
+async function installHooks(agent?: string): Promise<void> {
+    const server = rt.server;
+    if (!server) {
+        void vscode.window.showWarningMessage("turnback: the server is not running, so its program is not known yet.", "Show Output")
+            .then((choice) => choice && rt.output.show());
+        return;
+    }
+    const id = typeof agent === "string" ? agent : (await vscode.window.showQuickPick(
+        HOOK_AGENTS.map((a) => ({ label: a.name, description: a.id, id: a.id })),
+        { title: "turnback: install the hooks of which agent, in this folder?" }))?.id;
+    if (!id) {
+        return;
+    }
+    const name = HOOK_AGENTS.find((a) => a.id === id)?.name ?? id;
+    await offerCommand(`Run this once in this folder: ${name}'s hooks then tell turnback each prompt and file write.`,
+        hooksInstallLine(server, id));
+    rt.views.refreshSoon();
+}
+
 export function registerCommands(): vscode.Disposable[] {
     const table: [string, (...args: any[]) => unknown][] = [
         [Commands.rewindAtResponse, rewindAtResponse],
@@ -516,6 +544,7 @@ export function registerCommands(): vscode.Disposable[] {
         [Commands.beginAttempt, beginAttempt],
         [Commands.openSession, openSession],
         [Commands.showLiveSession, showLiveSession],
+        [Commands.installHooks, installHooks],
     ];
     return table.map(([id, fn]) => vscode.commands.registerCommand(id, fn));
 }

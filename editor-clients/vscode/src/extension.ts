@@ -14,14 +14,15 @@ import { Notifications, TurnbackApi } from "./protocol";
 import type { RewoundParams } from "./protocol";
 import { Commands, renderStatus } from "./render";
 import { log, rt } from "./runtime";
-import { foundNote, isResolved, notFoundMessage, resolveServer } from "./setup";
+import { foundNote, isResolved, notFoundHelp, notFoundMessage, resolveServer, settingForProgram } from "./setup";
 import { DirectiveLensProvider, DirectiveTreeProvider, IMAGES, ImageContentProvider, SessionTreeProvider, workspaceRoot } from "./views";
 
 let tree: SessionTreeProvider;
 let directivesTree: DirectiveTreeProvider;
 let lenses: DirectiveLensProvider;
-/** The "server not found" notification, closed as soon as a server runs (it is a progress toast). */
-let setupNotice: (() => void) | undefined;
+/** The "server not found" notification is shown once per window (the status bar and the view keep
+ *  saying it until a server runs). */
+let setupNoticeShown = false;
 
 function readSettings(): Settings {
     const c = vscode.workspace.getConfiguration("turnback");
@@ -57,6 +58,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
         return;
     }
     const cmd: ServerCommand = { command: found.command, args: found.args };
+    rt.server = cmd;
     log(foundNote(found));
     const serverOptions: ServerOptions = {
         command: cmd.command,
@@ -115,8 +117,6 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
         }
         return;
     }
-    setupNotice?.();  // the server runs: the "not found" notice goes
-    setupNotice = undefined;
     setRunning(true);
     context.subscriptions.push({ dispose: () => void c.stop() });
     try {
@@ -129,24 +129,54 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     await refreshFromServer();
 }
 
-/** Say exactly what to set, in the status bar and in a notification that closes when a server runs. */
+/** Say what is missing and where it was looked for, with the two ways out: choose the program, or
+ *  open the setting. The status bar and the session view keep saying it until a server runs. */
 function notInstalled(cmd: ServerCommand, tried: string[], root?: string): void {
-    const message = notFoundMessage(cmd, tried, root);
-    log(message);
+    const message = notFoundMessage(cmd, tried);
+    log(`${message}\n${notFoundHelp(root)}`);
     setRunning(false);
+    rt.server = undefined;
     rt.statusItem.text = "$(error) turnback: server not found";
-    rt.statusItem.tooltip = `${message}\nClick to open the setting turnback.server.command.`;
+    rt.statusItem.tooltip = `${message}\nClick to choose its program.`;
     rt.statusItem.backgroundColor = new vscode.ThemeColor("statusBarItem.errorBackground");
-    rt.statusItem.command = { command: "workbench.action.openSettings", title: "Open the setting", arguments: ["turnback.server.command"] };
+    rt.statusItem.command = Commands.chooseServer;
     rt.statusItem.show();
-    if (setupNotice) {
+    if (setupNoticeShown) {
         return;
     }
-    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: message, cancellable: true },
-        (_progress, token) => new Promise<void>((resolve) => {
-            setupNotice = resolve;
-            token.onCancellationRequested(() => resolve());
-        }));
+    setupNoticeShown = true;
+    void vscode.window.showWarningMessage(message, CHOOSE_EXECUTABLE, OPEN_SETTING).then((choice) => {
+        setupNoticeShown = false;
+        if (choice === CHOOSE_EXECUTABLE) {
+            void vscode.commands.executeCommand(Commands.chooseServer);
+        } else if (choice === OPEN_SETTING) {
+            void vscode.commands.executeCommand("workbench.action.openSettings", "turnback.server");
+        }
+    });
+}
+
+const CHOOSE_EXECUTABLE = "Choose Executable…";
+const OPEN_SETTING = "Open Setting";
+
+/** "Choose Executable…": a file dialog; the program goes into the user's settings, which restarts
+ *  the server (onDidChangeConfiguration). */
+async function chooseServer(): Promise<void> {
+    const picked = await vscode.window.showOpenDialog({
+        title: "The turnback program (…/bin/turnback) or a Python that has turnback installed",
+        openLabel: "Use This Program", canSelectFiles: true, canSelectFolders: false, canSelectMany: false,
+        ...(workspaceRoot() ? { defaultUri: vscode.Uri.file(workspaceRoot()!) } : {}),
+    });
+    const program = picked?.[0]?.fsPath;
+    if (!program) {
+        return;
+    }
+    const { key, value } = settingForProgram(program);
+    log(`turnback: turnback.${key} set to ${JSON.stringify(value)} (Choose Executable…)`);
+    const config = vscode.workspace.getConfiguration("turnback");
+    if (key === "server.command") {
+        await config.update("server.python", undefined, vscode.ConfigurationTarget.Global);
+    }
+    await config.update(key, value, vscode.ConfigurationTarget.Global);
 }
 
 /** Status, directives and the views from requests (the notifications only carry changes). */
@@ -236,6 +266,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand(Commands.refreshDirectives, () => refreshFromServer(true)),
         vscode.commands.registerCommand(Commands.showOutput, () => rt.output.show()),
         vscode.commands.registerCommand(Commands.restartServer, restart),
+        vscode.commands.registerCommand(Commands.chooseServer, chooseServer),
         rt.state.onDidChange((change) => {
             if (change.kind === "status") {
                 updateStatusBar();

@@ -3,7 +3,7 @@
 
 import { errorCode, errorMessage } from "./protocol";
 import type { Boundary, Candidate, CommitOptions, CommitResult, RedoCommitResult, RedoGroup, RedoPlan, RewindMode, TurnbackApi } from "./protocol";
-import { displayPath, KEEP_WITH_MARKERS, modeOfButton, renderCandidate, renderRedoPlan, redoUnavailableMessage } from "./render";
+import { displayPath, KEEP_WITH_MARKERS, modeOfButton, plural, quote, renderCandidate, renderRedoPlan, redoUnavailableMessage } from "./render";
 import type { Confirmation } from "./render";
 
 export interface FlowUi {
@@ -29,6 +29,8 @@ export interface FlowOutcome {
     result?: CommitResult | RedoCommitResult;
     /** The commit left the user's own edits as they were. */
     keptUserEdits?: boolean;
+    /** The command that resumes the agent at the new point (`claude --resume …`), shown whole. */
+    resumeCommand?: string;
 }
 
 const MAX_STALE_ROUNDS = 5;
@@ -94,16 +96,32 @@ function recoveryNote(result: { recovery?: unknown[] }): string {
     return n ? ` ${n} recovery record(s) keep what could not be put back: see Turnback: Recovery….` : "";
 }
 
-/** After a committed rewind of a Claude Code session: the command that resumes the agent there. */
+/** After a committed rewind of a Claude Code session: what the message says of the agent. A command
+ *  to resume it is not put in the sentence: it is offered whole beside it, with Copy and Run
+ *  (`FlowOutcome.resumeCommand`, shown by offer.ts); without one, the server's note says why. */
 export function agentResumeNote(result: { agentResume?: { command?: string | null; note?: string } }): string {
     const resume = result.agentResume;
     if (!resume) {
         return "";
     }
     if (resume.command) {
-        return ` Resume the agent at this point with: ${resume.command}`;
+        return " Resume Claude Code at this point:";
     }
     return resume.note ? ` ${resume.note}` : "";
+}
+
+export function resumeOf(result: { agentResume?: { command?: string | null } }): { resumeCommand?: string } {
+    const command = result.agentResume?.command;
+    return command ? { resumeCommand: command } : {};
+}
+
+/** What a Redo brought back, in words (no head numbers): the turns and the last prompt. */
+export function redoneWhat(group: { turnCount: number; lastPrompt?: string | null }): string {
+    if (group.turnCount === 0) {
+        return "the session is back as it was before its first turn";
+    }
+    return `the session is back with ${plural(group.turnCount, "turn")}` +
+        (group.lastPrompt ? `, the last one ${quote(group.lastPrompt)}` : "");
 }
 
 /** A rolled-back commit in words: the server's own sentence when it sent one. */
@@ -175,6 +193,7 @@ export async function rewindFlow(api: TurnbackApi, boundary: Boundary, ui: FlowU
             return {
                 status: "committed", shown, result, keptUserEdits: keep,
                 message: what + "." + (keep ? keptWords(result, opts.root) : "") + recoveryNote(result) + agentResumeNote(result),
+                ...resumeOf(result),
             };
         }
         if (result.status === "nothing-to-do") {
@@ -283,8 +302,9 @@ export async function redoFlow(
         if (result.status === "committed") {
             return {
                 status: "committed", shown, result, keptUserEdits: keep,
-                message: `Redone: head ${group.headSeq} is back (${group.turnCount} turn(s)).` +
+                message: `Redone: ${redoneWhat(group)}.` +
                     (keep ? keptWords(result, opts.root) : "") + recoveryNote(result) + agentResumeNote(result),
+                ...resumeOf(result),
             };
         }
         if (result.status === "nothing-to-do") {

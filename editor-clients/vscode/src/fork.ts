@@ -1,7 +1,7 @@
 // "Fork at This Response" (issue 14): prepare → the confirmation → confirm, re-shown when stale, in the
 // same style as a rewind; and the lineage of the store's sessions for the session view. No `vscode`.
 
-import { rolledBackMessage } from "./flows";
+import { agentResumeNote, resumeOf, rolledBackMessage } from "./flows";
 import { errorCode } from "./protocol";
 import type { FilePlan, ForkConfirmResult, ForkPrepareResult, Gap, SessionSummary, TurnbackApi } from "./protocol";
 import { effectLines, fileSection, gapSection, KEEP_MY_EDITS, plural, quote, userEditFiles, userEditSection } from "./render";
@@ -47,7 +47,8 @@ export function renderForkPlan(p: ForkPrepareResult, opts: { root?: string; stal
         lines.push("", `Held sends dropped before they leave this machine: ${dropped.map((id) => what.get(id) ?? `step ${id}`).join(", ")}.`);
     }
     const notPreserved = (p.notPreserved ?? []) as string[];
-    if (notPreserved.length) {
+    // said once: the server's summary names them too (issue 40: the same sentence twice)
+    if (notPreserved.length && !(p.summary ?? "").includes("does not preserve")) {
         lines.push("", `The branch does not preserve: ${notPreserved.join(", ")}.`);
     }
     if (p.summary) {
@@ -69,6 +70,8 @@ export interface ForkOutcome {
     message: string;
     shown: Confirmation[];
     result?: ForkConfirmResult;
+    /** The command that resumes the agent in the branch (`claude --resume …`), shown whole. */
+    resumeCommand?: string;
 }
 
 const MAX_STALE_ROUNDS = 5;
@@ -120,8 +123,9 @@ export async function forkFlow(api: TurnbackApi, turn: number, ui: ForkUi, opts:
             const where = b?.worktree ? ` Its files are in ${b.worktree}.` : "";
             const kept = result.kept?.length ? ` Your edits left as they were: ${plural(result.kept.length, "file")}.` : "";
             return {
-                status: "forked", shown, result,
-                message: `Forked at turn ${turn}: branch ${shortId(b?.sessionId)} continues; session ${shortId(b?.parentId)} is frozen.${where}${kept}`,
+                status: "forked", shown, result, ...resumeOf(result),
+                message: `Forked at turn ${turn}: a new branch continues from there; the session you forked is frozen, read only.` +
+                    `${where}${kept}${agentResumeNote(result)}`,
             };
         }
         if (result.status === "stale") {
@@ -140,6 +144,35 @@ export async function forkFlow(api: TurnbackApi, turn: number, ui: ForkUi, opts:
 
 // ---------------------------------------------------------------------------------------------
 // Lineage
+
+/** Each session's name, apart from the others (issue 40: after a fork both carried their common
+ *  first prompt): a root session by its first prompt; a branch by the first prompt it added after
+ *  the fork, or, before it has one, as the branch from that turn. `prompts` holds each session's
+ *  prompts in turn order (absent: another folder's session, named by its id). Names still equal
+ *  (two branches given the same prompt) get their short ids. */
+export function sessionNames(sessions: SessionSummary[], prompts: Record<string, string[]>): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const s of sessions) {
+        const own = prompts[s.sessionId];
+        if (!own) {
+            continue;
+        }
+        const branchAt = s.parentId && s.forkTurn != null ? s.forkTurn : undefined;
+        const first = own[branchAt ?? 0];
+        out[s.sessionId] = first !== undefined ? quote(first, 50)
+            : branchAt !== undefined ? `New branch from turn ${branchAt}` : "(no turn yet)";
+    }
+    const seen = new Map<string, number>();
+    for (const name of Object.values(out)) {
+        seen.set(name, (seen.get(name) ?? 0) + 1);
+    }
+    for (const [id, name] of Object.entries(out)) {
+        if ((seen.get(name) ?? 0) > 1) {
+            out[id] = `${name} (${shortId(id)})`;
+        }
+    }
+    return out;
+}
 
 /** The store's sessions as one tree node (children in lineage order), or none for a single session.
  *  `names` names each session by its first prompt (id → prompt); a click opens it (read only unless
@@ -166,8 +199,9 @@ export function lineageNode(sessions: SessionSummary[], names: Record<string, st
     return {
         id: "lineage",
         label: `Sessions (${sessions.length})`,
-        description: current ? `this one: ${names[current.sessionId] ? quote(names[current.sessionId], 40) : shortId(current.sessionId)}` : undefined,
-        tooltip: "Every session of this store: forks start a branch and freeze their parent.",
+        description: current ? `this one: ${names[current.sessionId] ?? shortId(current.sessionId)}` : undefined,
+        tooltip: `Every session of this store: forks start a branch and freeze their parent.` +
+            (current ? `\nThis window works on ${names[current.sessionId] ?? current.sessionId}.` : ""),
         contextValue: "turnback.lineage",
         expanded: true,
         children,
@@ -187,9 +221,9 @@ function sessionNode(s: SessionSummary, depth: number, name?: string): TreeNode 
     }
     return {
         id: `session:${s.sessionId}`,
-        label: `${"  ".repeat(depth)}${depth ? "↳ " : ""}${s.current ? "● " : ""}${name ? quote(name, 50) : shortId(s.sessionId)}`,
+        label: `${"  ".repeat(depth)}${depth ? "↳ " : ""}${s.current ? "● " : ""}${name ?? shortId(s.sessionId)}`,
         description: bits.join(" · "),
-        tooltip: [`Session ${s.sessionId}${s.current ? " (the one this window works on)" : ""}`,
+        tooltip: [`${name ?? "Session"}: ${bits.join(" · ")}`, `Session ${s.sessionId}${s.current ? " (the one this window works on)" : ""}`,
             s.parentId ? `Branch of ${s.parentId} at turn ${s.forkTurn}` : "A root session",
             s.frozen ? "Frozen: read-only, no new turns." : "", s.worktree ? `Worktree: ${s.worktree}` : ""].filter(Boolean).join("\n"),
         contextValue: s.frozen ? "turnback.session.frozen" : "turnback.session",

@@ -59,7 +59,7 @@ export function redoPicks(list: RedoList): RedoPick[] {
             label: `$(redo) ${what}: ${firstLine(g.lastPrompt) || "(empty session)"}`,
             description: g.changes ? (paths.length ? `${paths.join(", ")}${more > 0 ? ` and ${more} more` : ""}` : "no file changes") : undefined,
             detail: [formatTime(g.created) ? `saved ${formatTime(g.created)}` : "", `${plural(g.turnCount, "turn")} in all`,
-                `head ${g.headSeq}`, g.ancestor ? "earlier on this line" : "",
+                g.ancestor ? "earlier on this line" : "",
                 g.frozenParent ? "a state of the frozen session this one was forked from" : "",
                 g.keptBefore ? "what a rewind, Redo or fork overwrote: your uncaptured edits" : "",
             ].filter(Boolean).join(" · "),
@@ -97,7 +97,7 @@ export function redoUnavailableMessage(list: RedoList): string | undefined {
         return `Redo is not available${list.reason ? `: ${list.reason}` : ""}. ` +
             "It needs the heads store (set turnback.store.kind to \"heads\").";
     }
-    return "Nothing to redo: no earlier head of this session differs from the current one.";
+    return "Nothing to redo: no earlier saved state of this session differs from the current one.";
 }
 
 export interface GapPick {

@@ -279,6 +279,8 @@ export interface ForkConfirmResult {
     recovery?: Recovery[];
     /** The user's own edits a `keepUserEdits` fork left as they were (file URIs). */
     kept?: string[];
+    /** A fork of a Claude Code session: how to resume the agent in the branch. */
+    agentResume?: AgentResume;
 }
 
 export interface SessionSummary {

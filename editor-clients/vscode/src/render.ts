@@ -290,9 +290,8 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
 
 /** Redo plan → the modal confirmation. */
 export function renderRedoPlan(p: RedoPlan, group?: RedoGroup, opts: { root?: string; stale?: boolean } = {}): Confirmation {
-    const head = p.headSeq ?? group?.headSeq;
     const title = (opts.stale ? "The session changed; here is the fresh plan. " : "") +
-        `Redo: bring back ${plural(p.turnCount, "turn")}${head != null ? ` (head ${head})` : ""}?`;
+        `Redo: bring back ${plural(p.turnCount, "turn")}?`;
     const lines: string[] = [];
     if (group?.lastPrompt) {
         lines.push(`Brings back: ${plural(group.turnCount, "turn")}, the last one ${quote(group.lastPrompt)}.`);
@@ -302,10 +301,9 @@ export function renderRedoPlan(p: RedoPlan, group?: RedoGroup, opts: { root?: st
     lines.push(...userEditSection(p.files ?? [], "redo", opts.root));
     lines.push("");
     lines.push(...gapSection(p.gaps ?? [], opts.root));
-    if (p.summary) {
-        lines.push("");
-        lines.push(p.summary);
-    }
+    // Not the server's summary ("Would bring back head 3: 3 turn(s), last prompt …"): its head number
+    // is the command line's (`redo --head`), and the rest says again what the lines above say.
+    lines.push("", "Directive records stay as they are now; no step is run again.");
     const alternative = userEditFiles(p.files ?? []).length ? KEEP_MY_EDITS.redo : undefined;
     return { title, detail: lines.join("\n"), action: "Redo", ...(alternative ? { alternative } : {}) };
 }
@@ -380,13 +378,10 @@ export function renderStatus(status: Status | undefined, opts: { root?: string; 
         tip.push("Observer: another process owns this session's store; rewind and capture are off here.");
     }
     if (status.collecting) {
-        tip.push("Collecting old heads…");
+        tip.push("Clearing out old history in the background…");
     }
     if (status.recovery > 0) {
         tip.push(`${plural(status.recovery, "recovery record")} waiting: a rewind or redo could not put everything back. Click to review.`);
-    }
-    if (status.headSeq != null) {
-        tip.push(`Head ${status.headSeq}.`);
     }
     const recovery = status.recovery > 0;
     return { text, tooltip: tip.join("\n"), warning: n > 0 || recovery, opens: recovery ? "recovery" : "gaps" };
@@ -422,6 +417,8 @@ export const Commands = {
     refreshSession: "turnback.refreshSession",
     showOutput: "turnback.showOutput",
     restartServer: "turnback.restartServer",
+    chooseServer: "turnback.chooseServer",
+    installHooks: "turnback.installHooks",
     showRecovery: "turnback.showRecovery",
     forkAtResponse: "turnback.forkAtResponse",
     restoreFile: "turnback.restoreFile",

@@ -22,6 +22,8 @@ export const rt = {
     output: undefined as unknown as vscode.OutputChannel,
     statusItem: undefined as unknown as vscode.StatusBarItem,
     views: undefined as unknown as Views,
+    /** The program (absolute) and arguments that run the server, once found (setup.ts). */
+    server: undefined as { command: string; args: string[] } | undefined,
     /** The session the session view shows, when it is not the live one (read only). */
     viewing: undefined as string | undefined,
 };

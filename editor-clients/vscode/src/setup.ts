@@ -66,12 +66,12 @@ export function resolveServer(cmd: ServerCommand, opts: ResolveOptions = {}): Re
         return found ? { command: found, args: cmd.args, foundBy: "as-given" } : { tried };
     }
     const onPath = findExecutable(program, env, root);
-    tried.push(`PATH of VS Code's extension host (${env.PATH ?? ""})`);
+    tried.push("VS Code's PATH");
     if (onPath) {
         return { command: onPath, args: cmd.args, foundBy: "path" };
     }
     const shell = (opts.loginShell ?? ((p) => loginShellWhich(p, env)))(program);
-    tried.push(`PATH of your login shell (${env.SHELL || "/bin/sh"} -il)`);
+    tried.push(`the PATH of your login shell (${env.SHELL || "/bin/sh"})`);
     if (shell) {
         return { command: shell, args: cmd.args, foundBy: "login-shell" };
     }
@@ -93,13 +93,27 @@ export function isResolved(r: Resolved | Lookup): r is Resolved {
     return (r as Resolved).command !== undefined;
 }
 
-/** What to tell the user when the server is nowhere: which setting, and what to put there. */
-export function notFoundMessage(cmd: ServerCommand, tried: string[], root?: string): string {
+/** What to tell the user when the server is nowhere (a notification with two buttons, "Choose
+ *  Executable…" and "Open Setting"): what is missing and where it was looked for, in two sentences. */
+export function notFoundMessage(cmd: ServerCommand, tried: string[]): string {
+    return `turnback: the server program “${cmd.command}” was not found. Looked in: ${tried.join(", ")}.`;
+}
+
+/** The longer word, for the output channel and the status bar's tooltip: how to install it, and
+ *  what the setting holds. */
+export function notFoundHelp(root?: string, env: NodeJS.ProcessEnv = process.env): string {
     const example = root ? path.join(root, ".venv", "bin", "turnback") : "/path/to/.venv/bin/turnback";
-    return `turnback: the server program “${cmd.command}” was not found. Looked on ${tried.join("; ")}. ` +
-        `Install it (python3 -m venv .venv && .venv/bin/pip install turnback, or pip install -e . in its repository), ` +
-        `or set the setting turnback.server.command to its full path, for example ["${example}", "serve"]. ` +
-        `This message goes away as soon as the server runs.`;
+    return `Install it (python3 -m venv .venv && .venv/bin/pip install turnback, or pip install -e . in its repository), ` +
+        `then choose its program with “Choose Executable…”, or set turnback.server.command to its full path, ` +
+        `for example ["${example}", "serve"]. VS Code's PATH: ${env.PATH ?? ""}`;
+}
+
+/** The setting a chosen program goes into: a Python interpreter runs `-m turnback serve`
+ *  (turnback.server.python), anything else is the server's program (turnback.server.command). */
+export function settingForProgram(program: string): { key: "server.python" | "server.command"; value: string | string[] } {
+    return /^python[0-9.]*(\.exe)?$/i.test(path.basename(program))
+        ? { key: "server.python", value: program }
+        : { key: "server.command", value: [program, "serve"] };
 }
 
 /** A line for the output channel: how the program was found. */

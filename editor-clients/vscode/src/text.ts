@@ -68,13 +68,33 @@ export function gapReasonText(reason: string): string {
     return GAP_REASONS[reason] ?? reason;
 }
 
-/** One line per gap: `path — reason (turn N): detail`. */
+/** One line per gap: `path — reason, in words (turn N): detail`; the words once, when the server's
+ *  detail already says them (`git-internal`: "inside a .git folder …" twice before issue 40). */
 export function gapLine(gap: Gap, root?: string): string {
     const where = gap.uri || gap.path ? displayPath(gap, root) : "(session)";
     const turn = typeof gap.turn === "number" ? ` (turn ${gap.turn})` : "";
-    const detail = gap.detail ? `: ${gap.detail}` : "";
-    return `${where} — ${gap.reason}, ${gapReasonText(gap.reason)}${turn}${detail}`;
+    const words = gapReasonText(gap.reason);
+    const detail = (gap.detail ?? "").trim();
+    if (detail && sameStart(detail, words)) {
+        return `${where} — ${gap.reason}${turn}: ${detail}`;
+    }
+    return `${where} — ${gap.reason}, ${words}${turn}${detail ? `: ${detail}` : ""}`;
 }
+
+/** True when the detail already says what the reason's words say: it starts the same, or holds
+ *  every word of them that carries meaning (`git-head-and-index`: "git HEAD and index are not
+ *  restored" beside "a rewind does not restore Git HEAD or the index"). */
+function sameStart(detail: string, words: string): boolean {
+    const norm = (s: string) => s.toLowerCase().replace(/[^a-z0-9.]+/g, " ").trim().split(" ");
+    if (norm(detail).slice(0, 3).join(" ") === norm(words).slice(0, 3).join(" ")) {
+        return true;
+    }
+    const stems = new Set(norm(detail).map((w) => w.slice(0, 5)));
+    const meaningful = norm(words).filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
+    return meaningful.length > 0 && meaningful.every((w) => stems.has(w.slice(0, 5)));
+}
+
+const STOP_WORDS = new Set(["and", "are", "the", "its", "was", "for", "with", "from", "that", "this", "was"]);
 
 // ---------------------------------------------------------------------------------------------
 // Confirmation

@@ -104,14 +104,17 @@ export function sessionTree(log: SessionLog, root?: string, opts: SessionTreeOpt
         // with no row (it has no text to diff; the files in it say what changed).
         const files = (t.files ?? []).filter((f) => !isFolderKey(f));
         const folders = (t.files ?? []).length - files.length;
+        const description = [running ? "running: settle or cancel it here" : t.state !== "settled" ? t.state : "",
+            t.gaps?.length ? `⚠ ${plural(t.gaps.length, "gap")}` : "", files.length ? plural(files.length, "file") : "",
+            folders ? plural(folders, "folder") : ""]
+            .filter(Boolean).join(" · ");
         out.push({
             id: `${sid ?? ""}turn:${t.turn}`,
             label: `Turn ${t.turn}: ${firstLine(t.prompt, 60) || "(empty prompt)"}`,
-            description: [running ? "running: settle or cancel it here" : t.state !== "settled" ? t.state : "",
-                t.gaps?.length ? `⚠ ${plural(t.gaps.length, "gap")}` : "", files.length ? plural(files.length, "file") : "",
-                folders ? plural(folders, "folder") : ""]
-                .filter(Boolean).join(" · "),
-            tooltip: [`Prompt: ${firstLine(t.prompt, 200)}`, `Answer: ${firstLine(t.response, 200) || "(none)"}`,
+            description,
+            // the whole row in words first: the sidebar cuts a long prompt (issue 40)
+            tooltip: [`Turn ${t.turn}: ${(t.prompt ?? "").trim() || "(empty prompt)"}`, ...(description ? [description] : []),
+                `Answer: ${firstLine(t.response, 200) || "(none)"}`,
                 steps.length ? `Steps:\n${steps.map((x) => `• ${stepWords(x)}`).join("\n")}` : plural(t.steps ?? 0, "step"),
                 ...(t.gaps ?? []).map((g) => "⚠ " + gapLine(g, root))].join("\n"),
             contextValue: sid ? "turnback.turn.readonly" : running ? "turnback.turn.running"
@@ -142,7 +145,8 @@ function userEditsNode(after: number, changes: DiffChange[], root: string | unde
             : changes.some((c) => c.by === "restore" || c.by === "kept") ? `Changes between turns, after turn ${after}`
                 : `Your edits after turn ${after}`,
         description: `${plural(changes.length, "file")}, made by no turn`,
-        tooltip: "Changes you (or another program) made between turns. A rewind past them lists them as your edits; " +
+        tooltip: `${plural(changes.length, "file")} changed after turn ${after}, by no turn: ${changes.map((c) => displayPath(c, root)).join(", ")}.\n` +
+            "Changes you (or another program) made between turns. A rewind past them lists them as your edits; " +
             "“Keep My Edits” carries them onto the restored files.",
         contextValue: "turnback.useredits",
         turn: after,
@@ -150,13 +154,27 @@ function userEditsNode(after: number, changes: DiffChange[], root: string | unde
             id: `${sid ?? ""}mine:${after}:${c.uri}`,
             label: displayPath(c, root),
             description: `${fileWords(c.status)} (${BY_WORDS[c.by ?? ""] ?? "made by no turn"})`,
-            tooltip: `Your edit after turn ${after}: click for the diff (as turn ${after} left it ↔ your edit).`,
+            tooltip: `${displayPath(c, root)}: ${fileWords(c.status)} (${BY_WORDS[c.by ?? ""] ?? "made by no turn"}) after turn ${after}. ` +
+                `Click for the diff (as turn ${after} left it ↔ this change).`,
             contextValue: "turnback.file.user",
             turn: after,
             uri: c.uri,
             diff: { source: "user" as const, turn: after, uri: c.uri, ...(sid ? { sessionId: sid } : {}) },
         })),
     };
+}
+
+/** A row's tooltip holds the row's whole text (issue 40: the sidebar cuts long labels at its default
+ *  width, and in an 800-pixel window): its own tooltip, with the label and description first when
+ *  it does not already say them. */
+export function wholeRowTooltip(node: { label: string; description?: string; tooltip?: string }): string {
+    const label = node.label.replace(/^[\s↳●]+/, "").trim();
+    const description = (node.description ?? "").trim();
+    const tip = node.tooltip ?? "";
+    if (tip.includes(label) && tip.includes(description)) {
+        return tip;
+    }
+    return [`${label}${description ? ` — ${description}` : ""}`, tip].filter(Boolean).join("\n");
 }
 
 /** The view before the first turn says what to do (VS Code draws it as the view's welcome text). */

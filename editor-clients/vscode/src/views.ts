@@ -7,13 +7,14 @@ import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 
 import { directiveNodes } from "./directives";
-import { lineageNode } from "./fork";
+import { lineageNode, sessionNames } from "./fork";
 import type { FlowUi } from "./flows";
 import { failureMessage } from "./flows";
 import { IMAGE_SCHEME, imageText, parseImageQuery } from "./images";
 import { isLong, planHtml, READ_WHOLE_PLAN, shortConfirmation } from "./preview";
 import type { DiffChange, SessionSummary } from "./protocol";
 import { Commands, dialogDetail, directiveLenses, firstLine, mentionsPath, sessionTree } from "./render";
+import { wholeRowTooltip } from "./tree";
 import type { Confirmation, TreeNode } from "./render";
 import { log, rt } from "./runtime";
 
@@ -39,7 +40,7 @@ function toItem(node: TreeNode): vscode.TreeItem {
         : node.expanded ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
     item.id = node.id;
     item.description = node.description;
-    item.tooltip = node.tooltip;
+    item.tooltip = wholeRowTooltip(node);
     item.contextValue = node.contextValue;
     if (node.diff) {
         item.resourceUri = vscode.Uri.parse(node.diff.uri);
@@ -60,23 +61,20 @@ function toItem(node: TreeNode): vscode.TreeItem {
 }
 
 /** Every session's name: its first prompt (a worktree fork's session lives in another folder). */
-async function sessionNames(sessions: SessionSummary[]): Promise<Record<string, string>> {
+async function namesOf(sessions: SessionSummary[]): Promise<Record<string, string>> {
     const api = rt.api;
-    const out: Record<string, string> = {};
+    const prompts: Record<string, string[]> = {};
     if (!api) {
-        return out;
+        return {};
     }
     await Promise.all(sessions.map(async (s) => {
         try {
-            const first = (await api.sessionLog(s.current ? undefined : s.sessionId)).turns?.[0];
-            if (first) {
-                out[s.sessionId] = first.prompt;
-            }
+            prompts[s.sessionId] = ((await api.sessionLog(s.current ? undefined : s.sessionId)).turns ?? []).map((t) => t.prompt);
         } catch {
             // another folder's session: named by its id
         }
     }));
-    return out;
+    return sessionNames(sessions, prompts);
 }
 
 export class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
@@ -150,10 +148,12 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeNode> {
             const turns = sessionTree(log, root, { edits, ...(sid ? { sessionId: sid } : {}) });
             const sessions = await api.sessionList().then((r) => r.sessions ?? [], () => [] as SessionSummary[]);
             this.shown = JSON.stringify([sid, log, edits, sessions]);
-            const lineage = lineageNode(sessions, sessions.length > 1 ? await sessionNames(sessions) : {});
+            const lineage = lineageNode(sessions, sessions.length > 1 ? await namesOf(sessions) : {});
             const banner: TreeNode[] = sid ? [{
                 id: "viewing", label: `Reading ${log.turns?.[0] ? `“${firstLine(log.turns[0].prompt, 50)}”` : "another session"}`,
                 description: `${log.frozen ? "frozen" : "not the live session"}, read only · click to go back`,
+                tooltip: `Reading ${log.turns?.[0] ? `“${(log.turns[0].prompt ?? "").trim()}”` : "another session"}: ` +
+                    `${log.frozen ? "frozen" : "not the live session"}, read only. Click to go back to this window's session.`,
                 contextValue: "turnback.viewing",
             }] : [];
             return [...banner, ...(lineage ? [lineage] : []), ...turns];

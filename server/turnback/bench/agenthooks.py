@@ -64,7 +64,7 @@ def live_times(ctx, recording, argv, env, rounds: int, tag: str) -> list[float]:
     for i in range(rounds):
         root = ctx.dir(f"{tag}-{i}")
         (root / "turnback.toml").write_text("")
-        client.ensure_owner(str(root), str(root / ".turnback"))
+        client.ensure_owner(str(root), str(root / ".turnback"), timeout=60)  # setup, slow under load
         try:
             times += _times(recording, root, ctx.dir(f"{tag}-{i}-agent"), env, argv)
         finally:

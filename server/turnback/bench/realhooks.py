@@ -58,7 +58,7 @@ def _hooks(agent, install: list[str] | None):
                    check=True, capture_output=True)
     from ..remote import client
 
-    client.ensure_owner(str(agent.root), str(agent.root / ".turnback"))
+    client.ensure_owner(str(agent.root), str(agent.root / ".turnback"), timeout=60)
     try:
         yield
     finally:

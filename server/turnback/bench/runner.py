@@ -107,6 +107,8 @@ _REGISTRY = {
     "first-checkpoint-250k": "firstcp:run_250k",
     "turn-fast-path": "fastpath:run",
     "long-session-edits": "longsession:run_edits",
+    "real-history": "realhistory:run",
+    "real-history-bad-input": "badinput:run",
 }
 
 
@@ -121,7 +123,8 @@ SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "check
              "long-session", "close-save", "scan", "responsiveness", "collect",
              "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
              "hook-budgets", "recovery-rollback", "first-checkpoint", "first-checkpoint-250k",
-             "turn-fast-path", "long-session-edits")
+             "turn-fast-path", "long-session-edits", "real-history",
+             "real-history-bad-input")
 
 
 # ---------------------------------------------------------------------------------------- output

@@ -192,9 +192,13 @@ class Recorder:
         before, why = (known, "") if known is not None else self._fallback_before(rel)
         if before == ABSENT and image == ABSENT:
             return []  # absent before and after: nothing changed, so no checkpoint
-        if running is None and why in (IGNORED_NOW, WAS_IGNORED, RULES_LOST) and image != ABSENT:
-            # Between turns, a file an ignore rule hid is no one's change: learnt as it is (as the
-            # sweep learns one, apply_sweep), not a loose change with a gap that never clears.
+        learnt = why in (IGNORED_NOW, WAS_IGNORED, RULES_LOST) or (why == NEVER_SEEN and by in ("watch", "save"))
+        if running is None and learnt and image != ABSENT:
+            # Between turns, a file an ignore rule hid, or one an editor reports that no sweep saw
+            # yet (`turnback hooks install` in its terminal before the first turn), is no one's
+            # change: learnt as it is (as the sweep learns one, apply_sweep), not a loose change
+            # with a gap that never clears (docs/capture.md, "Git's files and turnback's own"). A
+            # hook's explicit capture still records the change, with its gap.
             self.book.record({"op": "seen", "images": {rel: image},
                               **({"modes": {rel: mode}} if mode is not None else {})})
             return []

@@ -553,6 +553,7 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
             res.gaps.append((rel, "too-large"))
             cache.drop(rel)
             continue
+        res.modes[rel] = one_mode(st.st_mode & 0o7777)  # as the walk does: a chmod alone is a change
         digest = cache.fresh(rel, st)
         if digest is not None and (not verify_objects or objects.has(digest)):
             res.images[rel] = digest

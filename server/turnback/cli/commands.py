@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import InvalidParams, NoTurnRunning, NotFound, TurnbackError, UnknownTurn
+from ..errors import InvalidParams, NoTurnRunning, NotFound, UnknownTurn
 from .confirm import confirmed, declined, decide, renderer
 from .diff_cmd import COMMANDS as DIFF_COMMANDS
 from .exits import EXIT_ERROR, EXIT_OK, Unavailable
@@ -302,16 +302,15 @@ def _print_resume(ctx, result: dict) -> None:
 def cmd_redo(ctx) -> int:
     wb = ctx.open(must_exist=True)
     try:
-        listing = wb.redo.list({"all": bool(ctx.args.all)})
         r = renderer(wb)
         if ctx.args.head is None:
+            listing = wb.redo.list({"all": bool(ctx.args.all)})
             if ctx.json:
                 ctx.emit(listing)
             else:
                 ctx.print(*r.redo_list(listing))
             return EXIT_OK if listing.get("groups") or wb.store.kind == "heads" else EXIT_ERROR
-        if wb.store.kind != "heads":
-            raise TurnbackError(listing.get("reason", "this store cannot redo"), code="no-heads")
+        # --head H: the plan alone (the listing, every left-behind state compared, is not shown)
         plan = wb.redo.prepare({"headSeq": ctx.args.head})
         keep = bool(ctx.args.keep_user_edits)
         if not ctx.json:

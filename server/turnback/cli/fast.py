@@ -147,8 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args is not None:
         code = _through_owner(args)
+        if code is None and _starts_owner(args):
+            code = _through_started_owner(args)
         if code is not None:
             return code
+        from .dispatch import run  # parsed already: argparse and the full parser are not needed
+
+        return run(args)
     from .main import main as full
 
     return full(argv)
@@ -173,6 +178,31 @@ def _through_owner(args) -> int | None:
         return remote.EXIT_ERROR
     except BrokenPipeError:
         return remote.EXIT_ERROR
+
+
+START_SECONDS = 30.0  # an owner recovering a big store after a crash takes a while to listen
+
+
+def _starts_owner(args) -> bool:
+    """`TURNBACK_START_OWNER=1`: a `turn` command that finds no live owner starts a background one,
+    as the agent hooks do, and goes through it (docs/live.md, "The command line's own owner")."""
+    import os
+
+    return os.environ.get("TURNBACK_START_OWNER") == "1" and args.store_kind is None
+
+
+def _through_started_owner(args) -> int | None:
+    import os
+
+    from ..remote import client
+
+    try:
+        client.ensure_owner(args.workspace or os.getcwd(), args.store, timeout=START_SECONDS)
+    except (client.NoOwner, client.OwnerStarting) as exc:
+        print(f"turnback: no background owner could be started ({exc}); "
+              "running the command here", file=sys.stderr)
+        return None  # the direct path decides (and says so when another process owns the store)
+    return _through_owner(args)
 
 
 def _fail(exc) -> None:

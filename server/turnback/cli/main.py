@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import NotOwner, TurnbackError
+from ..errors import TurnbackError
 from . import diff_cmd, fork_cmd, guard_cmd, hooks_cmd, restore_cmd, takeover
-from .exits import EXIT_ERROR, EXIT_NOT_OWNER, EXIT_USAGE, Unavailable
+from .exits import EXIT_ERROR
 
 
 def _globals(suppress: bool) -> argparse.ArgumentParser:
@@ -183,31 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         except TurnbackError as exc:
             print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
             return EXIT_ERROR
-    from . import commands
-    from .context import Context
+    from .dispatch import run
 
-    ctx = Context(args)
-    try:
-        status = int(commands.dispatch(ctx) or 0)
-        if status == 0:
-            from .upkeep_cmd import auto_collect
-            auto_collect(ctx)
-        return status
-    except NotOwner as exc:
-        ctx.fail(exc)
-        return EXIT_NOT_OWNER
-    except Unavailable as exc:
-        ctx.fail(exc)
-        return EXIT_USAGE
-    except TurnbackError as exc:
-        ctx.fail(exc)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return EXIT_ERROR
-
+    return run(args)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,7 @@
-"""The leanest `turnback turn begin` and `turnback turn capture`: one request to the live owner.
+"""The leanest `turnback turn begin`, `turn capture` and `turn settle`: one request to the live owner
+(a settle without `--turn` asks the owner for the running turn first, on the same connection).
 
-An agent's hooks and scripts run these two on every prompt and every tool call, so what they cost is
+An agent's hooks and scripts run these on every prompt and every tool call, so what they cost is
 a process start plus one round trip, flat whatever the size of the workspace (the owner's watcher has
 the dirty set; the owner does no walk). The general remote path (`remote.py`) first probes the
 socket, then asks for `session/info` to check paths and render them, and imports `json` (with `re`
@@ -18,6 +19,7 @@ import sys
 EXIT_OK, EXIT_ERROR, EXIT_NOT_OWNER = 0, 1, 3
 NOTIFICATION = b'{"jsonrpc": "2.0", "method": '  # what the owner fans out to every connection
 BEGUN = b'{"jsonrpc": "2.0", "id": 1, "result": {"turn": '
+INFO = b'{"jsonrpc":"2.0","id":1,"method":"turnback/session/info","params":{}}'
 TIMEOUT_SECONDS = 600.0
 WATCH_SECONDS = 0.05  # how often a waiting command looks whether its owner was stopped or died
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
@@ -31,12 +33,16 @@ def file_uri(absolute: str) -> str:
 def run(args) -> int | None:
     """The command's exit status, or None to let the general path run it."""
     sub = getattr(args, "turn_command", None)
-    if args.command != "turn" or sub not in ("begin", "capture") or args.json \
+    if args.command != "turn" or sub not in ("begin", "capture", "settle") or args.json \
             or args.store is not None:
         return None
     workspace = args.workspace or os.getcwd()
     root = os.path.realpath(workspace)
-    if sub == "begin":
+    if sub == "settle":
+        params = {"status": "cancelled" if args.cancelled else "settled"}
+        if args.turn is not None:
+            params["turn"] = args.turn
+    elif sub == "begin":
         params = {"kind": args.kind or ("directive" if args.directive else "chat"),
                   "prompt": args.prompt}
         if args.directive:
@@ -71,11 +77,15 @@ def run(args) -> int | None:
     try:
         sock.settimeout(WATCH_SECONDS)
         reader = _watching_reader(sock, pid)
-        sock.sendall(framed(request))  # a few hundred bytes: the kernel takes them at once
-        reply = reader.body()
-        while reply.startswith(NOTIFICATION):
-            reply = reader.body()
-        message = _reply(reply)
+        if sub == "settle" and "turn" not in params:  # the running turn, named in what it prints
+            info = _exchange(sock, reader, framed(INFO)).get("result")
+            running = info.get("running") if isinstance(info, dict) else None
+            if not isinstance(running, int):
+                return None  # nothing runs: the general path says so in its own words
+            params["turn"] = running
+            request = ('{"jsonrpc":"2.0","id":1,"method":"turnback/turn/settle","params":%s}'
+                       % encode(params)).encode("utf-8")
+        message = _exchange(sock, reader, framed(request))
     except _Unanswerable as exc:  # sent: it may run once the owner is woken, so not again here
         print(f"error [unresponsive]: {exc} (its socket {path}); it did not answer "
               f"turnback/turn/{sub}, which it may still run when it is woken", file=sys.stderr)
@@ -98,9 +108,23 @@ def run(args) -> int | None:
     if sub == "begin":
         print(result["turn"])
         return EXIT_OK
+    if sub == "settle":
+        head = result.get("headSeq")
+        print(f"turn {params['turn']} {params['status']}"
+              + (f"; published head {head}" if head is not None else ""))
+        return EXIT_OK
     for line in captured_lines(result, root):
         print(line)
     return EXIT_OK
+
+
+def _exchange(sock, reader, request: bytes):
+    """One request on the connection and its answer (the owner's notifications skipped)."""
+    sock.sendall(request)  # a few hundred bytes: the kernel takes them at once
+    reply = reader.body()
+    while reply.startswith(NOTIFICATION):
+        reply = reader.body()
+    return _reply(reply)
 
 
 class _Unanswerable(Exception):

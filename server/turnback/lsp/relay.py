@@ -126,7 +126,7 @@ def answer_after_loss(server, spec) -> None:
     """After the owner vanished mid-request and this server tried to take over: return to answer
     it here, or raise when running it here might apply it twice."""
     wb = server.wb
-    if spec.kind in ("read", "collect") or spec.name in RERUN_SAFE or not wb.is_owner:
+    if spec.kind in ("read", "read-job", "collect") or spec.name in RERUN_SAFE or not wb.is_owner:
         return  # an observer's answer (not-owner for a mutation) says where things stand
     raise TurnbackError(f"the owner went away while it handled {spec.name}; this editor owns the "
                         "store now, but cannot tell whether that request was recorded: look at "

@@ -342,6 +342,10 @@ class TurnbackServer(LanguageServer):
                 freed += packs.drop_cache_if_idle()
         except Exception:  # noqa: BLE001 - memory, not state: the next renewal tries again
             log.exception("could not drop the idle pack cache")
+        codec = getattr(getattr(self.wb, "book", None), "codec", None)
+        parsed = getattr(codec, "parsed", None)
+        if parsed is not None and parsed.drop_if_idle():  # decoded shards and turns (parsed.py)
+            freed = freed or 1
         if freed:  # once an idle spell begins: what the heap kept of the last turn goes back too
             waiting.in_thread(memory.give_back)
         return freed

@@ -104,11 +104,15 @@ def _uid() -> int:
 
 
 class Reader:
-    """LSP `Content-Length` framing over a connected socket, one message body at a time."""
+    """LSP `Content-Length` framing over a connected socket, one message body at a time.
+
+    Resumable: a socket timeout in the middle of a message (a big reply arriving slowly, while the
+    caller polls in short timeouts) leaves the buffer whole, so the next call reads the same message
+    on. It used to consume the header first, and the next call took body bytes for a header."""
 
     def __init__(self, sock):
         self.sock = sock
-        self.buf = b""
+        self.buf = bytearray()
 
     def _fill(self) -> None:
         chunk = self.sock.recv(1 << 16)
@@ -117,21 +121,22 @@ class Reader:
         self.buf += chunk
 
     def body(self) -> bytes:
-        while b"\r\n\r\n" not in self.buf:
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
             if len(self.buf) > MAX_HEADER:
                 raise ValueError("header too long")
             self._fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
         length = None
-        for line in head.split(b"\r\n"):
+        for line in bytes(self.buf[:end]).split(b"\r\n"):
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value.strip())
         if length is None:
             raise ValueError("a message without Content-Length")
-        while len(self.buf) < length:
+        start = end + 4
+        while len(self.buf) < start + length:
             self._fill()
-        body, self.buf = self.buf[:length], self.buf[length:]
+        body = bytes(self.buf[start:start + length])
+        del self.buf[:start + length]
         return body
 
 

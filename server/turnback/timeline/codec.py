@@ -8,6 +8,8 @@ has the same digest in every later publication and costs nothing to publish agai
 
 from __future__ import annotations
 
+from concurrent.futures import TimeoutError as FutureTimeout
+
 import cbor2
 
 from ..errors import CorruptStore, NewerFormat
@@ -17,6 +19,8 @@ from ..model.images import ABSENT, FOLDER, UNKNOWN, is_digest, is_folder_key
 from ..model.known import SHARDS, KnownMap
 from ..model.session import AgentTranscript, SessionState
 from ..model.turns import Turn
+from ..store import waiting
+from .parsed import ParsedCache
 
 OBJECT_FORMAT = 2  # the newest object format this version reads
 # Objects that hold folder keys (model/images.py: `src/empty/` -> "folder") say format 2, so a
@@ -58,11 +62,16 @@ class StateCodec:
         self._shard_cache: dict[int, tuple] = {}  # shard -> ((map id, shard, generation), digest, list)
         self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix, chunks)
         self._lists_by_key: dict[str, str] = {}  # turn or shard digest -> its reference list
+        self.parsed = ParsedCache()  # decoded outlines, shards and turns by digest (parsed.py)
 
     def forget(self, digests) -> None:
         """The collector removed these objects: they must be written again if needed."""
+        digests = list(digests)
         for d in digests:
             self._confirmed.pop(d, None)
+        # a digest whose bytes are gone is never answered from memory
+        self.parsed.forget([*digests, *("outline:" + d for d in digests),
+                            *("root:" + d for d in digests)])
 
     def _put(self, data: bytes) -> str:
         digest = self.objects.hasher.digest(data)
@@ -208,13 +217,20 @@ class StateCodec:
         return True
 
     def _read_turn(self, session_id: str, digest: str) -> Turn:
-        doc = self._get(digest, "turn")
-        chunks = doc.pop("responseChunks", None)
+        cached = self.parsed.get(digest)
+        if cached is None:
+            doc = self._get(digest, "turn")
+            chunks = doc.pop("responseChunks", None)
+            text = None
+            if chunks is not None:
+                text = b"".join(self.objects.get(c) for c in chunks)
+                for c in chunks:
+                    self._confirm(c)
+            self.parsed.put(digest, (doc, chunks, text), _turn_weight(doc, text))
+        else:
+            doc, chunks, text = cached
         if chunks is not None:
-            text = b"".join(self.objects.get(c) for c in chunks)
-            doc["response"] = text.decode("utf-8")
-            for c in chunks:
-                self._confirm(c)
+            doc = {**doc, "response": text.decode("utf-8")}
         turn = Turn.from_dict(doc)
         if chunks is not None:
             self._chunks[(session_id, turn.n, turn.started)] = (
@@ -270,9 +286,9 @@ class StateCodec:
         state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
         state.known = known = KnownMap()  # shard by shard: no second copy of 250,000 paths
         for shard in _digests(root["known"], body_digest):
-            doc = self._get(shard, "known")
-            known.update(doc["map"])
-            for rel, mode in doc.get("modes", {}).items():  # format 1 stores carry none: unknown
+            images, modes = self.known_doc(shard)
+            known.update(images)
+            for rel, mode in modes.items():  # format 1 stores carry none: unknown
                 known.set_mode(rel, mode)
         state.directives = {d["id"]: Directive.from_dict(d)
                             for d in self._get(root["directives"], "directives")["items"]}
@@ -288,18 +304,71 @@ class StateCodec:
         state.restores = [dict(r) for r in root.get("restores") or []]
         return state
 
+    def read_job(self, body_digest: str):
+        """`read` as a job: the objects are read and decoded on a helper thread (a whole state:
+        every turn and shard, some of them in packed blocks to inflate) while the job yields, so a
+        server's loop never holds it. Read only: a job closed meanwhile lets the read finish on
+        its own and drops it."""
+        fut = waiting.in_thread(self.read, body_digest)
+        while True:
+            try:
+                return fut.result(timeout=waiting.WAIT_SLICE)
+            except FutureTimeout:
+                yield None
+
     def outline(self, body_digest: str) -> tuple[list[str], list[str]]:
         """(turn digests, known-shard digests) of a published state: enough to tell whether one
-        state's turns are a prefix of another's and which paths differ, without reading turns."""
-        root = self._get(self.read_body(body_digest)["root"], "session")
-        return _digests(root["turns"], body_digest), _digests(root["known"], body_digest)
+        state's turns are a prefix of another's and which paths differ, without reading turns.
+        Only the body and the root are read (never the reference lists), once per body."""
+        key = "outline:" + body_digest
+        cached = self.parsed.get(key)
+        if cached is None:
+            root = self._get(self._root_of(body_digest), "session")
+            cached = (_digests(root["turns"], body_digest), _digests(root["known"], body_digest))
+            self.parsed.put(key, cached, 1 + (len(cached[0]) + len(cached[1])) // 64)
+        return list(cached[0]), list(cached[1])
+
+    def iter_warm(self, digest: str):
+        """A job's steps before it reads `digest` on its loop: nothing when it is decoded already,
+        else the pack blocks the read would inflate are inflated on a helper thread meanwhile."""
+        warm = getattr(self.objects, "iter_warm", None)
+        if warm is not None and self.parsed.get(digest) is None:
+            yield from warm(digest)
+
+    def iter_warm_outline(self, body_digest: str):
+        """`iter_warm` for what `outline` reads: the body, then the root it names."""
+        if self.parsed.get("outline:" + body_digest) is not None:
+            return
+        yield from self.iter_warm(body_digest)
+        root = self._root_of(body_digest)
+        if is_digest(root):
+            yield from self.iter_warm(root)
+
+    def _root_of(self, body_digest: str) -> str:
+        """The session object a body names, read once per body."""
+        key = "root:" + body_digest
+        root = self.parsed.get(key)
+        if root is None:
+            root = self.read_body(body_digest, skip=_EVERY_LIST)["root"]
+            self.parsed.put(key, root, 1)
+        return root
+
+    def known_doc(self, digest: str) -> tuple[dict, dict]:
+        """(images, permission bits) of one known shard, decoded once per digest: shared, never to
+        be changed by the caller (`known_shard` and `known_shard_modes` give copies)."""
+        cached = self.parsed.get(digest)
+        if cached is None:
+            doc = self._get(digest, "known")
+            cached = (doc["map"], doc.get("modes") or {})
+            self.parsed.put(digest, cached, len(cached[0]))
+        return cached
 
     def known_shard(self, digest: str) -> dict:
-        return dict(self._get(digest, "known")["map"])
+        return dict(self.known_doc(digest)[0])
 
     def known_shard_modes(self, digest: str) -> dict:
         """The permission bits a known shard records (format 2; empty when it records none)."""
-        return dict(self._get(digest, "known").get("modes") or {})
+        return dict(self.known_doc(digest)[1])
 
     def _get(self, digest: str, kind: str) -> dict:
         payload = loads(self.objects.get(digest), kind, f"object {digest}")
@@ -353,6 +422,10 @@ def _turn_images(turn: Turn):
             yield step.result
     for digest in turn.instructions.values():
         yield digest
+
+
+def _turn_weight(doc: dict, text: bytes | None) -> int:
+    return 1 + len(doc.get("files", ())) + len(doc.get("steps", ())) + len(text or b"") // 256
 
 
 NOT_DIGESTS = (ABSENT, UNKNOWN, FOLDER, None, "")  # what `is_digest` says no to

@@ -197,6 +197,7 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
     files of the batch are removed)."""
     errors: dict[str, str] = {}
     folders: set = set()
+    puts = _in_read_order(puts, objects)
     for start, batch in _batches(puts, objects):
         temps: list[tuple[str, object, object]] = []  # (rel, temp path, final path)
         synced: list = []  # files whose contents or bits must be durable before any rename
@@ -263,6 +264,25 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
     return errors
 
 
+def _in_read_order(puts: list[Put], objects) -> list[Put]:
+    """The file writes among `puts` in the order their objects lie in the store (each packed block
+    inflated once, `ObjectStore.read_order`), each in a slot a file write held: folders, removals
+    and chmods keep their places, so the order that makes every step possible holds."""
+    order = getattr(objects, "read_order", None)
+    slots = [i for i, p in enumerate(puts) if not p.bits_only and is_digest(p.image)
+             and not is_folder_key(p.rel)]
+    if order is None or len(slots) < 2:
+        return puts
+    by_image: dict[str, list[Put]] = {}
+    for i in slots:
+        by_image.setdefault(puts[i].image, []).append(puts[i])
+    out = list(puts)
+    ordered = (p for image in order(list(by_image)) for p in by_image[image])
+    for i, p in zip(slots, ordered):
+        out[i] = p
+    return out
+
+
 def _folder_of(ws, p: Put) -> str:
     """The folder whose entry a put changes (a folder key's parent for a folder)."""
     return os.path.dirname(ws.abs_path(folder_path(p.rel) if is_folder_key(p.rel) else p.rel))
@@ -277,12 +297,20 @@ def _batches(puts: list[Put], objects):
     start, batch, size = 0, [], 0
     for p in puts:
         batch.append(p)
-        size += (objects.stat(p.image) or 0) if is_digest(p.image) and not p.bits_only else 0
+        # the size as stored (an lstat, or the pack's index): the raw size would open and read
+        # every loose object's envelope once more, before it is read to be written (a third of a
+        # small rewind's time on a real history, docs/performance.md)
+        size += (_stored(objects, p.image) or 0) if is_digest(p.image) and not p.bits_only else 0
         if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
             yield start, batch
             start, batch, size = start + len(batch), [], 0
     if batch:
         yield start, batch
+
+
+def _stored(objects, image) -> int | None:
+    stored = getattr(objects, "stored_size", None)
+    return stored(image) if stored is not None else objects.stat(image)
 
 
 def _put_one(ws, objects, p: Put, temps: list, synced: list, folders: set):

@@ -14,12 +14,11 @@ checkpoint, user-edit flag and Redo group stays true:
 
 from __future__ import annotations
 
-import copy
 import time
 import uuid
 
 from ..model.images import ABSENT
-from ..model.session import SessionState
+from ..model.session import SessionState, clone
 
 RECORD_PATHS = 20  # paths a restore record names; the record is in every later publication
 
@@ -27,7 +26,7 @@ RECORD_PATHS = 20  # paths a restore record names; the record is in every later 
 def files_changed_state(state: SessionState, changes, modes: dict, *, record: dict,
                         directives=None, by: str = "restore") -> SessionState:
     """`state` with `changes` (rel, image) applied as one change between turns after its last turn."""
-    new = copy.deepcopy(state)
+    new = clone(state)
     n = state.turn_count
     bucket = new.between.setdefault(n, {})
     bucket_modes = new.between_modes.setdefault(n, {})

@@ -36,21 +36,30 @@ class RedoPlan:
 
 def groups(store, current: SessionState | None, current_head, codec=None, *,
            everything: bool = False) -> list[dict]:
+    return drain(groups_job(store, current, current_head, codec, everything=everything))
+
+
+def groups_job(store, current: SessionState | None, current_head, codec=None, *,
+               everything: bool = False):
     """Settled heads grouped by (settled turn count, fork point); the newest head of each group,
-    leaving out the group of the current state. Newest first.
+    leaving out the group of the current state. Newest first. A job: it yields after every head it
+    looks at and before every packed object it reads (whose blocks are inflated on a helper thread
+    meanwhile, `ObjectStore.iter_warm`), so a long listing never holds a server's loop.
 
     With a codec, each group says whether it is an `ancestor` of the current state (its turns are a
     prefix of the current turns: an earlier moment of this very line, nothing a rewind left behind)
     and what bringing it back would change (`changes`: how many paths differ, the first few).
     Ancestors are left out unless `everything` is asked for: Redo offers what rewinds discarded.
     Only this session's states count, and those of the frozen sessions it was forked from (a fork
-    leaves its parent's state behind like a rewind)."""
+    leaves its parent's state behind like a rewind). Shards are compared by digest, and a shard
+    that differs is decoded once (`StateCodec.known_doc`), however many groups name it."""
     if store.kind != "heads":
         return []
     best: dict[tuple, object] = {}
     line = _forked_from(store, current)
     for seq in store.heads.list_seqs():
         head = store.heads.read(seq)
+        yield ("head", seq)
         if not head.settled:
             continue  # a head published inside a running turn is an incomplete turn
         if current is not None and head.session and head.session not in line:
@@ -62,7 +71,7 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
     # The state just before each file restore that kept every turn: same turns, other files. It was
     # left behind like a rewind's, so it is offered, not hidden as an earlier moment of this line.
     restored = {(r.get("afterTurn"), r.get("forkPointBefore")) for r in (current.restores if current else ())}
-    mine = _outline(codec, current_head)
+    mine = yield from _outline_job(codec, current_head)
     out = []
     for key, h in best.items():
         if key == here:
@@ -74,11 +83,11 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
                  "frozenParent": bool(current is not None and h.session
                                       and h.session != current.session_id),
                  "keptBefore": kept_before(h)}
-        theirs = _outline(codec, h)
+        theirs = yield from _outline_job(codec, h)
         if mine is not None and theirs is not None:
             # the turns both states share: Redo brings back turns sharedTurns+1..turnCount
             group["sharedTurns"] = _shared(mine[0], theirs[0])
-            group["changes"] = _differing_paths(codec, mine[1], theirs[1], current)
+            group["changes"] = yield from _differing_paths_job(codec, mine[1], theirs[1])
             # An earlier moment of this line: its turns are a prefix of the current ones. Equal
             # turns with other files are no earlier moment: a transaction left them (the git
             # checkout a worktree fork wrote over, a Redo's own source), so Redo offers them.
@@ -92,6 +101,7 @@ def groups(store, current: SessionState | None, current_head, codec=None, *,
             if group["ancestor"] and not everything:
                 continue
         out.append(group)
+        yield ("group", h.seq)
     return sorted(out, key=lambda g: -g["headSeq"])
 
 
@@ -127,26 +137,30 @@ def _forked_from(store, current: SessionState | None) -> set:
     return line
 
 
-def _outline(codec, head):
+def _outline_job(codec, head):
     if codec is None or head is None:
         return None
     try:
+        yield from codec.iter_warm_outline(head.body)
         return codec.outline(head.body)
     except Exception:  # noqa: BLE001 - an unreadable head is listed without the extras, fsck reports it
         return None
 
 
-def _differing_paths(codec, mine: list[str], theirs: list[str], current, shown: int = 5) -> dict:
+def _differing_paths_job(codec, mine: list[str], theirs: list[str], shown: int = 5):
     """Paths whose image (or permission bits) differ between two states, reading only the known
-    shards that differ."""
+    shards that differ (equal digests, equal shards)."""
     paths: list[str] = []
     for a, b in zip(mine, theirs):
         if a == b:
             continue
-        here, there = codec.known_shard(a), codec.known_shard(b)
-        here_bits, there_bits = codec.known_shard_modes(a), codec.known_shard_modes(b)
+        yield from codec.iter_warm(a)
+        yield from codec.iter_warm(b)
+        here, here_bits = codec.known_doc(a)
+        there, there_bits = codec.known_doc(b)
         paths.extend(rel for rel, image in there.items() if here.get(rel) != image
                      or (image != ABSENT and there_bits.get(rel) not in (None, here_bits.get(rel))))
+        yield ("shard", len(paths))
     paths.sort()
     return {"files": len(paths), "paths": paths[:shown]}
 
@@ -171,7 +185,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     if not head.settled:
         raise InvalidParams(f"head {head_seq} was published inside a running turn; it cannot be "
                             "brought back", data={"headSeq": head_seq})
-    target_state = codec.read(head.body)
+    target_state = yield from codec.read_job(head.body)
     gaps: list[Gap] = []
     files, changes = [], []
     modes: dict = {}
@@ -242,18 +256,21 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                          + (f"Overwrites edits no turn of that state made: {', '.join(edits)}; "
                             "keeping your edits leaves them as they are. " if edits else "")
                          + "Directive records stay as they are now; no step is run again.")
-    new_state = copy.deepcopy(target_state)
+    conversation = _talk(target_state) != _talk(state)
+    # The state read for this plan is this plan's own (decoded afresh: nothing else holds it), so
+    # it becomes the new state as it is, with no copy of every turn.
+    new_state = target_state
     unreachable |= {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
     deleted = {rel for rel, to in changes if rel in created}
+    head_saw = set(target_state.known)
     for rel, image in state.known.items():
         if rel in deleted:
             new_state.known[rel] = ABSENT  # created later: the head's tree never had it
-        elif rel not in target_state.known or rel in unreachable:
+        elif rel not in head_saw or rel in unreachable:
             new_state.known[rel] = image  # paths the head never saw, or could not write: as they are
             new_state.known.set_mode(rel, state.known.mode(rel))
     new_state.session_id = state.session_id
     new_state.directives = copy.deepcopy(state.directives)
-    conversation = _talk(target_state) != _talk(state)
     new_state.epoch = state.epoch + conversation  # a new context epoch only for a new conversation
     new_state.fork_point = uuid.uuid4().hex
     new_state.last_op = state.last_op

@@ -9,7 +9,6 @@ a readable summary. The new session state is derived alongside it.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 import uuid
@@ -24,7 +23,7 @@ from ..effects.words import describe
 from ..errors import InvalidParams, TurnRunning, UnknownTurn, UnsavedChanges
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
-from ..model.session import WORKFLOW_LISTS, SessionState
+from ..model.session import WORKFLOW_LISTS, SessionState, clone
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
 from .filestate import files_changed_state, keep_as_they_are
@@ -309,7 +308,7 @@ def plan_hash(hasher, candidate: dict) -> str:
 
 
 def _new_state(state: SessionState, keep: int, target: dict, directives) -> SessionState:
-    new = copy.deepcopy(state)
+    new = clone(state)
     new.turns = new.turns[:keep]
     new.between = {k: v for k, v in new.between.items() if k <= keep}
     new.between_modes = {k: v for k, v in new.between_modes.items() if k <= keep}

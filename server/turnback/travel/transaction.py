@@ -164,7 +164,7 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
     backups: dict[str, Image] = {}
     backup_modes: dict[str, int | None] = {}
     with objects.batch():
-        for rel, _to in changes:
+        for rel in _backup_order(book, changes):
             if is_folder_key(rel):  # a folder's backup is whether it is there
                 image, problem = folder_image(ws, rel)
                 if problem is not None:
@@ -183,10 +183,22 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
                 raise BackupFailed(f"cannot back up {rel} before changing it ({read.status}); "
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
-        body = book.codec.write(new_state)
+        body = yield from book.codec.iter_write(new_state)  # a step per turn and shard encoded
         before = _before_state(book, backups, backup_modes) if keep_before else None
-        before_body = book.codec.write(before) if before is not None else None
+        before_body = (yield from book.codec.iter_write(before)) if before is not None else None
     return body, backups, backup_modes, (None if before is None else (before, before_body))
+
+
+def _backup_order(book, changes) -> list[str]:
+    """The paths to back up, in the order the store holds their known images (a backup that is
+    already stored is read back to confirm it, `ObjectStore.put`): each packed block inflated once."""
+    rels = [rel for rel, _to in changes]
+    order = getattr(book.store.objects, "read_order", None)
+    if order is None or len(rels) < 2:
+        return rels
+    known = book.state.known
+    rank = {d: i for i, d in enumerate(order({known.get(r) for r in rels} - {None}))}
+    return sorted(rels, key=lambda r: rank.get(known.get(r), -1))
 
 
 def _before_state(book, backups: dict[str, Image], backup_modes: dict[str, int | None]):

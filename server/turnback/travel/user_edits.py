@@ -60,7 +60,8 @@ def user_edit_fields(action: str, external: bool, loose_by: str | None | bool = 
         return {"userEdit": False}
     if external:
         return {"userEdit": True, "userEditBy": "uncaptured"}
-    if loose_by is False:
+    if loose_by is False or loose_by == "restore":
+        # turnback's own restore is not the user's edit: the next plan undoes it unflagged
         return {"userEdit": False}
     out = {"userEdit": True}
     if loose_by in USER_EDIT_BY:

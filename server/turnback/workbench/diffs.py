@@ -36,7 +36,7 @@ class DiffFeature:
         if (turn is None) == (since is None):
             raise InvalidParams("give exactly one of turn (one turn's changes) and since (every "
                                 "change from that turn on)", data={"field": "turn"})
-        state = self._state(p)
+        state = yield from self._state_job(p)
         n = turn if turn is not None else since
         if state.turn(n) is None:
             raise UnknownTurn(f"there is no turn {n}; the session has {state.turn_count}",
@@ -45,7 +45,13 @@ class DiffFeature:
         found = (turn_changes(state, n, under=under) if turn is not None
                  else changes_since(state, n, under=under))
         out = []
+        objects = self.wb.store.objects
+        warm = getattr(objects, "iter_warm", None)
         for change in found:
+            if warm is not None and change.status not in ("gap", "transient", "mode"):
+                for image in (change.before, change.after):  # packed blocks: off the loop
+                    if is_digest(image):
+                        yield from warm(image)
             out.append(self._wire(state, change, with_text, context))
             yield ("diff", len(out))
         result = {"sessionId": state.session_id, "changes": out,
@@ -55,9 +61,12 @@ class DiffFeature:
             result["path"] = under
         return result
 
-    def _state(self, p: dict):
+    def _state_job(self, p: dict):
+        """The live state, or another session's read on a helper thread (a whole state)."""
         sid = P.field(p, "sessionId", str, default=None, allow_none=True)
-        return self.wb.state if sid is None else self.wb.sessions.read(sid)
+        if sid is None:
+            return self.wb.state
+        return (yield from self.wb.sessions.read_job(sid))
 
     def _under(self, p: dict) -> str | None:
         uri = P.field(p, "uri", str, default=None, allow_none=True)
@@ -112,10 +121,14 @@ class DiffFeature:
 
     # -- turnback/image/read -------------------------------------------------------------------------
     def image(self, params) -> dict:
+        return self.wb.run(self.image_job(params))
+
+    def image_job(self, params):
         """The bytes of one image the session references: `{image}` (a handle from `turnback/diff`
-        or the session log), or `{turn, uri, side}` for a turn's before or after image."""
+        or the session log), or `{turn, uri, side}` for a turn's before or after image. A job: an
+        image up to 8 MiB in a packed block is inflated on a helper thread while it yields."""
         p = P.obj(params)
-        state = self._state(p)
+        state = yield from self._state_job(p)
         image = P.field(p, "image", str, default=None, allow_none=True)
         if image is None:
             image = self._turn_image(state, p)
@@ -136,6 +149,9 @@ class DiffFeature:
         if size > MAX_IMAGE_BYTES:
             return {"image": image, "exists": True, "size": size, "binary": None, "text": None,
                     "tooLarge": True}
+        warm = getattr(objects, "iter_warm", None)
+        if warm is not None:
+            yield from warm(image)
         data = objects.get(image)  # verified against its digest: corruption is an error, never shown
         binary = not T.is_text(data)
         return {"image": image, "exists": True, "size": len(data), "binary": binary,

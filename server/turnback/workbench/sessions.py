@@ -91,6 +91,17 @@ class SessionsFeature:
         state.frozen = bool(rec.get("frozen"))
         return state
 
+    def read_job(self, session_id: str):
+        """`read` as a job: another session's state is read on a helper thread while it yields."""
+        if session_id == self.wb.state.session_id:
+            return self.wb.state
+        rec = self.record(session_id)
+        if not isinstance(rec.get("body"), str):
+            return self.read(session_id)  # says where it lives
+        state = yield from self.wb.book.codec.read_job(rec["body"])
+        state.frozen = bool(rec.get("frozen"))
+        return state
+
     def is_frozen(self, session_id: str) -> bool:
         if session_id == self.wb.state.session_id:
             return bool(self.wb.state.frozen)

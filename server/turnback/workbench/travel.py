@@ -20,6 +20,8 @@ from .commit import commit_tail_job
 from .restore import left_the_machine_job, rewind_args
 
 
+NO_HEADS = ("this store keeps one sidecar record under a PID lock; it publishes no heads, so there "
+            "is nothing to redo")
 PENDING_SHOWN = 20  # paths listed per pending intent (the count says how many there are)
 PENDING_WORDS = {
     "in-progress": "under way in the process that owns the store",
@@ -86,14 +88,18 @@ class RedoFeature:
         self.wb = wb
 
     def list(self, params=None) -> dict:
+        return self.wb.run(self.list_job(params))
+
+    def list_job(self, params=None):
+        """The Redo listing as a job (`turnback/redo/list` is a read-job: a served listing runs in
+        slices, the owner answering everything else meanwhile, and a client may cancel it)."""
         p = P.obj(params)
         everything = P.field(p, "all", bool, default=False)
         wb = self.wb
         if wb.store.kind != "heads":
-            return {"available": False, "groups": [],
-                    "reason": "this store keeps one sidecar record under a PID lock; it publishes "
-                              "no heads, so there is nothing to redo"}
-        every = redo_plan.groups(wb.store, wb.state, wb.book.head, wb.book.codec, everything=True)
+            return {"available": False, "groups": [], "reason": NO_HEADS}
+        every = yield from redo_plan.groups_job(wb.store, wb.state, wb.book.head, wb.book.codec,
+                                                everything=True)
         groups = every if everything else [g for g in every if not g.get("ancestor")]
         # `hidden`: earlier moments of the current line, one `{all: true}` away
         out = {"available": bool(groups), "groups": groups, "all": everything,

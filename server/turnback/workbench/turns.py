@@ -211,6 +211,12 @@ class TurnsFeature:
         if not self.wb.is_owner:
             return
         recorder = self.wb.recorder
+        # Git's own files, as an editor reports them (`git status` refreshing the index, a commit
+        # message saved): never the session's files, so no capture and no gap. An agent's hook
+        # naming one still gets its `git-internal` gap (docs/capture.md, "Git's files and turnback's own").
+        rels = [rel for rel in rels if not self.wb.ws.git_internal(rel)]
+        if not rels:
+            return
         if by == "watch":  # a folder the watcher reports: itself (a file that became a folder is a
             # gap) and the files in it, which the watcher may not report
             def with_their_files(reported):

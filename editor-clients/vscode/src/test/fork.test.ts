@@ -45,7 +45,7 @@ describe("fork against the real server", () => {
         const info = await s.api.sessionInfo();
         assert.notEqual(info.sessionId, parent);
         assert.equal(out.result?.branch?.parentId, parent);
-        assert.match(out.message, new RegExp(`branch ${info.sessionId.slice(0, 8)} continues; session ${parent.slice(0, 8)} is frozen`));
+        assert.equal(out.message, "Forked at turn 1: a new branch continues from there; the session you forked is frozen, read only.");
         const node = lineageNode((await s.api.sessionList()).sessions)!;
         assert.deepEqual(node.children!.map((c) => [c.label, c.description]), [
             [parent.slice(0, 8), "2 turns · frozen"],

@@ -315,7 +315,7 @@ describe("Fork at This Response: the confirmation, confirm, stale, refusal, work
         const out = await forkFlow(api, 2, { confirm: async () => FORK_HERE, worktreePath: async () => assert.fail("no path asked") });
         assert.equal(out.status, "forked");
         assert.deepEqual(api.calls.find(([n]) => n === "forkConfirm")![1], [2, "h1", undefined, false]);
-        assert.equal(out.message, "Forked at turn 2: branch bbbbbbbb continues; session aaaaaaaa is frozen.");
+        assert.equal(out.message, "Forked at turn 2: a new branch continues from there; the session you forked is frozen, read only.");
     });
 
     test("the user's own edits are listed and Fork Here, Keep My Edits confirms with keepUserEdits", async () => {

@@ -5,7 +5,9 @@ import { spawn } from "node:child_process";
 import { test } from "node:test";
 
 import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, serverCommand, splitCommandLine, startFailureMessage } from "../config";
-import { agentResumeNote } from "../flows";
+import { agentResumeNote, resumeOf } from "../flows";
+import { wholeRowTooltip } from "../tree";
+import { gapLine } from "../text";
 import { dialogDetail, gapReasonText, mentionsPath, redoPicks, renderStatus } from "../render";
 import { SessionState, uriKey } from "../state";
 
@@ -91,7 +93,10 @@ test("the dialog's detail keeps its indented lines visible as bullets", () => {
 
 test("a committed rewind of a Claude Code session names the command that resumes it", () => {
     const command = "claude --resume 3f1c --resume-session-at a4";
-    assert.ok(agentResumeNote({ agentResume: { command } }).includes(command));
+    // the command is offered whole beside the sentence (Copy, Run in Terminal), not cut inside it
+    assert.equal(agentResumeNote({ agentResume: { command } }), " Resume Claude Code at this point:");
+    assert.deepEqual(resumeOf({ agentResume: { command } }), { resumeCommand: command });
+    assert.deepEqual(resumeOf({ agentResume: { command: null } }), {});
     assert.equal(agentResumeNote({}), "");
     assert.ok(agentResumeNote({ agentResume: { command: null, note: "no turn survives" } }).includes("no turn survives"));
 });
@@ -123,4 +128,22 @@ test("a Redo pick says when it is a frozen parent's state or what a transaction 
     assert.match(parent.label, /Turn 3 back: rename/);
     assert.match(parent.detail!, / · a state of the frozen session this one was forked from · what a rewind, Redo or fork overwrote: your uncaptured edits$/);
     assert.doesNotMatch(own.detail!, /frozen|overwrote/);
+});
+
+test("a row's tooltip holds its whole text, label and description first when it does not say them (issue 40)", () => {
+    assert.equal(wholeRowTooltip({ label: "Sessions (2)", description: "this one: “x”", tooltip: "Every session." }),
+        "Sessions (2) — this one: “x”\nEvery session.");
+    assert.equal(wholeRowTooltip({ label: "  ↳ ● New branch from turn 2", description: "1 turn", tooltip: "New branch from turn 2: 1 turn" }),
+        "New branch from turn 2: 1 turn");
+    assert.equal(wholeRowTooltip({ label: "a.py", description: "changed" }), "a.py — changed");
+});
+
+test("a gap's line says its sentence once (issue 40)", () => {
+    assert.equal(gapLine({ uri: null, turn: null, reason: "git-head-and-index", detail: "a rewind does not restore Git HEAD or the index" }),
+        "(session) — git-head-and-index: a rewind does not restore Git HEAD or the index");
+    assert.equal(gapLine({ uri: "file:///w/.git/index", turn: null, reason: "git-internal",
+        detail: "inside a .git folder (or a worktree's .git file): Git's own data is never captured" }, "/w"),
+    ".git/index — git-internal: inside a .git folder (or a worktree's .git file): Git's own data is never captured");
+    assert.equal(gapLine({ uri: "file:///w/a.py", turn: 2, reason: "too-large", detail: "20 MiB, over the 16 MiB limit" }, "/w"),
+        "a.py — too-large, too large to capture (turn 2): 20 MiB, over the 16 MiB limit");
 });

@@ -1,0 +1,52 @@
+"""`TURNBACK_START_OWNER=1`: a `turnback turn …` command that finds no live owner starts a background
+one (as the agent hooks do) and goes through it, so every later command of the session costs a
+process start and a round trip instead of opening the store. Without the variable nothing is
+started (docs/live.md, "The command line's own owner")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from cli_helpers import turnback_exe
+
+
+def _run(ws, *args, start: bool):
+    env = {k: v for k, v in os.environ.items() if k != "TURNBACK_START_OWNER"}
+    if start:
+        env["TURNBACK_START_OWNER"] = "1"
+    return subprocess.run([*turnback_exe(), "--workspace", str(ws), *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _owner(ws) -> dict:
+    proc = _run(ws, "--json", "daemon", "status", start=False)
+    return json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def test_a_turn_command_starts_an_owner_and_goes_through_it(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    try:
+        assert _run(ws, "turn", "begin", "--prompt", "first", start=True).stdout.strip() == "1"
+        owner = _owner(ws)
+        assert owner.get("running") is True and owner.get("pid"), owner
+        (ws / "a.txt").write_text("two\n")
+        settled = _run(ws, "turn", "settle", start=True)
+        assert settled.returncode == 0, settled.stderr
+        assert _owner(ws)["pid"] == owner["pid"]  # the same owner took the settle
+        rewind = _run(ws, "rewind", "--before-prompt", "1", "--yes", start=True)
+        assert rewind.returncode == 0, rewind.stderr
+        assert (ws / "a.txt").read_text() == "one\n"  # the owner saw the change by itself
+    finally:
+        _run(ws, "daemon", "stop", start=False)
+
+
+def test_without_the_setting_a_turn_command_starts_nothing(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert _run(ws, "turn", "begin", "--prompt", "first", start=False).returncode == 0
+    assert not _owner(ws).get("running")
+    assert _run(ws, "turn", "settle", start=False).returncode == 0
