@@ -13,8 +13,8 @@ from turnback.collect import auto, collector
 from turnback.store import fsio
 from turnback.store.packs import Pack
 
-from .conftest import (age_objects, assert_sound, build_template, open_wb, reference_run, snapshot,
-                       turn)
+from .conftest import (age_objects, assert_sound, build_template, finish_and_compare, open_wb,
+                       reference_run, snapshot, turn)
 
 
 @pytest.fixture
@@ -72,15 +72,7 @@ def test_a_quick_collection_stopped_at_every_pause_loses_nothing(template, monke
         shutil.copytree(ws0, ws, symlinks=True)
         _pauses, was_stopped = _quick_run(ws, monkeypatch, k)
         stops += was_stopped
-        store = ws / ".turnback"
-        assert_sound(store)
-        now = snapshot(store)
-        assert set(expected[0]) <= set(now[0]) and expected[1] <= now[1]  # nothing retained lost
-        wb = open_wb(ws)
-        wb.collection.run()
-        wb.close()
-        assert snapshot(store) == expected  # a full run ends where the uninterrupted one did
-        assert_sound(store)
+        finish_and_compare(ws, expected)
         shutil.rmtree(ws)
     assert stops >= total // 2, (stops, total)  # most pauses are outside a helper thread's work
 
@@ -146,14 +138,6 @@ def test_a_quick_collection_failing_at_every_operation_loses_nothing(template):
         faulted += plan.faulted > 0
         assert not wb.collecting
         wb.close()
-        store = ws / ".turnback"
-        assert_sound(store)
-        now = snapshot(store)
-        assert set(expected[0]) <= set(now[0]) and expected[1] <= now[1]  # nothing retained lost
-        wb = open_wb(ws)
-        wb.collection.run()
-        wb.close()
-        assert snapshot(store) == expected
-        assert_sound(store)
+        finish_and_compare(ws, expected)
         shutil.rmtree(ws)
     assert_faulted(faulted, total, "a quick collection failed at every operation")
