@@ -11,7 +11,7 @@ def run_collection(wb, progress=None) -> dict:
     """One full collection. With `progress`, drive the collector's job and report its yields."""
     coll = wb.collection
     if progress is not None and callable(getattr(coll, "job", None)):
-        job = coll.job()
+        job = coll.job(pack_all=True)
         count = 0
         try:
             while True:
@@ -23,7 +23,7 @@ def run_collection(wb, progress=None) -> dict:
             return result
     if not callable(getattr(coll, "run", None)):
         raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
-    return coll.run({})
+    return coll.run({"packAll": True})  # as `git gc` repacks everything
 
 
 class ProgressBar:

@@ -72,12 +72,14 @@ class Collector:
                  object_slack: float = OBJECT_SLACK, child_threshold: int = CHILD_THRESHOLD,
                  use_child: bool = True, max_steps: int = MAX_STEPS,
                  delete_batch: int = DELETE_BATCH, quick: bool = False,
-                 deadline: float | None = None):
+                 deadline: float | None = None, pack_all: bool = False):
         """`quick`: its new pack at the put-time level, no rewrite for the layout alone (the
         command line's automatic run); `deadline` (monotonic): stop (CollectionStopped) at the
-        first pause past it, never while a helper thread works for it."""
+        first pause past it, never while a helper thread works for it. `pack_all`: every small
+        pack merged into its new one (`turnback gc`; collect/repack.make_plan)."""
         self.wb = wb
         self.quick = quick
+        self.pack_all = pack_all
         self.deadline = deadline
         self._in_thread = False
         self.store = wb.store

@@ -110,9 +110,12 @@ def iter_version_hints(state):
 
 
 def make_plan(objects, keeps, loose_kept: list[tuple[str, int]], t0: float, slack: float,
-              hints, names, *, relayout: bool = True, known=None) -> Plan:
+              hints, names, *, relayout: bool = True, known=None, pack_all: bool = False) -> Plan:
     """What to repack; `keeps(digest)` says whether an object is referenced. Runs on the thread.
-    `known`: the live state's map of paths to images, for the names of files no turn changed."""
+    `known`: the live state's map of paths to images, for the names of files no turn changed.
+    `pack_all` (`turnback gc`, as `git gc` repacks everything): every small pack merged into the
+    new one, so each version finds its base there and becomes a delta; an owner's collections
+    after each turn pack each turn's objects apart, where no delta can reach an older pack."""
     plan = Plan(hints=dict(hints), names=names)
     _name_known(names, known)
     packs = objects.packs
@@ -166,6 +169,9 @@ def make_plan(objects, keeps, loose_kept: list[tuple[str, int]], t0: float, slac
             going.add(pack)
             small.remove((size, pack))
     small.sort(key=lambda s: (s[0], s[1].name))
+    if pack_all and (len(small) > 1 or (small and (plan.loose or plan.rewrite))):
+        plan.rewrite += [pack for _size, pack in small]
+        return plan
     acc, chosen = loose_bytes, []
     for size, pack in small:
         if acc and size <= 2 * acc:
@@ -393,7 +399,7 @@ def phase(col):
     yield from col._fresh_slice(1)
     plan = yield from col._off_loop(lambda: make_plan(
         objects, col._keeps, list(col.loose_kept), col.t0, col.object_slack, hints, names,
-        relayout=not col.quick, known=col.wb.book.state.known))
+        relayout=not col.quick, known=col.wb.book.state.known, pack_all=col.pack_all))
     if plan.empty:
         return
     built = yield from col._off_loop(lambda: build(objects, plan, col._keeps, quick=col.quick))
