@@ -5,10 +5,13 @@ pack, and the command's outcome is the same. Without it nothing was ever collect
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from turnback.collect import auto
 from turnback.store import fsio
+from turnback.store.packformat import DELTA
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 
@@ -82,3 +85,27 @@ def test_a_failed_automatic_collection_leaves_the_command_done_and_the_store_sou
     assert fsck(ws / ".turnback").ok
     cli.ok("rewind", "--after-response", "13", "--yes")  # turn 14 goes: 13's file back, from the pack
     assert (ws / "src/m0.py").read_text() == "# version 13\n"
+
+
+def _module(k: int, n: int) -> str:
+    return "".join(f"def f{k}_{i}(x):\n    return x * {i} + {k}\n" for i in range(120)) + f"# {n}\n"
+
+
+def test_turnback_gc_leaves_one_pack_where_each_version_is_a_delta(cli, ws, monkeypatch):
+    (ws / "src").mkdir()
+    monkeypatch.setenv(auto.ENV, "0")
+    for n, count in ((0, 200), (1, 70), (2, 70)):  # a collection after each turn, as an owner's
+        cli.ok("turn", "begin", "--prompt", f"turn {n}")
+        for k in range(count):
+            (ws / f"src/m{k}.py").write_text(_module(k, n))
+        cli.ok("turn", "settle")
+        for f in (ws / ".turnback/objects/pack").glob("*"):  # older than the gc (it leaves new ones)
+            os.utime(f, (f.stat().st_mtime - 60,) * 2)
+        cli.ok("gc")
+    packs = _packs(ws)
+    assert len(packs) == 1, packs  # geometric alone: the later turns' versions in packs apart
+    deltas = sum(1 for i in range(packs[0].doc.count) if packs[0].doc.entry(i)[0].kind == DELTA)
+    assert deltas >= 2 * 70, deltas
+    assert fsck(ws / ".turnback").ok
+    cli.ok("rewind", "--after-response", "2", "--yes")  # turn 2 wrote version 1
+    assert (ws / "src/m5.py").read_text() == _module(5, 1)
