@@ -11,6 +11,7 @@ import pytest
 from sessionkit import assert_faulted
 from turnback.collect import auto, collector
 from turnback.store import fsio
+from turnback.store.objects import RAW_LOOSE_MAX
 from turnback.store.packs import Pack
 
 from .conftest import (age_objects, assert_sound, build_template, finish_and_compare, open_wb,
@@ -102,6 +103,8 @@ def test_due_counts_a_sample_of_the_fan_out_and_the_head_files(tmp_path, monkeyp
     for i in range(40):  # 40 in the sample: about 640 in the store
         (store / "objects" / f"{i % 16:02x}" / f"{i:030x}").write_bytes(b"x")
     (store / "objects" / "00" / "stray.tbtmp.0123456789ab").write_bytes(b"")
+    with open(store / "objects" / "01" / f"{99:030x}", "wb") as big:  # stays loose whatever runs
+        big.truncate(RAW_LOOSE_MAX + 1)
     (store / "heads").mkdir()
     assert auto.loose_estimate(store) == 640
     assert "640 loose objects" in auto.due(store)

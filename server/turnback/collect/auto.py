@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from ..store.heads import LOOSE_NEWEST
+from ..store.objects import RAW_LOOSE_MAX
 
 AUTO_LOOSE = 512  # estimated loose objects (a command-line turn writes about 10-20)
 AUTO_HEADS = LOOSE_NEWEST + 96  # loose head files (a collection packs all but the newest 64)
@@ -47,16 +48,25 @@ def threshold() -> int:
 
 
 def loose_estimate(store: Path) -> int:
-    """Loose objects in the store, estimated from SAMPLE fan-out folders (a few system calls)."""
+    """Loose objects a collection would pack, estimated from SAMPLE fan-out folders. Those over
+    RAW_LOOSE_MAX stay loose whatever runs (collect/repack.REPACK_MAX): counted, a store with many
+    big files would run a collection after every command and never get below the threshold."""
     objects = Path(store) / "objects"
     count = 0
     for i in range(SAMPLE):
         try:
             with os.scandir(objects / f"{i:02x}") as it:
-                count += sum(1 for e in it if ".tbtmp." not in e.name)
+                count += sum(1 for e in it if ".tbtmp." not in e.name and _packable(e))
         except (FileNotFoundError, NotADirectoryError):
             continue
     return count * 256 // SAMPLE
+
+
+def _packable(entry) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_size <= RAW_LOOSE_MAX
+    except OSError:
+        return False
 
 
 def loose_heads(store: Path) -> int:
