@@ -10,7 +10,8 @@ import pytest
 from sessionkit import assert_faulted
 from turnback.store import fsio
 
-from .conftest import assert_sound, build_template, expire_lease, open_wb, reference_run, run_py, snapshot
+from .conftest import (build_template, expire_lease, finish_and_compare, open_wb, reference_run,
+                       run_py, snapshot)
 
 
 @pytest.fixture
@@ -19,19 +20,6 @@ def template(fast_tmp):
     plan, stats, ref = reference_run(ws, fast_tmp)
     assert stats["headsRetired"] > 0 and stats["objectsDeleted"] > 0
     return ws, snapshot(ref / ".turnback"), plan.count, fast_tmp
-
-
-def _finish_and_compare(ws, expected):
-    store_path = ws / ".turnback"
-    assert_sound(store_path)
-    before = snapshot(store_path)
-    # nothing retained was lost: every head and object of the finished collection is still there
-    assert set(expected[0]) <= set(before[0]) and expected[1] <= before[1]
-    wb = open_wb(ws)
-    wb.collection.run()
-    wb.close()
-    assert snapshot(store_path) == expected  # the next run completes the half-done one
-    assert_sound(store_path)
 
 
 def test_fail_at_every_operation(template):
@@ -49,7 +37,7 @@ def test_fail_at_every_operation(template):
         faulted += plan.faulted > 0
         assert not wb.collecting and wb.collection.pending  # still to do after the failure
         wb.close()
-        _finish_and_compare(ws, expected)
+        finish_and_compare(ws, expected)
         shutil.rmtree(ws)
     assert_faulted(faulted, total, "collection failed at every operation")
 
@@ -80,6 +68,6 @@ def test_crash_at_every_operation(template):
         else:
             assert r.returncode == 0 and "finished" in r.stdout, r.stderr
         expire_lease(ws / ".turnback")
-        _finish_and_compare(ws, expected)
+        finish_and_compare(ws, expected)
         shutil.rmtree(ws)
     assert_faulted(crashed, total, "collection crashed at every operation")

@@ -23,10 +23,10 @@ def gated(monkeypatch):
     gate, entered = threading.Event(), []
     real = packwrite.compress_block
 
-    def held(pieces, raw_len):
+    def held(pieces, raw_len, level=packwrite.LEVEL):
         entered.append(raw_len)
         assert gate.wait(GATE), "the test never opened the gate"
-        return real(pieces, raw_len)
+        return real(pieces, raw_len, level)
 
     monkeypatch.setattr(packwrite, "compress_block", held)
     return gate, entered

@@ -34,7 +34,7 @@ def _block() -> tuple[list[bytes], int]:
 
 
 def test_a_block_compressor_made_on_a_thread_that_ended_is_the_next_threads(monkeypatch):
-    made = _counting(monkeypatch, packwrite._compressors)
+    made = _counting(monkeypatch, packwrite._kept_for(packwrite.LEVEL))
     pieces, raw = _block()
     for _ in range(3):  # three helper threads, one after the other, each gone when the next runs
         t = threading.Thread(target=packwrite.compress_block, args=(pieces, raw))
@@ -43,7 +43,7 @@ def test_a_block_compressor_made_on_a_thread_that_ended_is_the_next_threads(monk
     kind, stored, _check = packwrite.compress_block(pieces, raw)  # and the caller's own thread
     assert kind == BLOCK and inflate(stored, raw) == b"".join(pieces)
     assert len(made) == 1  # one context served all four (per thread: four, three of them lost)
-    assert len(packwrite._compressors._free) == 1
+    assert len(packwrite._kept_for(packwrite.LEVEL)._free) == 1
 
 
 def test_contexts_in_use_at_once_are_distinct_and_no_more_than_keep_stay(monkeypatch):
@@ -69,11 +69,11 @@ def test_contexts_in_use_at_once_are_distinct_and_no_more_than_keep_stay(monkeyp
 
 
 def test_an_idle_drop_gives_the_kept_workspaces_back_and_a_recent_use_keeps_them(monkeypatch):
-    _counting(monkeypatch, packwrite._compressors)
+    _counting(monkeypatch, packwrite._kept_for(packwrite.LEVEL))
     pieces, raw = _block()
     packwrite.compress_block(pieces, raw)
-    assert zstdctx.drop_idle(3600.0) == 0 and packwrite._compressors._free  # used just now
+    assert zstdctx.drop_idle(3600.0) == 0 and packwrite._kept_for(packwrite.LEVEL)._free  # used just now
     freed = zstdctx.drop_idle(0.0)
-    assert freed >= 1 << 20 and not packwrite._compressors._free
+    assert freed >= 1 << 20 and not packwrite._kept_for(packwrite.LEVEL)._free
     packwrite.compress_block(pieces, raw)  # made again on demand
-    assert len(packwrite._compressors._free) == 1
+    assert len(packwrite._kept_for(packwrite.LEVEL)._free) == 1

@@ -19,6 +19,7 @@ class Context:
         self.stderr = stderr or sys.stderr
         self.stdin = stdin or sys.stdin
         self.json = bool(getattr(args, "json", False))
+        self.owned_here = False  # a command opened the store as its owner, in this process
 
     # -- places -----------------------------------------------------------------------------------
     @property
@@ -89,6 +90,7 @@ class Context:
             from ..hooks import after_rewind
 
             after_rewind.attach(wb, background=False)
+            self.owned_here = self.owned_here or wb.is_owner
         return wb
 
     def _tell_recovered(self, wb) -> None:

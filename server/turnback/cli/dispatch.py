@@ -20,7 +20,12 @@ def run(args) -> int:
 
     ctx = Context(args)
     try:
-        return int(commands.dispatch(ctx) or 0)
+        status = int(commands.dispatch(ctx) or 0)
+        if status == 0:  # git's gc --auto: collect/auto.py
+            from .upkeep_cmd import auto_collect
+
+            auto_collect(ctx)
+        return status
     except NotOwner as exc:
         ctx.fail(exc)
         return EXIT_NOT_OWNER

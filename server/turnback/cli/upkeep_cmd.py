@@ -11,7 +11,7 @@ def run_collection(wb, progress=None) -> dict:
     """One full collection. With `progress`, drive the collector's job and report its yields."""
     coll = wb.collection
     if progress is not None and callable(getattr(coll, "job", None)):
-        job = coll.job()
+        job = coll.job(pack_all=True)
         count = 0
         try:
             while True:
@@ -23,7 +23,7 @@ def run_collection(wb, progress=None) -> dict:
             return result
     if not callable(getattr(coll, "run", None)):
         raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
-    return coll.run({})
+    return coll.run({"packAll": True})  # as `git gc` repacks everything
 
 
 class ProgressBar:
@@ -86,6 +86,35 @@ def cmd_fsck(ctx) -> int:
     report = fsck(ctx.store_path)
     ctx.emit(fsck_json(report)) if ctx.json else ctx.print(*Renderer.fsck(report))
     return EXIT_OK if report.ok else EXIT_ERROR
+
+
+# Commands after which the command line collects by itself when the store is past its thresholds
+# (collect/auto.py); never the hooks' (`turnback hook` never reaches here), captures, steps or reads.
+AUTO_AFTER = {("turn", "settle"), ("rewind", None), ("restore", None), ("redo", None), ("fork", None)}
+
+
+def auto_collect(ctx) -> None:
+    """git's `gc --auto` for a command that ran without an owner: a quick, bounded collection once
+    the store passes its thresholds. Never changes the command's outcome: a failure is a note."""
+    args = ctx.args
+    if not ctx.owned_here or (args.command, getattr(args, "turn_command", None)) not in AUTO_AFTER:
+        return
+    from ..collect import auto
+
+    why = auto.due(ctx.store_path)
+    if why is None:
+        return
+    try:
+        wb = ctx._open_once(own=True, must_exist=True)
+        try:
+            if getattr(wb, "is_owner", False) and hasattr(wb, "collection"):
+                stats = auto.run_bounded(wb)
+                if stats.get("stopped"):
+                    ctx.note(f"turnback: collected part of the store ({why}); the rest next time")
+        finally:
+            wb.close()
+    except Exception as exc:  # noqa: BLE001 - the command itself succeeded
+        ctx.note(f"turnback: the automatic collection ({why}) did not run: {exc}")
 
 
 COMMANDS = {"gc": cmd_gc, "fsck": cmd_fsck}

@@ -60,13 +60,28 @@ OBJECT_SLACK = 0.05
 CACHED_PER_STEP = 256  # cached heads looked up per step
 
 
+class CollectionStopped(BaseException):
+    """A bounded collection (`collect/auto.py`) reached its deadline at a pause and stopped there.
+    Not an Exception, as GeneratorExit is not: no handler of the collector's that records an error
+    and goes on may take it for one; those that clean up (`except BaseException`) still do."""
+
+
 class Collector:
     def __init__(self, wb, cache: HeadCache | None = None, *, grace_heads: int | None = None,
                  grace_seconds: float | None = None, now: float | None = None,
                  object_slack: float = OBJECT_SLACK, child_threshold: int = CHILD_THRESHOLD,
                  use_child: bool = True, max_steps: int = MAX_STEPS,
-                 delete_batch: int = DELETE_BATCH):
+                 delete_batch: int = DELETE_BATCH, quick: bool = False,
+                 deadline: float | None = None, pack_all: bool = False):
+        """`quick`: its new pack at the put-time level, no rewrite for the layout alone (the
+        command line's automatic run); `deadline` (monotonic): stop (CollectionStopped) at the
+        first pause past it, never while a helper thread works for it. `pack_all`: every small
+        pack merged into its new one (`turnback gc`; collect/repack.make_plan)."""
         self.wb = wb
+        self.quick = quick
+        self.pack_all = pack_all
+        self.deadline = deadline
+        self._in_thread = False
         self.store = wb.store
         self.cache = cache if cache is not None else HeadCache.load(wb.store)
         self.grace_heads = wb.options.grace_heads if grace_heads is None else grace_heads
@@ -134,6 +149,8 @@ class Collector:
 
     def _pause(self):
         self._close_slice()
+        if self.deadline is not None and not self._in_thread and time.monotonic() >= self.deadline:
+            raise CollectionStopped()
         yield {"phase": self.phase, **self.progress}
         self._open_slice()
 
@@ -243,11 +260,15 @@ class Collector:
 
         worker = threading.Thread(target=run, name="turnback-collect-sync", daemon=True)
         worker.start()
-        while True:
-            worker.join(0.002)
-            if not worker.is_alive():
-                break
-            yield from self._pause()
+        self._in_thread = True
+        try:
+            while True:
+                worker.join(0.002)
+                if not worker.is_alive():
+                    break
+                yield from self._pause()
+        finally:
+            self._in_thread = False
         if "error" in box:
             raise box["error"]
         return box.get("value")

@@ -31,6 +31,7 @@ from ..errors import InvalidParams, NotOwner, TurnbackError
 from ..hooks import after_rewind
 from ..store import fsio, memory, waiting, zstdctx
 from ..workbench import Options, Workbench
+from ..workbench.collection import pack_all
 from ..workbench.ownership import resign
 from .errors import NotInitialized, to_rpc
 from . import stalls
@@ -189,7 +190,7 @@ class TurnbackServer(LanguageServer):
             if spec.kind == "collect":
                 if not isinstance(params, (dict, type(None))):
                     raise InvalidParams(f"params must be an object, not {type(params).__name__}")
-                return await self.collect(_token(params))
+                return await self.collect(_token(params), params=params)
             raise AssertionError(f"unknown method kind {spec.kind}")
         except asyncio.CancelledError:
             raise
@@ -214,7 +215,7 @@ class TurnbackServer(LanguageServer):
         return on_step
 
     # -- collection -----------------------------------------------------------------------------
-    async def collect(self, token=None, *, background: bool = False) -> dict:
+    async def collect(self, token=None, *, background: bool = False, params=None) -> dict:
         wb = self.workbench()
         if not wb.is_owner:
             owner = wb.owner_info()
@@ -226,7 +227,7 @@ class TurnbackServer(LanguageServer):
             if not hasattr(feature, "job"):
                 if hasattr(feature, "run") and not background:
                     async with self.lock:
-                        return feature.run({})
+                        return feature.run(dict(params or {}))
                 log.info("collection is not available in this build; nothing collected")
                 return {"headsRetired": 0, "objectsDeleted": 0, "bytesFreed": 0, "bytesKept": 0,
                         "slices": 0, "maxSliceMs": 0.0, "available": False}
@@ -237,7 +238,7 @@ class TurnbackServer(LanguageServer):
             wb.emit_status()
             try:
                 async with self.lock:
-                    job = feature.job()
+                    job = feature.job(**pack_all(params))
                 # budget 0: the collector times its own slices; joining two of them held the loop 20 ms
                 with cycles_deferred():
                     result = await run_job(job, lock=self.lock, stats=stats, budget=0.0,

@@ -19,7 +19,8 @@ import xxhash
 PACK_MAGIC = b"TBPK"
 INDEX_MAGIC = b"TBPX"
 VERSION = 1
-PACK_HEADER = 32  # magic, version, pack id, 8 reserved bytes
+PACK_HEADER = 32  # magic, version, pack id, the level its blocks were made at, 7 reserved bytes
+LEVEL_AT = 24  # the header's byte that says it (0: not recorded, a pack of an earlier version)
 TRAILER = 16  # xxh3-128 (seed 0) of everything before it
 NONE = 0xFFFFFFFF  # "no delta base"
 
@@ -65,8 +66,8 @@ class Segment:
     check: int  # xxh3-64 (seed 0) of the stored bytes
 
 
-def pack_header(pack_id: bytes) -> bytes:
-    return PACK_MAGIC + struct.pack(">I", VERSION) + pack_id + bytes(8)
+def pack_header(pack_id: bytes, level: int = 0) -> bytes:
+    return PACK_MAGIC + struct.pack(">I", VERSION) + pack_id + bytes([level]) + bytes(7)
 
 
 def segment_check(stored: bytes) -> int:

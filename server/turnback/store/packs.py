@@ -22,11 +22,12 @@ from pathlib import Path
 import zstandard
 
 from . import delta, fsio
-from .packformat import (BLOCK, DELTA, DIGEST, NONE, PACK_HEADER, PACK_MAGIC, RAW, IndexDoc,
-                         PackFiles, PackFormatError, Segment, decode_index, segment_check)
+from .packformat import (BLOCK, DELTA, DIGEST, LEVEL_AT, NONE, PACK_HEADER, PACK_MAGIC, RAW,
+                         IndexDoc, PackFiles, PackFormatError, Segment, decode_index, segment_check)
 
 SMALL_PACK = 4096  # packs with fewer objects are looked up through one shared dict
 CACHE_BYTES = 16 << 20  # inflated blocks kept for the next read: a restore reads neighbours
+KEPT_ABOVE = 16 << 10  # smaller blocks are not kept (inflating one costs microseconds)
 CACHE_IDLE_SECONDS = 10.0  # kept blocks unread this long go (an owner waiting for the next turn)
 WRITER_LOOKS_EVERY = 0.5  # seconds
 _RACY_NS = 2_000_000_000  # a folder changed this recently may change again within its mtime tick
@@ -49,6 +50,21 @@ class Pack(PackFiles):
 
     def __repr__(self) -> str:
         return f"Pack({self.name}, {self.doc.count} objects)"
+
+    def made_at(self) -> int:
+        """The zstd level its writer made its blocks at (its header says), 0 when the header does
+        not say (a pack of an earlier version, with 8 MiB blocks) or cannot be read."""
+        try:
+            fd = fsio.open_read(self.pack_path)
+        except OSError:
+            return 0
+        try:
+            head = os.pread(fd, PACK_HEADER, 0)
+        except OSError:
+            return 0
+        finally:
+            os.close(fd)
+        return head[LEVEL_AT] if len(head) == PACK_HEADER and head[:4] == PACK_MAGIC else 0
 
     def read_stored(self, seg: Segment, fd: int | None = None) -> bytes:
         """A segment's stored bytes, checked against its checksum."""
@@ -295,9 +311,9 @@ class PackSet:
 
 
 def _kept(seg: Segment) -> bool:
-    """Whether a read keeps the segment's inflated bytes in the block cache: a big solid block
-    (a small one inflates in well under a millisecond)."""
-    return seg.kind == BLOCK and seg.raw > 64 << 10
+    """Whether a read keeps the segment's inflated bytes in the block cache: a solid block of
+    many objects (a tiny one inflates in microseconds)."""
+    return seg.kind == BLOCK and seg.raw > KEPT_ABOVE
 
 
 def _cache_key(pack: Pack, i: int) -> tuple:

@@ -6,14 +6,15 @@ makes them durable in its one pass (an object batch syncs everything it wrote at
 the caller syncs the folder. `discard` removes whatever was written. Every write goes through the
 file-system seam.
 
-Blocks: objects are appended to the current block until it would pass `BLOCK_RAW` raw bytes; a full
+Blocks: objects are appended to the current block until it would pass `block_raw` raw bytes; a
 block is compressed as one frame on a helper thread (zstd releases the GIL), at most `IN_FLIGHT`
-blocks at a time, and written in order. Why solid 8 MiB blocks with an 8 MiB window and long-distance
-matching: on the bench's 20,000-file tree they store 127.5 MiB in 17.1 MiB, against 45.7 MiB for the
-same objects compressed one by one and 48 MiB for git after `gc`; on a real tree (/usr/include, 7,956
-files, 110 MiB) 12.7 MiB against git's 16 MiB (docs/performance.md). The price is a read: one object
-inflates its whole block (about 5 ms for 8 MiB here), which the reader's block cache shares between
-neighbours. Deltas are frames of their own (store/delta.py), against a base in the same pack.
+blocks at a time, and written in order. Blocks are small (256 KiB at put time, 512 KiB when the
+collector repacks) so that reading one object inflates at most its block, never megabytes: the 8 MiB
+blocks of earlier versions made a Redo listing of 100 mypy turns spend 17 of its 20 s inflating them.
+Similar files still share their bytes inside a block (the collector orders objects by path), and the
+collector makes its blocks at a higher level on its helper thread (`REPACK_LEVEL`), which more than
+wins back what the smaller window costs; docs/performance.md ("Pack layout") has the figures.
+Deltas are frames of their own (store/delta.py), against a base in the same pack.
 
 Writes: once a pack has a compressing thread it has a writing thread too, and every write after that
 (blocks, delta frames) goes to it, in the order they were made: a 2 MiB frame's `write` costs about
@@ -39,33 +40,50 @@ from . import delta, fsio, memory, waiting, zstdctx
 from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, PackFiles, Segment,
                          encode_index, pack_header, segment_check)
 
-BLOCK_RAW = 8 << 20
+BLOCK_RAW = 256 << 10  # put time: what one object's read inflates at most (besides itself)
 LEVEL = 3
-WINDOW_LOG = 23  # 8 MiB: a block sees every earlier byte of itself
+REPACK_BLOCK_RAW = 512 << 10  # the collector's blocks
+REPACK_LEVEL = 19  # the collector's level, on its helper thread (about 2.5 MB/s of raw bytes)
+REPACK_LEVEL_BIG = 9  # ...past REPACK_LEVEL_BYTES of raw bytes in one pack (a big first repack)
+REPACK_LEVEL_BYTES = 64 << 20
 IN_FLIGHT = 2  # blocks being compressed at once (memory: about 3 x BLOCK_RAW)
 # Past this many a block's `add` waits for the oldest (memory stays bounded); a job waits in slices
 # before that (`iter_settle`), so an event loop never blocks on the compressing thread.
 IN_FLIGHT_MAX = 4 * IN_FLIGHT
-INLINE_BLOCK = 256 << 10  # smaller blocks are compressed on the caller's thread (about 1 ms)
+INLINE_BLOCK = 32 << 10  # smaller blocks are compressed on the caller's thread (well under 1 ms)
 _QUEUED_MAX = 1024  # writes queued at most (delta frames are many and small; blocks are fewer)
 _KEEP_SMALL = 1024  # objects this small stay readable from memory while the pack is built
 _KEEP_SMALL_TOTAL = 8 << 20
 
 
-def _block_compressor() -> zstandard.ZstdCompressor:
+def _block_compressor(level: int) -> zstandard.ZstdCompressor:
+    # The window covers the biggest block a writer makes, and the parameters are zstd's for inputs
+    # of that size (a level-19 compressor tuned for unknown sizes holds about 80 MiB of tables).
     params = zstandard.ZstdCompressionParameters.from_level(
-        LEVEL, window_log=WINDOW_LOG, enable_ldm=True, write_checksum=0, write_content_size=1)
+        level, source_size=REPACK_BLOCK_RAW, window_log=_window_log(REPACK_BLOCK_RAW),
+        write_checksum=0, write_content_size=1)
     return zstandard.ZstdCompressor(compression_params=params)
 
 
-_compressors = zstdctx.Kept(_block_compressor, keep=1)  # 9.8 MiB each once it has made a block
+def _window_log(size: int) -> int:
+    return max(17, (size - 1).bit_length())
 
 
-def compress_block(pieces: list[bytes], raw_len: int) -> tuple[int, bytes, int]:
+_compressors: dict[int, zstdctx.Kept] = {}  # level -> kept contexts (a few MiB each once used)
+
+
+def _kept_for(level: int) -> zstdctx.Kept:
+    kept = _compressors.get(level)
+    if kept is None:
+        kept = _compressors.setdefault(level, zstdctx.Kept(lambda: _block_compressor(level), keep=1))
+    return kept
+
+
+def compress_block(pieces: list[bytes], raw_len: int, level: int = LEVEL) -> tuple[int, bytes, int]:
     """(kind, stored, check) of one block made of `pieces` (raw_len bytes in all): a zstd frame, or
     the raw bytes when compression does not pay. The pieces are streamed into the compressor, not
-    joined first: joining 8 MiB is one call that holds the interpreter lock for milliseconds."""
-    with _compressors.use() as c:
+    joined first: joining a big block is one call that holds the interpreter lock for milliseconds."""
+    with _kept_for(level).use() as c:
         if len(pieces) == 1:
             frame = c.compress(pieces[0])
         else:
@@ -79,10 +97,19 @@ def compress_block(pieces: list[bytes], raw_len: int) -> tuple[int, bytes, int]:
     return RAW, raw, segment_check(raw)
 
 
+def repack_level(raw_bytes: int) -> int:
+    """The level of the collector's blocks once a pack holds `raw_bytes`: its highest for the
+    first REPACK_LEVEL_BYTES (what a collection of a session's new objects writes), a fast one past
+    them, so a first repack of a big store stays minutes shorter."""
+    return REPACK_LEVEL if raw_bytes < REPACK_LEVEL_BYTES else REPACK_LEVEL_BIG
+
+
 class PackWriter(PackFiles):
-    def __init__(self, folder: Path, *, block_raw: int = BLOCK_RAW):
+    def __init__(self, folder: Path, *, block_raw: int = BLOCK_RAW, repack: bool = False):
+        """`repack`: the collector's pack (bigger blocks at its levels, marked so in the header)."""
         self.folder = Path(folder)
-        self.block_raw = block_raw
+        self.repack = repack
+        self.block_raw = REPACK_BLOCK_RAW if repack and block_raw == BLOCK_RAW else block_raw
         self.pack_id = secrets.token_bytes(16)
         self.name = self.pack_id.hex()
         self.pack_tmp = fsio.temp_path(self.folder / f"{self.name}.pack")
@@ -108,6 +135,7 @@ class PackWriter(PackFiles):
         self._small_total = 0
         self._readback: tuple[int, bytes] | None = None
         self.raw_bytes = 0
+        self.block_bytes = 0  # raw bytes gone into blocks (what the collector's level is paid on)
         self.finished = False
         self.published = False
 
@@ -130,6 +158,7 @@ class PackWriter(PackFiles):
         self._block_pieces[digest] = data
         self._block_size += len(data)
         self.raw_bytes += len(data)
+        self.block_bytes += len(data)
         self._keep(digest, data)
 
     def add_delta(self, digest: str, data: bytes, base: str, base_data: bytes,
@@ -168,7 +197,7 @@ class PackWriter(PackFiles):
             if not self.folder.is_dir():
                 fsio.mkdir(self.folder, sync=False)  # the caller's pass syncs objects/ too
             self._fd = fsio.create(self.pack_tmp)
-            self._write(pack_header(self.pack_id))
+            self._write(pack_header(self.pack_id, REPACK_LEVEL if self.repack else LEVEL))
 
     def _write(self, data: bytes) -> None:
         start = self._offset
@@ -227,15 +256,16 @@ class PackWriter(PackFiles):
         self._inflight_pieces.update(self._block_pieces)  # readable until written
         self._block_pieces = {}
         self._ensure_open()
+        level = repack_level(self.block_bytes) if self.repack else LEVEL
         if raw_len < INLINE_BLOCK:
-            self._inflight.append((None, members, raw_len, compress_block(pieces, raw_len)))
+            self._inflight.append((None, members, raw_len, compress_block(pieces, raw_len, level)))
             del pieces
         else:
             if self._pool is None:
                 memory.bound_malloc()  # a big pack: its buffers must not pin memory afterwards
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack")
                 self._writer = ThreadPoolExecutor(1, thread_name_prefix="turnback-pack-write")
-            self._inflight.append((self._pool.submit(compress_block, pieces, raw_len), members,
+            self._inflight.append((self._pool.submit(compress_block, pieces, raw_len, level), members,
                                    raw_len, pieces))
         limit = IN_FLIGHT if wait else IN_FLIGHT_MAX
         while self._inflight and (len(self._inflight) > limit or self._oldest_done()):

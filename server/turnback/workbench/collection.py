@@ -11,6 +11,11 @@ from ..errors import TurnbackError
 from . import params as P
 
 
+def pack_all(params) -> dict:
+    """The collector's options a `turnback/collect/run` request asks for."""
+    return {"pack_all": True} if P.field(params or {}, "packAll", bool, default=False) else {}
+
+
 class CollectionFeature:
     def __init__(self, wb):
         self.wb = wb
@@ -63,8 +68,9 @@ class CollectionFeature:
             wb.emit_status()
 
     def run(self, params=None) -> dict:
-        """One full collection at once (`turnback/collect/run`, `turnback gc`); returns the stats."""
-        P.obj(params)
+        """One full collection at once (`turnback/collect/run`, `turnback gc`); returns the stats.
+        `packAll`: every small pack merged into one, as `git gc` repacks (`turnback gc` asks)."""
+        params = P.obj(params)
         if getattr(self.wb.store.objects, "_batch", None) is not None:
             raise TurnbackError("a capture is in progress; collect when it has finished", code="busy")
-        return self.wb.run(self.job())
+        return self.wb.run(self.job(**pack_all(params)))
