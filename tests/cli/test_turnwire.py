@@ -150,6 +150,6 @@ def test_without_an_owner_a_turn_command_skips_argparse(tmp_path):
     (root / "a.txt").write_text("two\n")
     modules, proc = _imports(root, "turn", "settle")
     assert proc.returncode == 0 and proc.stdout.startswith("turn 1 settled"), proc.stderr
-    assert not {"argparse", "psutil"} & modules
+    assert not {"argparse", "psutil", "secrets", "random"} & modules  # temp names: os.urandom
     bad = tb(root, "turn", "settle", "--turn", "7", check=False)  # errors: the same words and status
     assert bad.returncode == 1 and "error [unknown-turn]" in bad.stderr

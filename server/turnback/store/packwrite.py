@@ -27,7 +27,6 @@ is written after a write that failed.
 from __future__ import annotations
 
 import os
-import secrets
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -83,7 +82,7 @@ class PackWriter(PackFiles):
     def __init__(self, folder: Path, *, block_raw: int = BLOCK_RAW):
         self.folder = Path(folder)
         self.block_raw = block_raw
-        self.pack_id = secrets.token_bytes(16)
+        self.pack_id = os.urandom(16)
         self.name = self.pack_id.hex()
         self.pack_tmp = fsio.temp_path(self.folder / f"{self.name}.pack")
         self.index_tmp: Path | None = None
