@@ -58,3 +58,10 @@ def test_10000_files_changed_in_one_turn_come_back(side, env, tmp_path):
     """Through the owner the rewind's reply (3 MB) reached the command line slowly, and its reader
     lost the frame: `[unreachable] ... header too long`."""
     _replay("many-files", side, env, tmp_path)
+
+
+@pytest.mark.parametrize("side", ["owner", "cli"])
+def test_submodules_files_come_and_go_and_their_git_data_is_never_touched(side, env, tmp_path):
+    checks = _replay("submodules", side, env, tmp_path)
+    assert any(f"names {badinput.SUBMODULE} (folder-not-empty)" in c for c in checks)
+    assert any(f"names {badinput.NESTED} (folder-not-empty)" in c for c in checks)

@@ -104,6 +104,27 @@ def test_pid_reuse_is_detected():
     assert not process_alive(me.pid, me.create_time() - 100)  # same pid, different process
 
 
+def test_own_start_time_is_psutils(pid_store):
+    """The lease stamps the start time read from /proc without psutil; `process_alive` compares it
+    with psutil's, so the two must agree, here and in another process."""
+    from turnback.store.ownership import _own_start_time
+
+    assert abs(_own_start_time() - psutil.Process().create_time()) < 0.02
+    child = subprocess.Popen([sys.executable, "-c", "import sys; from turnback.store.ownership import "
+                              "_own_start_time as t; print(repr(t()), flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        started = float(child.stdout.readline())
+        assert abs(started - psutil.Process(child.pid).create_time()) < 0.02
+        assert process_alive(child.pid, started)
+    finally:
+        child.communicate("")
+    assert not process_alive(child.pid, started)  # it has exited
+    lock = PidLock.acquire(pid_store.path)
+    assert process_alive(os.getpid(), lock.create_time)
+    assert abs(lock.create_time - psutil.Process().create_time()) < 0.02
+
+
 def _pretend_written_on(lock, *, host, machine, boot=None):
     """Rewrite our own lock record as if another host (and machine, and boot) had written it."""
     from turnback.store import records

@@ -7,7 +7,11 @@ On top of a real release (requests, from PyPI), each as one agent turn:
   followed, never restored;
 * `mode-only`: files whose bytes stay and whose mode changes (`chmod +x`, then back);
 * `big-file`: a 100 MiB file appears, then changes: over `capture.maxFileBytes`, a `too-large` gap;
-* `many-files`: 10,000 files created in one turn, then every one of them changed in the next.
+* `many-files`: 10,000 files created in one turn, then every one of them changed in the next;
+* `submodules`: a nested repository (a `.git` folder) and a submodule's checkout (a `.git` file,
+  `.gitmodules`) appear, then change (their files and their git data): their files come and go with
+  the turns, their git data is never touched, and a rewind to the release names the two folders it
+  cannot empty (`folder-not-empty`).
 
 Replayed through a live owner while a second client asks it for its status every 50 ms (the owner
 answering throughout: every question answered, the slowest answer a figure), then through the
@@ -59,10 +63,31 @@ def _many_files(tree: Tree) -> list[Tree]:
     return [{**tree, **files("")}, {**tree, **files(", changed")}]
 
 
+NESTED, SUBMODULE = "vendor/nested", "vendor/sub"
+GIT_DATA = {f"{NESTED}/.git/HEAD", f"{NESTED}/.git/config", f"{SUBMODULE}/.git"}
+
+
+def _submodules(tree: Tree) -> list[Tree]:
+    """A nested repository (its own `.git` folder) and a submodule's checkout (a `.git` file naming
+    its git folder, and `.gitmodules`): their files are the workspace's, their git data never is."""
+    def step(edit: str, head: bytes) -> Tree:
+        return {**tree,
+                ".gitmodules": Entry(f'[submodule "sub"]\n\tpath = {SUBMODULE}\n'.encode(), 0o644),
+                f"{SUBMODULE}/.git": Entry(b"gitdir: ../../.git/modules/sub\n", 0o644),
+                f"{SUBMODULE}/lib.py": Entry(f"VALUE = 1{edit}\n".encode(), 0o644),
+                f"{NESTED}/.git/HEAD": Entry(head, 0o644),
+                f"{NESTED}/.git/config": Entry(b"[core]\n\tbare = false\n", 0o644),
+                f"{NESTED}/main.py": Entry(f"print('nested'){edit}\n".encode(), 0o644)}
+    return [step("", b"ref: refs/heads/main\n"), step("  # changed", b"ref: refs/heads/other\n")]
+
+
 STEPS = {"symlinks": _symlinks, "mode-only": _mode_only, "big-file": _big_file,
-         "many-files": _many_files}
-GAP_PATHS = {"symlinks": set(LINKS), "big-file": {BIG}}
-GAP_REASONS = {"symlinks": "symlink", "big-file": "too-large"}
+         "many-files": _many_files, "submodules": _submodules}
+# paths each rewind to the release must name, with the reason
+GAP_PATHS = {"symlinks": set(LINKS), "big-file": {BIG}, "submodules": {NESTED, SUBMODULE}}
+GAP_REASONS = {"symlinks": "symlink", "big-file": "too-large", "submodules": "folder-not-empty"}
+# paths never compared: git's own data, which turnback neither captures nor restores
+UNCOMPARED = {"submodules": GIT_DATA}
 
 
 def history(kind: str) -> list[tuple[str, Tree]]:
@@ -113,13 +138,17 @@ def _gap_paths(candidate: dict, root: Path) -> list[tuple[str, str]]:
 def travel_back(check, label: str, cli, kind: str, trees: list[Tree]) -> None:
     """Rewind to every earlier turn, then Redo back to the last; the tree compared after each, the
     gaps' paths checked instead of compared."""
-    skip = GAP_PATHS.get(kind, set())
+    skip = GAP_PATHS.get(kind, set()) | UNCOMPARED.get(kind, set())
     top = cli.run("info")[0]["headSeq"]
     for k in range(len(trees) - 1, 0, -1):
         doc, _ = cli.run("rewind", "--before-prompt", str(k + 1), "--yes")
         want = trees[k - 1]
-        diff = differences(want, read_tree(cli.root), skip)
+        got = read_tree(cli.root)
+        diff = differences(want, got, skip)
         check(f"{label}: rewind before turn {k + 1} gives turn {k}'s tree", not diff, str(diff[:5]))
+        untouched = {rel: got.get(rel) for rel in UNCOMPARED.get(kind, ())}
+        check(f"{label}: rewind before turn {k + 1} leaves git's data as the last turn left it",
+              untouched == {rel: trees[-1][rel] for rel in untouched}, str(sorted(untouched)))
         check(f"{label}: rewind before turn {k + 1} leaves no empty folder",
               not empty_folders(cli.root), str(empty_folders(cli.root)[:5]))
         named = _gap_paths(doc.get("candidate", {}), cli.root)
@@ -127,7 +156,7 @@ def travel_back(check, label: str, cli, kind: str, trees: list[Tree]) -> None:
         check(f"{label}: rewind before turn {k + 1} names each gap's path once",
               len(paths) == len(set(paths)), str(named))
         if k == 1:  # every turn that held the bad input is discarded
-            for rel in sorted(skip):
+            for rel in sorted(GAP_PATHS.get(kind, ())):
                 check(f"{label}: the rewind to the release names {rel} ({GAP_REASONS[kind]})",
                       (rel, GAP_REASONS[kind]) in named, str(named))
     cli.run("redo", "--head", str(top), "--yes")

@@ -6,7 +6,7 @@ always compared byte for byte before sharing); it keeps digests from being predi
 
 from __future__ import annotations
 
-import secrets
+import os
 
 import xxhash
 
@@ -16,7 +16,7 @@ _HEX = frozenset("0123456789abcdef")
 
 def new_seed() -> int:
     """A random 64-bit seed for a new store."""
-    return secrets.randbits(64)
+    return int.from_bytes(os.urandom(8), "big")
 
 
 def is_digest(text: object) -> bool:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import errno as _errno
 import os
-import secrets
 import sys
 import threading
 from collections.abc import Iterable, Iterator
@@ -157,7 +156,7 @@ def install_from_env(environ: dict | None = None) -> FaultPlan | None:
 def temp_path(path: StrPath) -> Path:
     """A fresh temp name next to `path` (same folder, hence same file system, so rename is atomic)."""
     p = Path(path)
-    return p.with_name(f".{p.name}{TEMP_MARK}{secrets.token_hex(6)}")
+    return p.with_name(f".{p.name}{TEMP_MARK}{os.urandom(6).hex()}")
 
 
 def is_temp_name(name: str) -> bool:

@@ -38,8 +38,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psutil
-
 from ..errors import CorruptStore, InvalidParams, NotOwner
 from . import anchored, fsio, locks
 from .records import decode_record, read_record, write_record
@@ -364,7 +362,19 @@ def _release(holder, lock_name: str, kind: str) -> None:
 
 
 def _own_start_time() -> float:
-    return psutil.Process(os.getpid()).create_time()
+    """This process's start time as psutil reports it (what `process_alive` compares with). Every
+    lease write stamps it, so a command run without an owner paid psutil's import for it; on Linux
+    it is read from /proc, as psutil reads it: boot time plus the start in clock ticks."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            ticks = int(f.read().rpartition(b")")[2].split()[19])  # field 22, starttime
+        with open("/proc/stat", "rb") as f:
+            boot = next(float(line.split()[1]) for line in f if line.startswith(b"btime"))
+        return ticks / os.sysconf("SC_CLK_TCK") + boot
+    except (OSError, ValueError, IndexError, StopIteration):
+        import psutil
+
+        return psutil.Process(os.getpid()).create_time()
 
 
 def _holder_gone(rec: dict) -> bool:
@@ -401,6 +411,8 @@ def _epoch_floor(store_dir: Path) -> int:
 
 def process_alive(pid: int, create_time: float) -> bool:
     """True if a process with this pid and this start time runs on this host."""
+    import psutil  # local: only a lease held by another process needs it
+
     try:
         proc = psutil.Process(pid)
         if abs(proc.create_time() - create_time) > CREATE_TIME_SLACK:
@@ -423,7 +435,7 @@ class PidLock(_Anchored):
         self.epoch = epoch
         self.pid = os.getpid()
         self.host = _host()
-        self.create_time = psutil.Process(self.pid).create_time()
+        self.create_time = _own_start_time()
         self._anchor_store()
 
     @property

@@ -28,7 +28,6 @@ is written after a write that failed.
 from __future__ import annotations
 
 import os
-import secrets
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -110,7 +109,7 @@ class PackWriter(PackFiles):
         self.folder = Path(folder)
         self.repack = repack
         self.block_raw = REPACK_BLOCK_RAW if repack and block_raw == BLOCK_RAW else block_raw
-        self.pack_id = secrets.token_bytes(16)
+        self.pack_id = os.urandom(16)
         self.name = self.pack_id.hex()
         self.pack_tmp = fsio.temp_path(self.folder / f"{self.name}.pack")
         self.index_tmp: Path | None = None
