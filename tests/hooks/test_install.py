@@ -278,3 +278,35 @@ def test_installing_again_mends_an_old_command_instead_of_adding_a_second(tmp_pa
     # and uninstall still removes exactly turnback's entries
     install.uninstall("claude-code", "project", root)
     assert not (root / ".claude/settings.json").exists()
+
+
+@pytest.mark.parametrize("command", [None, "/old/venv/bin/turnback"])
+def test_installing_again_mends_a_codex_timeout_codex_would_clamp(tmp_path, home, monkeypatch,
+                                                                    command):
+    """Codex 0.169 clamps SessionEnd and Interrupt hooks to 3 s and prints an error item in every
+    run when asked for more (an earlier turnback wrote 30; a user may edit it): `hooks status` names
+    it, installing again (same command or another) sets 3, and touches nothing else."""
+    monkeypatch.setenv("TURNBACK_CODEX", str(tmp_path / "no-codex"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    install.install("codex", "project", root, command=command)
+    path = root / ".codex/hooks.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 30
+    data["hooks"]["Interrupt"][0]["hooks"][0]["timeout"] = "3"
+    data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 45  # Stop is not clamped: the user's choice
+    path.write_text(json.dumps(data))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert row["timeoutClamped"] == ["Interrupt", "SessionEnd"]
+    assert "SessionEnd: a timeout codex clamps" in tb(root, "hooks", "status").stdout.replace(
+        "Interrupt, ", "")
+    again = install.install("codex", "project", root)
+    expected = ["Interrupt", "SessionEnd"] if command is None else install.EVENTS["codex"]
+    assert sorted(again["updated"]) == sorted(expected), again
+    hooks = json.loads(path.read_text())["hooks"]
+    assert [h["timeout"] for e in ("SessionEnd", "Interrupt") for g in hooks[e] for h in g["hooks"]] \
+        == [3, 3]
+    assert hooks["Stop"][0]["hooks"][0]["timeout"] == 45
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert "timeoutClamped" not in row
+    assert install.install("codex", "project", root)["alreadyInstalled"]

@@ -155,6 +155,9 @@ def _status(ctx) -> int:
             ctx.print(f"{'':<22}installed but its command cannot run: {r['commandMissing']}; "
                       f"run `turnback hooks install {r['agent']}"
                       f"{' --user' if r['scope'] == 'user' else ''}` again")
+        if r.get("timeoutClamped"):
+            ctx.print(f"{'':<22}{', '.join(r['timeoutClamped'])}: a timeout {r['agent']} clamps and reports as "
+                      f"an error on every run; run `turnback hooks install {r['agent']}` again")
         codex = r.get("codex") or {}
         if codex.get("blocked"):
             ctx.print(f"{'':<22}installed but Codex will not run it: {codex['blocked']}")
