@@ -310,3 +310,38 @@ def test_installing_again_mends_a_codex_timeout_codex_would_clamp(tmp_path, home
     row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
     assert "timeoutClamped" not in row
     assert install.install("codex", "project", root)["alreadyInstalled"]
+
+
+def test_gemini_status_says_when_gemini_will_not_run_the_hooks(tmp_path, home, monkeypatch):
+    """Gemini CLI runs no hooks in a folder it does not trust (hooks/geminitrust.py): status says
+    so until trustedFolders.json's longest rule covering the project trusts it, or folder trust is
+    off; turnback itself never writes Gemini's trust."""
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH", raising=False)
+    root = tmp_path / "proj" / "ws"
+    root.mkdir(parents=True)
+    install.install("gemini", "project", root)
+    gem = home / ".gemini"
+    gem.mkdir()
+
+    def blocked():
+        row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("gemini", "project")]
+        return row["gemini"]["blocked"]
+
+    assert "not trusted by Gemini" in blocked()
+    assert "will not run it" in tb(root, "hooks", "status", env={"HOME": str(home)}).stdout
+    rules = gem / "trustedFolders.json"
+    for folders, trusted in [({str(root): "TRUST_FOLDER"}, True),
+                             ({str(root / "sub"): "TRUST_FOLDER"}, False),
+                             ({str(tmp_path / "proj" / "x"): "TRUST_PARENT"}, True),
+                             ({str(tmp_path / "proj"): "TRUST_FOLDER", str(root): "DO_NOT_TRUST"},
+                              False),
+                             ({str(tmp_path): "DO_NOT_TRUST", str(root): "TRUST_FOLDER"}, True)]:
+        rules.write_text(json.dumps(folders))
+        assert (blocked() is None) == trusted, folders
+    rules.write_text("{not json")
+    assert "cannot read" in blocked()
+    rules.unlink()
+    (gem / "settings.json").write_text(json.dumps({"security": {"folderTrust": {"enabled": False}}}))
+    assert blocked() is None
+    assert sorted(p.name for p in gem.iterdir()) == ["settings.json"], "turnback wrote no trust"

@@ -84,6 +84,24 @@ def test_gemini_and_copilot_payloads():
         agents.copilot({"cwd": "/w"})
 
 
+def test_gemini_prompt_and_answer_as_the_real_cli_sends_them():
+    """Gemini CLI 0.61, measured: headless, a SessionStart hook's context is put in front of the
+    prompt text, and the answer joins every model reply's text (a tool-only reply leaves a blank
+    line in front). The turn keeps what the person typed and what the model said."""
+    notice = "<hook_context>turnback changed this conversation: turn 3 and later are gone</hook_context>"
+    ev = agents.gemini({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeAgent",
+                        "prompt": f"{notice}\n\nT5 carry on"})
+    assert ev.prompt == "T5 carry on"
+    for prompt in ("<hook_context>only a context</hook_context>", "say <hook_context> please",
+                   "plain prompt"):
+        ev = agents.gemini({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeAgent",
+                            "prompt": prompt})
+        assert ev.prompt == prompt
+    ev = agents.gemini({"session_id": "s", "cwd": "/w", "hook_event_name": "AfterAgent",
+                        "prompt": "T1", "prompt_response": " \n \nT1 done"})
+    assert ev.kind == "stop" and ev.message == "T1 done"
+
+
 def test_apply_patch_paths():
     body = ("*** Begin Patch\n*** Add File: a.py\n+x\n*** Update File: b.py\n*** Move to: c.py\n"
             "*** Delete File: d.py\n*** End Patch")

@@ -109,8 +109,11 @@ def gemini(raw) -> Event:
     name = pick(raw, "hook_event_name", "hookEventName")
     ev = _common(raw, "gemini", GEMINI_KINDS, name)
     _tool_fields(ev, raw)
-    ev.prompt = pick(raw, "prompt")
-    ev.message = pick(raw, "prompt_response", "promptResponse")
+    ev.prompt = _without_hook_context(pick(raw, "prompt"))
+    message = pick(raw, "prompt_response", "promptResponse")
+    # the texts of each model reply of the turn joined by newlines: a reply that only called tools
+    # leaves an empty line in front (measured with Gemini CLI 0.61)
+    ev.message = message.strip() if isinstance(message, str) else message
     ev.source = pick(raw, "source", "trigger")
     response = ev.tool_response
     if ev.kind == "post-tool" and isinstance(response, dict) and response.get("error"):
@@ -201,6 +204,18 @@ def cursor(raw) -> Event:
     ev.agent_type = pick(raw, "subagent_type")
     ev.source = pick(raw, "source")
     return _finish(ev, raw)
+
+
+def _without_hook_context(prompt):
+    """The prompt the person typed. Headless Gemini CLI puts a SessionStart hook's context in
+    front of the prompt itself (`<hook_context>…</hook_context>` and a blank line), and its
+    BeforeAgent hook then sees that as the prompt: turnback's own notice is not part of the turn."""
+    if not isinstance(prompt, str):
+        return prompt
+    rest = prompt
+    while rest.startswith("<hook_context>") and "</hook_context>" in rest:
+        rest = rest.split("</hook_context>", 1)[1].lstrip("\n")
+    return rest if rest != prompt and rest else prompt
 
 
 def _tool_fields(ev: Event, raw: dict) -> None:

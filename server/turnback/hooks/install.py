@@ -364,6 +364,10 @@ def status(root: Path) -> list[dict]:
             row.update(_command_state(commands))
             if agent == "codex" and events:
                 row["codex"] = codex_state(root, path, scope, events)
+            if agent == "gemini" and events:
+                from . import geminitrust
+
+                row["gemini"] = geminitrust.check(root)
             out.append(row)
     return out
 

@@ -101,7 +101,8 @@ def _replies_since(items: list[Item]) -> int:
 def _last_prompt(convo: list[Item], keys: list[str]) -> tuple[int, int | None]:
     """The latest user message holding a scripted prompt. Within that message a text that is the
     prompt exactly wins over one that only contains a prompt (a rewind notice in the same message
-    may quote an older one)."""
+    may quote an older one); within one text, the prompt that comes last (an agent may put a
+    hook's context in front of the prompt, in the same text: Gemini CLI does)."""
     best: tuple[int, int] | None = None
     for at in range(len(convo) - 1, -1, -1):
         item = convo[at]
@@ -113,8 +114,10 @@ def _last_prompt(convo: list[Item], keys: list[str]) -> tuple[int, int | None]:
         for i, key in enumerate(keys):
             if text == key:
                 return at, i
-            if best is None and key in text:
-                best = (at, i)
+        found = [(text.rfind(key) + len(key), len(key), i) for i, key in enumerate(keys)
+                 if key in text]
+        if best is None and found:
+            best = (at, max(found)[2])
     return best if best is not None else (-1, None)
 
 
