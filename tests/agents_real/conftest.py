@@ -19,6 +19,7 @@ import pytest
 from turnback.bench.mockmodel import ModelServer, Script
 from turnback.bench.realagents import ClaudeCode, Codex
 from turnback.bench.realgemini import Gemini
+from turnback.bench.realopencode import OpenCode
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / ".ci" / "install-agents.sh"
@@ -82,6 +83,13 @@ def codex(agents_bin, workspace, tmp_path, model):
 @pytest.fixture
 def gemini(agents_bin, workspace, tmp_path, model):
     agent = Gemini(agents_bin, workspace, tmp_path / "gemini-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def opencode(agents_bin, workspace, tmp_path, model):
+    agent = OpenCode(agents_bin, workspace, tmp_path / "opencode-world", model.url)
     yield agent
     _stop_owner(workspace)
 

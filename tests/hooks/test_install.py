@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 from hookkit import tb, tb_json
@@ -345,3 +346,70 @@ def test_gemini_status_says_when_gemini_will_not_run_the_hooks(tmp_path, home, m
     (gem / "settings.json").write_text(json.dumps({"security": {"folderTrust": {"enabled": False}}}))
     assert blocked() is None
     assert sorted(p.name for p in gem.iterdir()) == ["settings.json"], "turnback wrote no trust"
+
+
+def test_opencode_plugin_install_status_uninstall(tmp_path, home, monkeypatch):
+    """OpenCode gets a plugin file, not a hooks entry: written whole with this turnback's command,
+    reported, rewritten when edited (the edit kept beside it, under a name OpenCode does not load),
+    never written over or removed when the file is not turnback's."""
+    from turnback.hooks import opencodeplugin
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    result = install.install("opencode", "project", root)
+    plugin = root / ".opencode/plugin/turnback.js"
+    assert result["added"] and plugin.read_text() == opencodeplugin.render(result["command"])
+    assert opencodeplugin.installed_command(plugin.read_text()) == result["command"]
+    assert install.install("opencode", "project", root)["alreadyInstalled"]
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    assert row["complete"] and "edited" not in row
+    plugin.write_text(plugin.read_text().replace("TIMEOUT_MS = 30000", "TIMEOUT_MS = 5"))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    assert row["installed"] and not row["complete"] and "edited" in row["edited"]
+    again = install.install("opencode", "project", root)
+    assert again["updated"] and "TIMEOUT_MS = 5" in Path(again["editedKept"]).read_text()
+    assert not again["editedKept"].endswith((".js", ".ts"))
+    assert plugin.read_text() == opencodeplugin.render(again["command"])
+    user = install.install("opencode", "user", root, command="turnback")
+    assert user["path"] == str(home / ".config/opencode/plugin/turnback.js")
+    assert install.uninstall("opencode", "user", root)["removed"]
+    assert install.uninstall("opencode", "project", root)["removed"] and not plugin.exists()
+    plugin.write_text("export const Mine = async () => ({})\n")
+    with pytest.raises(Exception, match="not turnback's plugin"):
+        install.install("opencode", "project", root)
+    assert not install.uninstall("opencode", "project", root)["removed"] and plugin.exists()
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    assert not row["installed"] and "not turnback's" in row["problem"]
+
+
+def test_opencode_plugin_never_blocks_on_a_broken_turnback(tmp_path):
+    """The plugin itself, run by node: a turnback command that fails, hangs past the timeout or
+    prints junk gives every hook a quiet return (OpenCode is never blocked, nothing thrown)."""
+    import shutil
+
+    from turnback.hooks import opencodeplugin
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    for command in ("exit 3", "echo not-json", "sleep 5", str(tmp_path / "missing-turnback")):
+        src = opencodeplugin.render(command).replace("const TIMEOUT_MS = 30000",
+                                                     "const TIMEOUT_MS = 1500")
+        plugin = tmp_path / "turnback.mjs"
+        plugin.write_text(src)
+        driver = tmp_path / "drive.mjs"
+        driver.write_text(
+            "import { Turnback } from './turnback.mjs';\n"
+            "const h = await Turnback({ directory: '/w' });\n"
+            "const parts = [{ type: 'text', text: 'hi', id: 'p1' }];\n"
+            "await h['chat.message']({ sessionID: 's' }, { message: { id: 'm' }, parts });\n"
+            "await h['tool.execute.before']({ tool: 'bash', sessionID: 's', callID: 'c' }, { args: {} });\n"
+            "await h['tool.execute.after']({ tool: 'bash', sessionID: 's', callID: 'c' }, { output: 'x' });\n"
+            "await h.event({ event: { type: 'session.idle', properties: { sessionID: 's' } } });\n"
+            "await h.event({ event: { type: 'some.future.event', properties: {} } });\n"
+            "await h.event({ event: null });\n"
+            "console.log(JSON.stringify(parts.length));\n")
+        proc = subprocess.run([node, str(driver)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert proc.stdout.strip() == "1", (command, proc.stdout)

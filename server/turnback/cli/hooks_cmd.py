@@ -6,7 +6,7 @@ store itself (see hooks/runtime.py). `hooks` edits the agents' settings files (h
 
 from __future__ import annotations
 
-AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor", "opencode")
 
 
 def add_parsers(sub, add) -> None:

@@ -104,6 +104,29 @@ def codex(raw) -> Event:
     return _finish(ev, raw)
 
 
+OPENCODE_KINDS = {**CLAUDE_KINDS, "FileEdited": "file-edited", "MessageRemoved": "other"}
+
+
+def opencode(raw) -> Event:
+    """The payloads turnback's own OpenCode plugin sends (hooks/opencodeplugin.py): Claude Code's
+    field names, plus `FileEdited` (OpenCode's file.edited, on the session that ran last) and `MessageRemoved`
+    (OpenCode reverted or deleted a message)."""
+    raw = require(raw, "opencode")
+    name = pick(raw, "hook_event_name")
+    ev = _common(raw, "opencode", OPENCODE_KINDS, name)
+    _tool_fields(ev, raw)
+    if ev.kind == "file-edited":
+        ev.tool, ev.tool_input = "file.edited", {"file_path": pick(raw, "file_path", default="")}
+    ev.prompt = pick(raw, "prompt")
+    ev.prompt_id = pick(raw, "prompt_id")
+    ev.message = pick(raw, "last_assistant_message")
+    ev.source = pick(raw, "source")
+    if ev.kind == "stop-failed":
+        detail = pick(raw, "error_details")
+        ev.error = f"{pick(raw, 'error', default='error')}" + (f": {detail}" if detail else "")
+    return _finish(ev, raw)
+
+
 def gemini(raw) -> Event:
     raw = require(raw, "gemini")
     name = pick(raw, "hook_event_name", "hookEventName")
@@ -259,16 +282,18 @@ def _changed_files(response) -> list[str] | None:
 
 
 ADAPTERS = {"claude-code": claude_code, "codex": codex, "gemini": gemini, "copilot": copilot,
-            "cursor": cursor}
+            "cursor": cursor, "opencode": opencode}
 AGENTS = tuple(ADAPTERS)
 
 # Where the model reads what a hook prints as additional context. A notice printed on one of
 # `DELIVERS` counts as told; one printed on another context event only may be (Claude Code drops
 # SessionStart context on `--resume-session-at`), so it is said again with the next prompt.
 CONTEXT = {"claude-code": ("prompt", "session-start"), "codex": ("prompt", "session-start"),
-           "gemini": ("prompt", "session-start"), "copilot": (), "cursor": ()}
+           "gemini": ("prompt", "session-start"), "copilot": (), "cursor": (),
+           "opencode": ("prompt",)}  # the plugin adds it to the prompt's message
 DELIVERS = {"claude-code": ("prompt",), "codex": ("prompt", "session-start"),
-            "gemini": ("prompt", "session-start"), "copilot": (), "cursor": ()}
+            "gemini": ("prompt", "session-start"), "copilot": (), "cursor": (),
+            "opencode": ("prompt",)}
 MESSAGES = ("claude-code", "codex", "gemini")  # agents that show a hook's systemMessage
 
 
