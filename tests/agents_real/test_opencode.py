@@ -78,3 +78,34 @@ def test_opencode_session_logged_rewound_redone_and_told(opencode, model):
 
     assert "removed" in tb(opencode, "hooks", "uninstall", "opencode").stdout
     assert not plugin.exists()
+
+
+def test_a_killed_opencode_run_can_be_rewound_at_once(opencode, model):
+    """OpenCode is killed (SIGKILL, its whole process group) while the model is still answering
+    turn 2: no session.idle ever comes, yet a rewind right after works and puts back what the turn
+    had written; the plugin left the agent nothing to wait on."""
+    import os
+    import signal
+
+    from turnback.bench.mockmodel import Reply
+
+    root = opencode.root
+    seed(root, START)
+    model.script.add(T1, [tools(call("bash", command="echo one > notes.txt", description="one")),
+                          say("T1 done")])
+    T2k = "T2 write then think forever"
+    model.script.add(T2k, [tools(call("bash", command="echo two > notes.txt", description="two")),
+                           Reply(hang=True)])
+    tb(opencode, "hooks", "install", "opencode")
+    first = opencode.run(T1)
+    quiet(first)
+    after_t1 = files(root)
+    proc = opencode.start(T2k, session=opencode.session_id(first))
+    model.wait_for(lambda r: r.choice is not None and r.choice.prompt == T2k and r.choice.step == 1,
+                   timeout=240)
+    assert files(root)["notes.txt"] == "two\n"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(60)
+    commit = tb_json(opencode, "rewind", "--after-response", "1", "--yes")["commit"]
+    assert commit["status"] == "committed", (commit, hook_log(root))
+    assert files(root) == after_t1

@@ -166,6 +166,8 @@ def _status(ctx) -> int:
             ctx.print(f"{'':<22}installed but its command cannot run: {r['commandMissing']}; "
                       f"run `turnback hooks install {r['agent']}"
                       f"{' --user' if r['scope'] == 'user' else ''}` again")
+        if r.get("edited"):
+            ctx.print(f"{'':<22}{r['edited']}")
         if r.get("timeoutClamped"):
             ctx.print(f"{'':<22}{', '.join(r['timeoutClamped'])}: a timeout {r['agent']} clamps and reports as "
                       f"an error on every run; run `turnback hooks install {r['agent']}` again")
