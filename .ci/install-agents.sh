@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode) from the npm
+# Installs the pinned real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode, claude-agent-acp) from the npm
 # registry into a cache OUTSIDE the clone, each package once per version in a folder of its own, and
 # prints a folder of links to their commands (`claude`, `codex`, `gemini`, `opencode`). A rerun on
 # the same machine finds the cache and returns at once; a fresh machine downloads what is missing,
@@ -14,6 +14,7 @@ claude_version="${CLAUDE_CODE_VERSION:-2.1.328}"
 codex_version="${CODEX_VERSION:-0.169.0}"
 gemini_version="${GEMINI_CLI_VERSION:-0.61.0}"
 opencode_version="${OPENCODE_VERSION:-1.18.33}"
+acp_version="${CLAUDE_AGENT_ACP_VERSION:-0.101.0}"
 cache="${TURNBACK_CI_CACHE:-$HOME/.cache/turnback-ci}"
 # command | npm package | version
 agents=(
@@ -21,8 +22,9 @@ agents=(
   "codex|@openai/codex|$codex_version"
   "gemini|@google/gemini-cli|$gemini_version"
   "opencode|opencode-ai|$opencode_version"
+  "claude-agent-acp|@agentclientprotocol/claude-agent-acp|$acp_version"
 )
-bin="$cache/bin-claude-$claude_version-codex-$codex_version-gemini-$gemini_version-opencode-$opencode_version"
+bin="$cache/bin-claude-$claude_version-codex-$codex_version-gemini-$gemini_version-opencode-$opencode_version-acp-$acp_version"
 
 # The version checks run in a scratch world: `codex --version` alone makes ~/.codex.
 scratch="$(mktemp -d)"

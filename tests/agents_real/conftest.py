@@ -18,6 +18,7 @@ import pytest
 
 from turnback.bench.mockmodel import ModelServer, Script
 from turnback.bench.realagents import ClaudeCode, Codex
+from turnback.bench.realacp import ClaudeAcp
 from turnback.bench.realgemini import Gemini
 from turnback.bench.realopencode import OpenCode
 
@@ -90,6 +91,13 @@ def gemini(agents_bin, workspace, tmp_path, model):
 @pytest.fixture
 def opencode(agents_bin, workspace, tmp_path, model):
     agent = OpenCode(agents_bin, workspace, tmp_path / "opencode-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def claude_acp(agents_bin, workspace, tmp_path, model):
+    agent = ClaudeAcp(agents_bin, workspace, tmp_path / "acp-world", model.url)
     yield agent
     _stop_owner(workspace)
 
