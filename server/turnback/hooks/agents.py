@@ -14,8 +14,8 @@ Shapes are the agents' documented ones (docs/agents/ has a page per agent with t
   `source` (some versions say `trigger`).
 * Copilot CLI: `sessionStart`, `userPromptSubmitted`, `preToolUse`, `postToolUse`,
   `postToolUseFailure` (`error`), `agentStop`, `subagentStop`, `sessionEnd`, with `toolName` and
-  `toolArgs` (a JSON string) and `toolResult`; `sessionId` in newer versions, else the working
-  folder stands in for it.
+  `toolArgs` (a JSON string; an object in 1.0.102) and `toolResult`; `sessionId` in newer versions,
+  else the working folder stands in for it.
 * Cursor (`.cursor/hooks.json` version 1): `conversation_id`, `generation_id`, `workspace_roots`;
   `beforeSubmitPrompt`, `preToolUse`/`postToolUse`/`postToolUseFailure`,
   `beforeShellExecution`/`afterShellExecution`, `beforeMCPExecution`/`afterMCPExecution`,
