@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs the pinned real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode, claude-agent-acp) from the npm
-# registry into a cache OUTSIDE the clone, each package once per version in a folder of its own, and
-# prints a folder of links to their commands (`claude`, `codex`, `gemini`, `opencode`). A rerun on
-# the same machine finds the cache and returns at once; a fresh machine downloads what is missing,
-# the packages side by side (about 1.3 GB, about a minute on a good line). tests/agents_real calls
+# Installs the pinned real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode, claude-agent-acp,
+# Copilot CLI) from the npm registry into a cache OUTSIDE the clone, each package once per version in
+# a folder of its own, and prints a folder of links to their commands (`claude`, `codex`, `gemini`,
+# `opencode`, `claude-agent-acp`, `copilot`). A rerun on the same machine finds the cache and returns
+# at once; a fresh machine downloads what is missing, the packages side by side. tests/agents_real calls
 # this same script when the agents are missing, and `.ci/run` calls it first.
 #
 # Claude Code's post-install links its platform binary into place (an optional dependency), Codex's
-# and OpenCode's launchers find their own; Gemini CLI is JavaScript. None downloads anything else.
+# and OpenCode's launchers find their own; Gemini CLI is JavaScript; Copilot CLI unpacks its own
+# package on first start (into COPILOT_PKG_CACHE_HOME, kept beside these). None downloads anything else.
 set -euo pipefail
 
 claude_version="${CLAUDE_CODE_VERSION:-2.1.328}"
@@ -15,6 +16,7 @@ codex_version="${CODEX_VERSION:-0.169.0}"
 gemini_version="${GEMINI_CLI_VERSION:-0.61.0}"
 opencode_version="${OPENCODE_VERSION:-1.18.33}"
 acp_version="${CLAUDE_AGENT_ACP_VERSION:-0.101.0}"
+copilot_version="${COPILOT_VERSION:-1.0.102}"
 cache="${TURNBACK_CI_CACHE:-$HOME/.cache/turnback-ci}"
 # command | npm package | version
 agents=(
@@ -23,8 +25,9 @@ agents=(
   "gemini|@google/gemini-cli|$gemini_version"
   "opencode|opencode-ai|$opencode_version"
   "claude-agent-acp|@agentclientprotocol/claude-agent-acp|$acp_version"
+  "copilot|@github/copilot|$copilot_version"
 )
-bin="$cache/bin-claude-$claude_version-codex-$codex_version-gemini-$gemini_version-opencode-$opencode_version-acp-$acp_version"
+bin="$cache/bin-claude-$claude_version-codex-$codex_version-gemini-$gemini_version-opencode-$opencode_version-acp-$acp_version-copilot-$copilot_version"
 
 # The version checks run in a scratch world: `codex --version` alone makes ~/.codex.
 scratch="$(mktemp -d)"
@@ -33,7 +36,8 @@ cleanup() { rm -rf "$scratch" "${works[@]}"; }
 trap cleanup EXIT
 reports() {  # reports COMMAND VERSION: the command prints that version
   HOME="$scratch" CLAUDE_CONFIG_DIR="$scratch/claude" CODEX_HOME="$scratch/codex" \
-    XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \
+    XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" COPILOT_HOME="$scratch/copilot" \
+    COPILOT_AUTO_UPDATE=false \
     timeout 120 "$1" --version 2>/dev/null | grep -qF "$2"
 }
 folder() { echo "$cache/npm-${2//[@\/]/_}-$3"; }  # folder COMMAND PACKAGE VERSION

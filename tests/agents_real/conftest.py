@@ -1,6 +1,6 @@
-"""The real Claude Code, Codex, Gemini CLI and OpenCode, installed by the same script `.ci/run` uses,
-each test in a private world (HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …) with a scripted model server on
-loopback.
+"""The real Claude Code, Codex, Gemini CLI, OpenCode, claude-agent-acp and Copilot CLI, installed by
+the same script `.ci/run` uses, each test in a private world (HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …)
+with a scripted model server on loopback.
 
 When the agents are missing they are installed here. Only when npm cannot reach its registry, and
 `TURNBACK_REQUIRE_REAL_AGENTS` is not set, are these tests skipped (with the reason); `.ci/run` sets
@@ -19,6 +19,7 @@ import pytest
 from turnback.bench.mockmodel import ModelServer, Script
 from turnback.bench.realagents import ClaudeCode, Codex
 from turnback.bench.realacp import ClaudeAcp
+from turnback.bench.realcopilot import Copilot
 from turnback.bench.realgemini import Gemini
 from turnback.bench.realopencode import OpenCode
 
@@ -98,6 +99,13 @@ def opencode(agents_bin, workspace, tmp_path, model):
 @pytest.fixture
 def claude_acp(agents_bin, workspace, tmp_path, model):
     agent = ClaudeAcp(agents_bin, workspace, tmp_path / "acp-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def copilot(agents_bin, workspace, tmp_path, model):
+    agent = Copilot(agents_bin, workspace, tmp_path / "copilot-world", model.url)
     yield agent
     _stop_owner(workspace)
 
