@@ -3,13 +3,15 @@
 (BYOK, offline), driven through `copilot -p` then `--resume=`.
 
 What must hold: every prompt is a turn with its steps and files (create, edit, shell edits); a
-rewind restores the files and Redo brings them back. What Copilot does not give turnback (its
-agentStop carries no answer; it reads no hook output into the model) is said in
-docs/agents/copilot.md and checked here as it is."""
+rewind restores the files and Redo brings them back; the next prompt after a rewind carries
+turnback's notice to the model (Copilot reads a prompt hook's top-level additionalContext). What
+Copilot does not give turnback (its agentStop carries no answer) is said in docs/agents/copilot.md
+and checked here as it is."""
 
 from __future__ import annotations
 
-from realkit import files, hook_log, rewind_all_redo_rewind_to_2, seed, tb, tb_json
+from realkit import (files, hook_log, prompts_seen, rewind_all_redo_rewind_to_2, seed, tb, tb_json,
+                     told)
 
 from turnback.bench.mockmodel import call, say, tools
 
@@ -46,3 +48,13 @@ def test_copilot_session_logged_rewound_and_redone(copilot, model):
     assert not any(t.get("response") for t in turns), [t.get("response") for t in turns]
     assert "Traceback" not in hook_log(root)
     rewind_all_redo_rewind_to_2(copilot, states)
+
+    C4 = "C4 carry on after the rewind"
+    model.script.add(C4, [say("C4 done")])
+    run = copilot.run(C4, session)
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = prompts_seen(model, C4)
+    assert seen, [(r.choice and r.choice.prompt, [(i.role, i.text[-300:]) for i in r.convo][-2:])
+                  for r in model.loop_requests()][-1:]
+    assert told(seen[0], 2), [(i.role, i.text[:80]) for i in seen[0].convo][-5:]
+    assert [t["prompt"] for t in tb_json(copilot, "log")["turns"]] == [C1, C2, C4], hook_log(root)

@@ -289,10 +289,10 @@ AGENTS = tuple(ADAPTERS)
 # `DELIVERS` counts as told; one printed on another context event only may be (Claude Code drops
 # SessionStart context on `--resume-session-at`), so it is said again with the next prompt.
 CONTEXT = {"claude-code": ("prompt", "session-start"), "codex": ("prompt", "session-start"),
-           "gemini": ("prompt", "session-start"), "copilot": (), "cursor": (),
+           "gemini": ("prompt", "session-start"), "copilot": ("prompt",), "cursor": (),
            "opencode": ("prompt",)}  # the plugin adds it to the prompt's message
 DELIVERS = {"claude-code": ("prompt",), "codex": ("prompt", "session-start"),
-            "gemini": ("prompt", "session-start"), "copilot": (), "cursor": (),
+            "gemini": ("prompt", "session-start"), "copilot": ("prompt",), "cursor": (),
             "opencode": ("prompt",)}
 MESSAGES = ("claude-code", "codex", "gemini")  # agents that show a hook's systemMessage
 
@@ -302,6 +302,8 @@ def output(ev: Event, context: str | None, message: str | None) -> dict | None:
     out: dict = {}
     if context and ev.kind in CONTEXT.get(ev.agent, ()):
         out["hookSpecificOutput"] = {"hookEventName": ev.name, "additionalContext": context}
+        if ev.agent == "copilot":  # Copilot CLI reads only the top-level field (1.0.102, measured)
+            out["additionalContext"] = context
     if message and ev.agent in MESSAGES:
         out["systemMessage"] = message
     return out or None
