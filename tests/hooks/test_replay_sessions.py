@@ -129,6 +129,7 @@ def test_copilot_1_0_102_session(tmp_path, env):
     assert all(s.returncode == 0 for s in rep.sent), [s.stderr for s in rep.sent if s.returncode]
     turns = tb_json(root, "log")["turns"]
     assert [t["state"] for t in turns] == ["settled"] * 3, hook_log(root)
+    assert [t["response"] for t in turns] == ["C1 done", "C2 done", "C3 done"]  # its transcript's
     assert [(s["kind"], s["scope"]) for s in turns[0]["stepList"]] == [("file-write", "host")] * 2
     assert [s["kind"] for s in turns[1]["stepList"]] == ["shell"]
     assert {f["path"] for f in turns[1]["files"]} == {"notes.txt", "made.txt", "old.txt"}
