@@ -15,8 +15,6 @@ import json
 import os
 from pathlib import Path
 
-from .install import user_dir
-
 TRUSTING = ("TRUST_FOLDER", "TRUST_PARENT")
 STEP = ("open `gemini` in this folder and answer its trust question with \"Trust folder\" (or "
         "/permissions there); a headless run can set GEMINI_CLI_TRUST_WORKSPACE=true instead "
@@ -24,7 +22,9 @@ STEP = ("open `gemini` in this folder and answer its trust question with \"Trust
 
 
 def gemini_dir() -> Path:
-    return user_dir("gemini") / ".gemini"
+    """`.gemini` under GEMINI_CLI_HOME, else the home (install.USER_DIRS; not imported from there:
+    install imports this module)."""
+    return Path(os.path.expanduser(os.environ.get("GEMINI_CLI_HOME") or "~")) / ".gemini"
 
 
 def trusted_folders_path() -> Path:
