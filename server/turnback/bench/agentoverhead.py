@@ -1,5 +1,5 @@
-"""`agent-overhead`: what turnback costs each real agent (Claude Code, Codex, Gemini CLI, OpenCode),
-per hook event.
+"""`agent-overhead`: what turnback costs each real agent (Claude Code, Codex, Gemini CLI, OpenCode,
+Copilot CLI), per hook event.
 
 For each agent, the same scripted three-turn session (its file tool writes a file, a shell edit, a
 plain answer) runs against the scripted model server, once with turnback's hooks (OpenCode: its
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .mockmodel import ModelServer, Script, call, say, tools
 from .realagents import ClaudeCode, Codex, agents_bin
+from .realcopilot import Copilot
 from .realgemini import Gemini
 from .realopencode import OpenCode
 
@@ -49,12 +50,14 @@ def _scripts(model: ModelServer, agent: str, root: Path, tag: str) -> list[str]:
              "codex": call("apply_patch", freeform=True,
                            input="*** Begin Patch\n*** Add File: notes.txt\n+one\n*** End Patch\n"),
              "gemini": call("write_file", file_path=note, content="one\n"),
-             "opencode": call("write", filePath=note, content="one\n")}[agent]
+             "opencode": call("write", filePath=note, content="one\n"),
+             "copilot": call("create", path=note, file_text="one\n")}[agent]
     command = "printf 'two\\n' >> notes.txt"
     shell = {"claude-code": call("Bash", command=command, description="edit"),
              "codex": call("exec_command", cmd=command),
              "gemini": call("run_shell_command", command=command),
-             "opencode": call("bash", command=command, description="edit")}[agent]
+             "opencode": call("bash", command=command, description="edit"),
+             "copilot": call("bash", command=command, description="edit")}[agent]
     model.script.add(WARM, [say("warm")])
     model.script.add(prompts[0], [tools(write), say("O1 done")])
     model.script.add(prompts[1], [tools(shell), say("O2 done")])
@@ -63,7 +66,8 @@ def _scripts(model: ModelServer, agent: str, root: Path, tag: str) -> list[str]:
 
 
 def _make(agent: str, root: Path, world: Path, url: str):
-    cls = {"claude-code": ClaudeCode, "codex": Codex, "gemini": Gemini, "opencode": OpenCode}[agent]
+    cls = {"claude-code": ClaudeCode, "codex": Codex, "gemini": Gemini, "opencode": OpenCode,
+           "copilot": Copilot}[agent]
     made = cls(agents_bin(), root, world, url)
     if agent == "gemini":
         made.trust_folder()
@@ -80,7 +84,8 @@ def _prompt_all(agent: str, made, prompts: list[str]) -> None:
         return
     runner = {"codex": lambda p, c: made.exec(p, resume=c),
               "gemini": lambda p, c: made.run(p, resume=c),
-              "opencode": lambda p, c: made.run(p, session=c)}[agent]
+              "opencode": lambda p, c: made.run(p, session=c),
+              "copilot": lambda p, c: made.run(p, c)}[agent]
     ident = made.thread_id if agent == "codex" else made.session_id
     convo = None
     for p in prompts:
@@ -127,7 +132,7 @@ def _pct(values, q):
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else None
 
 
-AGENTS = ("claude-code", "codex", "gemini", "opencode")
+AGENTS = ("claude-code", "codex", "gemini", "opencode", "copilot")
 
 
 def run(ctx) -> None:
