@@ -1,5 +1,6 @@
-"""The real Claude Code and Codex CLIs, installed by the same script `.ci/run` uses, each test in a
-private world (HOME, CLAUDE_CONFIG_DIR, CODEX_HOME) with a scripted model server on loopback.
+"""The real Claude Code, Codex, Gemini CLI, OpenCode, claude-agent-acp and Copilot CLI, installed by
+the same script `.ci/run` uses, each test in a private world (HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …)
+with a scripted model server on loopback.
 
 When the agents are missing they are installed here. Only when npm cannot reach its registry, and
 `TURNBACK_REQUIRE_REAL_AGENTS` is not set, are these tests skipped (with the reason); `.ci/run` sets
@@ -17,6 +18,10 @@ import pytest
 
 from turnback.bench.mockmodel import ModelServer, Script
 from turnback.bench.realagents import ClaudeCode, Codex
+from turnback.bench.realacp import ClaudeAcp
+from turnback.bench.realcopilot import Copilot
+from turnback.bench.realgemini import Gemini
+from turnback.bench.realopencode import OpenCode
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / ".ci" / "install-agents.sh"
@@ -73,6 +78,34 @@ def claude(agents_bin, workspace, tmp_path, model):
 @pytest.fixture
 def codex(agents_bin, workspace, tmp_path, model):
     agent = Codex(agents_bin, workspace, tmp_path / "codex-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def gemini(agents_bin, workspace, tmp_path, model):
+    agent = Gemini(agents_bin, workspace, tmp_path / "gemini-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def opencode(agents_bin, workspace, tmp_path, model):
+    agent = OpenCode(agents_bin, workspace, tmp_path / "opencode-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def claude_acp(agents_bin, workspace, tmp_path, model):
+    agent = ClaudeAcp(agents_bin, workspace, tmp_path / "acp-world", model.url)
+    yield agent
+    _stop_owner(workspace)
+
+
+@pytest.fixture
+def copilot(agents_bin, workspace, tmp_path, model):
+    agent = Copilot(agents_bin, workspace, tmp_path / "copilot-world", model.url)
     yield agent
     _stop_owner(workspace)
 

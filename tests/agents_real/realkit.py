@@ -34,7 +34,8 @@ def files(root: Path) -> dict[str, str]:
     out = {}
     for folder, dirs, names in os.walk(root):
         if Path(folder) == root:  # pruned, not walked: a live owner's collector changes the store
-            dirs[:] = [d for d in dirs if d not in (".turnback", ".claude", ".codex", ".git")]
+            dirs[:] = [d for d in dirs if d not in (".turnback", ".claude", ".codex", ".gemini",
+                                                  ".opencode", ".github", ".git")]
         for name in names:
             path = Path(folder, name)
             rel = path.relative_to(root).as_posix()

@@ -35,9 +35,10 @@ def git_repo(root):
 
 
 def hook_errors(run) -> list[dict]:
-    """What Codex itself reports about hooks in its output (`codex exec --json` error items)."""
-    return [d["item"] for d in run.events("item.completed")
-            if d.get("item", {}).get("type") == "error" and "hook" in d["item"].get("message", "")]
+    """Every error Codex puts in a run's output (`codex exec --json`): an error item, or an error
+    event of the stream, whatever it is about (a clamped hook timeout is one)."""
+    return [d for d in run.events("error")] + [
+        d["item"] for d in run.events("item.completed") if d.get("item", {}).get("type") == "error"]
 
 
 def script(model, root):
@@ -213,3 +214,43 @@ def test_codex_reports_every_hook_completed(codex, model):
     assert {"preToolUse", "postToolUse", "sessionStart"} <= set(events)
     assert all(isinstance(r.get("durationMs"), int) for r in runs)
     assert [t["prompt"] for t in tb_json(codex, "log")["turns"]] == [T1, T2, T3], hook_log(root)
+
+
+def test_an_earlier_install_codex_clamps_is_mended_and_the_session_is_quiet(codex, model):
+    """A hooks.json whose SessionEnd and Interrupt ask for 30 s (what an earlier turnback wrote, or
+    a user's edit) makes Codex print an error item in every run, and `hooks status` says so;
+    `hooks install codex --trust` mends it: a whole session's output then holds no error at all."""
+    root = codex.root
+    git_repo(root)
+    seed(root, START)
+    script(model, root)
+    tb(codex, "hooks", "install", "codex", "--trust")
+    hooks_file = root / ".codex" / "hooks.json"
+    data = json.loads(hooks_file.read_text())
+    for event in ("SessionEnd", "Interrupt"):
+        data["hooks"][event][0]["hooks"][0]["timeout"] = 30
+    hooks_file.write_text(json.dumps(data))
+    assert "a timeout codex clamps" in tb(codex, "hooks", "status").stdout
+    run = codex.exec(T1, extra=("--dangerously-bypass-hook-trust",))
+    assert run.returncode == 0, run.stderr
+    assert sorted(e["message"].split(" in ")[0] for e in hook_errors(run)
+                  if e.get("message", "").startswith("clamping")) == [
+        "clamping Interrupt hook timeout to 3s", "clamping SessionEnd hook timeout to 3s"], \
+        hook_errors(run)
+
+    out = tb(codex, "hooks", "install", "codex", "--trust").stdout
+    assert "Interrupt" in out and "SessionEnd" in out, out
+    data = json.loads(hooks_file.read_text())
+    assert {data["hooks"][e][0]["hooks"][0]["timeout"] for e in ("SessionEnd", "Interrupt")} == {3}
+    status = tb(codex, "hooks", "status").stdout
+    assert "clamps" not in status and "will not run it" not in status, status
+    thread = None
+    for prompt in (T2, T3, T4):
+        run = codex.exec(prompt, resume=thread)
+        assert run.returncode == 0, run.stderr
+        assert not hook_errors(run), (prompt, hook_errors(run))
+        assert not [ln.data for ln in run.lines if ln.data.get("type") not in (
+            "thread.started", "turn.started", "turn.completed", "item.started", "item.updated",
+            "item.completed")], run.lines
+        thread = thread or codex.thread_id(run)
+    assert [t["prompt"] for t in tb_json(codex, "log")["turns"]][-3:] == [T2, T3, T4], hook_log(root)

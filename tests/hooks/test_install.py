@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 from hookkit import tb, tb_json
@@ -278,3 +279,137 @@ def test_installing_again_mends_an_old_command_instead_of_adding_a_second(tmp_pa
     # and uninstall still removes exactly turnback's entries
     install.uninstall("claude-code", "project", root)
     assert not (root / ".claude/settings.json").exists()
+
+
+@pytest.mark.parametrize("command", [None, "/old/venv/bin/turnback"])
+def test_installing_again_mends_a_codex_timeout_codex_would_clamp(tmp_path, home, monkeypatch,
+                                                                    command):
+    """Codex 0.169 clamps SessionEnd and Interrupt hooks to 3 s and prints an error item in every
+    run when asked for more (an earlier turnback wrote 30; a user may edit it): `hooks status` names
+    it, installing again (same command or another) sets 3, and touches nothing else."""
+    monkeypatch.setenv("TURNBACK_CODEX", str(tmp_path / "no-codex"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    install.install("codex", "project", root, command=command)
+    path = root / ".codex/hooks.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 30
+    data["hooks"]["Interrupt"][0]["hooks"][0]["timeout"] = "3"
+    data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 45  # Stop is not clamped: the user's choice
+    path.write_text(json.dumps(data))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert row["timeoutClamped"] == ["Interrupt", "SessionEnd"]
+    assert "SessionEnd: a timeout codex clamps" in tb(root, "hooks", "status").stdout.replace(
+        "Interrupt, ", "")
+    again = install.install("codex", "project", root)
+    expected = ["Interrupt", "SessionEnd"] if command is None else install.EVENTS["codex"]
+    assert sorted(again["updated"]) == sorted(expected), again
+    hooks = json.loads(path.read_text())["hooks"]
+    assert [h["timeout"] for e in ("SessionEnd", "Interrupt") for g in hooks[e] for h in g["hooks"]] \
+        == [3, 3]
+    assert hooks["Stop"][0]["hooks"][0]["timeout"] == 45
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    assert "timeoutClamped" not in row
+    assert install.install("codex", "project", root)["alreadyInstalled"]
+
+
+def test_gemini_status_says_when_gemini_will_not_run_the_hooks(tmp_path, home, monkeypatch):
+    """Gemini CLI runs no hooks in a folder it does not trust (hooks/geminitrust.py): status says
+    so until trustedFolders.json's longest rule covering the project trusts it, or folder trust is
+    off; turnback itself never writes Gemini's trust."""
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH", raising=False)
+    root = tmp_path / "proj" / "ws"
+    root.mkdir(parents=True)
+    install.install("gemini", "project", root)
+    gem = home / ".gemini"
+    gem.mkdir()
+
+    def blocked():
+        row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("gemini", "project")]
+        return row["gemini"]["blocked"]
+
+    assert "not trusted by Gemini" in blocked()
+    assert "will not run it" in tb(root, "hooks", "status", env={"HOME": str(home)}).stdout
+    rules = gem / "trustedFolders.json"
+    for folders, trusted in [({str(root): "TRUST_FOLDER"}, True),
+                             ({str(root / "sub"): "TRUST_FOLDER"}, False),
+                             ({str(tmp_path / "proj" / "x"): "TRUST_PARENT"}, True),
+                             ({str(tmp_path / "proj"): "TRUST_FOLDER", str(root): "DO_NOT_TRUST"},
+                              False),
+                             ({str(tmp_path): "DO_NOT_TRUST", str(root): "TRUST_FOLDER"}, True)]:
+        rules.write_text(json.dumps(folders))
+        assert (blocked() is None) == trusted, folders
+    rules.write_text("{not json")
+    assert "cannot read" in blocked()
+    rules.unlink()
+    (gem / "settings.json").write_text(json.dumps({"security": {"folderTrust": {"enabled": False}}}))
+    assert blocked() is None
+    assert sorted(p.name for p in gem.iterdir()) == ["settings.json"], "turnback wrote no trust"
+
+
+def test_opencode_plugin_install_status_uninstall(tmp_path, home, monkeypatch):
+    """OpenCode gets a plugin file, not a hooks entry: written whole with this turnback's command,
+    reported, rewritten when edited (the edit kept beside it, under a name OpenCode does not load),
+    never written over or removed when the file is not turnback's."""
+    from turnback.hooks import opencodeplugin
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    result = install.install("opencode", "project", root)
+    plugin = root / ".opencode/plugin/turnback.js"
+    assert result["added"] and plugin.read_text() == opencodeplugin.render(result["command"])
+    assert opencodeplugin.installed_command(plugin.read_text()) == result["command"]
+    assert install.install("opencode", "project", root)["alreadyInstalled"]
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    assert row["complete"] and "edited" not in row
+    plugin.write_text(plugin.read_text().replace("TIMEOUT_MS = 30000", "TIMEOUT_MS = 5"))
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    assert row["installed"] and not row["complete"] and "edited" in row["edited"]
+    again = install.install("opencode", "project", root)
+    assert again["updated"] and "TIMEOUT_MS = 5" in Path(again["editedKept"]).read_text()
+    assert not again["editedKept"].endswith((".js", ".ts"))
+    assert plugin.read_text() == opencodeplugin.render(again["command"])
+    user = install.install("opencode", "user", root, command="turnback")
+    assert user["path"] == str(home / ".config/opencode/plugin/turnback.js")
+    assert install.uninstall("opencode", "user", root)["removed"]
+    assert install.uninstall("opencode", "project", root)["removed"] and not plugin.exists()
+    plugin.write_text("export const Mine = async () => ({})\n")
+    with pytest.raises(Exception, match="not turnback's plugin"):
+        install.install("opencode", "project", root)
+    assert not install.uninstall("opencode", "project", root)["removed"] and plugin.exists()
+    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    assert not row["installed"] and "not turnback's" in row["problem"]
+
+
+def test_opencode_plugin_never_blocks_on_a_broken_turnback(tmp_path):
+    """The plugin itself, run by node: a turnback command that fails, hangs past the timeout or
+    prints junk gives every hook a quiet return (OpenCode is never blocked, nothing thrown)."""
+    import shutil
+
+    from turnback.hooks import opencodeplugin
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    for command in ("exit 3", "echo not-json", "sleep 5", str(tmp_path / "missing-turnback")):
+        src = opencodeplugin.render(command).replace("const TIMEOUT_MS = 30000",
+                                                     "const TIMEOUT_MS = 1500")
+        plugin = tmp_path / "turnback.mjs"
+        plugin.write_text(src)
+        driver = tmp_path / "drive.mjs"
+        driver.write_text(
+            "import { Turnback } from './turnback.mjs';\n"
+            "const h = await Turnback({ directory: '/w' });\n"
+            "const parts = [{ type: 'text', text: 'hi', id: 'p1' }];\n"
+            "await h['chat.message']({ sessionID: 's' }, { message: { id: 'm' }, parts });\n"
+            "await h['tool.execute.before']({ tool: 'bash', sessionID: 's', callID: 'c' }, { args: {} });\n"
+            "await h['tool.execute.after']({ tool: 'bash', sessionID: 's', callID: 'c' }, { output: 'x' });\n"
+            "await h.event({ event: { type: 'session.idle', properties: { sessionID: 's' } } });\n"
+            "await h.event({ event: { type: 'some.future.event', properties: {} } });\n"
+            "await h.event({ event: null });\n"
+            "console.log(JSON.stringify(parts.length));\n")
+        proc = subprocess.run([node, str(driver)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert proc.stdout.strip() == "1", (command, proc.stdout)

@@ -112,7 +112,8 @@ def test_after_a_fork_the_agent_goes_on_in_the_branch(ws, how):
     assert record(ws)["sessions"]["claude-code:s-1"]["turnback"] == branch
 
 
-def test_copilot_is_not_told_and_the_log_says_so(ws):
+def test_copilot_is_told_with_its_next_prompt(ws):
+    """Copilot CLI (1.0.102) puts a prompt hook's top-level additionalContext before the model."""
     base = {"sessionId": "cp", "cwd": str(ws), "timestamp": 1}
     for i, (event, extra) in enumerate((("userPromptSubmitted", {"prompt": "one"}), ("agentStop", {}),
                                         ("userPromptSubmitted", {"prompt": "two"}), ("agentStop", {}))):
@@ -120,5 +121,7 @@ def test_copilot_is_not_told_and_the_log_says_so(ws):
     tb(ws, "rewind", "--after-response", "1", "--yes")
     code, out, _ = send("copilot", {**base, "timestamp": 9, "prompt": "three"}, ws, "inproc",
                         event="userPromptSubmitted")
-    assert (code, out) == (0, "")
-    assert any("copilot reads no hook output" in line for line in hook_log(ws))
+    assert code == 0
+    said = json.loads(out)["additionalContext"]
+    assert "end of turn 1" in said and said == context(out)
+    assert any("told the agent about the change" in line for line in hook_log(ws))

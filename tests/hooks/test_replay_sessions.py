@@ -120,6 +120,23 @@ def test_other_agents(tmp_path, env, agent):
     _rewind_all_and_redo(root, recording)
 
 
+@pytest.mark.parametrize("env", PATHS)
+def test_copilot_1_0_102_session(tmp_path, env):
+    """Copilot CLI 1.0.102's own payloads (toolArgs an object, agentStop with no answer), with the
+    first run's sessionStart after its prompt: that start does not cancel the turn it names."""
+    recording, rep = replay_fixture(tmp_path, "copilot", "session-1.0.102", env=env)
+    root = rep.workspace
+    assert all(s.returncode == 0 for s in rep.sent), [s.stderr for s in rep.sent if s.returncode]
+    turns = tb_json(root, "log")["turns"]
+    assert [t["state"] for t in turns] == ["settled"] * 3, hook_log(root)
+    assert [t["response"] for t in turns] == ["C1 done", "C2 done", "C3 done"]  # its transcript's
+    assert [(s["kind"], s["scope"]) for s in turns[0]["stepList"]] == [("file-write", "host")] * 2
+    assert [s["kind"] for s in turns[1]["stepList"]] == ["shell"]
+    assert {f["path"] for f in turns[1]["files"]} == {"notes.txt", "made.txt", "old.txt"}
+    assert any("came after its own first prompt" in line for line in hook_log(root))
+    _rewind_all_and_redo(root, recording)
+
+
 def test_crossing_commands_are_crossing(tmp_path):
     recording, rep = replay_fixture(tmp_path, "copilot", env=DIRECT)
     steps = tb_json(rep.workspace, "log")["turns"][0]["stepList"]

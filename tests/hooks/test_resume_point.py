@@ -178,3 +178,18 @@ def test_the_next_session_start_resolves_the_last_runs_end(ws):
     a.send("SessionStart", source="resume")
     entry = next(iter(record(ws)["sessions"]["claude-code:s-1"]["ends"].values()))
     assert entry["uuid"] == end and entry["pending"] is False
+
+
+def test_copilot_answer_is_the_turns_own_or_none():
+    """Copilot writes its events.jsonl behind its hooks: at agentStop the file may still end at the
+    turn before, whose answer must not become this turn's."""
+    def msg(kind, content):
+        return {"type": kind, "data": {"content": content}}
+
+    earlier = [msg("user.message", "one"), msg("assistant.message", "done one")]
+    now = earlier + [msg("user.message", "two"), msg("assistant.message", ""),
+                     msg("assistant.message", "done two"), {"type": "assistant.turn_end"}]
+    assert at.copilot_answer(now, at.digest("two")) == "done two"
+    assert at.copilot_answer(earlier, at.digest("two")) is None
+    assert at.copilot_answer(earlier + [msg("user.message", "two")], at.digest("two")) is None
+    assert at.copilot_answer([], at.digest("two")) is None

@@ -84,6 +84,47 @@ def test_gemini_and_copilot_payloads():
         agents.copilot({"cwd": "/w"})
 
 
+def test_gemini_prompt_and_answer_as_the_real_cli_sends_them():
+    """Gemini CLI 0.61, measured: headless, a SessionStart hook's context is put in front of the
+    prompt text, and the answer joins every model reply's text (a tool-only reply leaves a blank
+    line in front). The turn keeps what the person typed and what the model said."""
+    notice = "<hook_context>turnback changed this conversation: turn 3 and later are gone</hook_context>"
+    ev = agents.gemini({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeAgent",
+                        "prompt": f"{notice}\n\nT5 carry on"})
+    assert ev.prompt == "T5 carry on"
+    for prompt in ("<hook_context>only a context</hook_context>", "say <hook_context> please",
+                   "plain prompt"):
+        ev = agents.gemini({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeAgent",
+                            "prompt": prompt})
+        assert ev.prompt == prompt
+    ev = agents.gemini({"session_id": "s", "cwd": "/w", "hook_event_name": "AfterAgent",
+                        "prompt": "T1", "prompt_response": " \n \nT1 done"})
+    assert ev.kind == "stop" and ev.message == "T1 done"
+
+
+def test_opencode_payloads_from_the_plugin():
+    """What hooks/opencodeplugin.py sends, newer fields and events included: Claude Code's names;
+    file.edited rides on the session that ran last; an event this turnback does not know is
+    'other' (logged, nothing recorded), never an error."""
+    post = agents.opencode({"hook_event_name": "PostToolUse", "session_id": "ses_1", "cwd": "/w",
+                            "tool_name": "write", "tool_use_id": "call_1",
+                            "tool_input": {"filePath": "/w/a.txt", "content": "x"},
+                            "tool_response": {"title": "a.txt", "output": "ok"},
+                            "a_field_from_the_future": 1})
+    assert (post.agent, post.kind, post.tool_id) == ("opencode", "post-tool", "call_1")
+    assert classify(post.tool, post.tool_input, "/w", "opencode").paths == ["/w/a.txt"]
+    edited = agents.opencode({"hook_event_name": "FileEdited", "session_id": "ses_1", "cwd": "/w",
+                              "file_path": "/w/a.txt"})
+    assert edited.kind == "file-edited" and edited.tool_input == {"file_path": "/w/a.txt"}
+    stop = agents.opencode({"hook_event_name": "Stop", "session_id": "ses_1", "cwd": "/w",
+                            "last_assistant_message": "done"})
+    assert stop.kind == "stop" and stop.message == "done"
+    for name in ("MessageRemoved", "SessionCompacted"):
+        assert agents.opencode({"hook_event_name": name, "session_id": "s", "cwd": "/w"}).kind == "other"
+    with pytest.raises(BadPayload):
+        agents.opencode({"hook_event_name": "Stop", "cwd": "/w"})
+
+
 def test_apply_patch_paths():
     body = ("*** Begin Patch\n*** Add File: a.py\n+x\n*** Update File: b.py\n*** Move to: c.py\n"
             "*** Delete File: d.py\n*** End Patch")

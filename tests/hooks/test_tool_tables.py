@@ -14,7 +14,7 @@ from turnback.hooks.tools import TOOLS, classify
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "agents"
 PAGES = {"claude-code": "claude-code.md", "codex": "codex.md", "gemini": "gemini.md",
-         "copilot": "copilot.md", "cursor": "cursor.md"}
+         "copilot": "copilot.md", "cursor": "cursor.md", "opencode": "opencode.md"}
 ROW = re.compile(r"^\| `([^`]+)` \| ([^|]+) \| `([a-z-]+)` \| ([a-z ]+) \|$")
 # an input that names a target (file tools) and a command (shells) in every spelling the tables use
 SAMPLE = {"file_path": "/w/t.txt", "path": "/w/t.txt", "filePath": "/w/t.txt", "notebook_path": "/w/t.ipynb",

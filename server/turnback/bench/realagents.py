@@ -39,9 +39,8 @@ def agents_bin() -> Path | None:
     if env:
         return Path(env)
     cache = Path(os.environ.get("TURNBACK_CI_CACHE") or Path.home() / ".cache" / "turnback-ci")
-    found = sorted(cache.glob("agents-claude-*-codex-*/node_modules/.bin"))
-    complete = [b for b in found if (b.parent.parent / ".complete").exists()]
-    return complete[-1] if complete else None
+    found = [b for b in cache.glob("bin-claude-*") if (b / ".complete").exists()]
+    return max(found, key=lambda b: b.stat().st_mtime) if found else None
 
 
 @dataclass

@@ -100,6 +100,7 @@ _REGISTRY = {
     "watcher-fallback": "live:run_watcher_fallback",
     "live-resources": "resources:run",
     "agent-hooks": "agenthooks:run",
+    "agent-overhead": "agentoverhead:run",
     "fence-cost": "fence:run",
     "hook-budgets": "hookbudget:run",
     "recovery-rollback": "recovery:run",
@@ -121,7 +122,8 @@ def _load(name: str) -> Callable[[Context], None]:
 
 SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "checkpoint-vs-shadow-git",
              "long-session", "close-save", "scan", "responsiveness", "collect",
-             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "fence-cost",
+             "hook-roundtrip", "watcher-fallback", "live-resources", "agent-hooks", "agent-overhead",
+             "fence-cost",
              "hook-budgets", "recovery-rollback", "first-checkpoint", "first-checkpoint-250k",
              "turn-fast-path", "long-session-edits", "real-history",
              "real-history-bad-input")

@@ -121,7 +121,7 @@ def _valid(sub: str, ns: dict) -> bool:
     return True
 
 
-_HOOK_AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")  # hooks/agents.py AGENTS
+_HOOK_AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor", "opencode")  # hooks/agents.py AGENTS
 
 
 def _hook(argv: list[str]) -> int | None:

@@ -6,7 +6,7 @@ store itself (see hooks/runtime.py). `hooks` edits the agents' settings files (h
 
 from __future__ import annotations
 
-AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor", "opencode")
 
 
 def add_parsers(sub, add) -> None:
@@ -66,6 +66,10 @@ def _install(ctx) -> int:
         _ensure_store(ctx)
     if a.agent == "codex":
         result["codex"] = _codex_after_install(ctx, scope, a.trust)
+    if a.agent == "gemini":
+        from ..hooks.geminitrust import check
+
+        result["gemini"] = check(ctx.root)
     if ctx.json:
         ctx.emit(result)
         return 0
@@ -73,12 +77,19 @@ def _install(ctx) -> int:
         ctx.print(f"{a.agent}: already installed in {result['path']}; nothing changed")
     else:
         done = [f"added {', '.join(result['added'])}"] if result["added"] else []
-        done += [f"now running this turnback: {', '.join(result['updated'])}"] \
-            if result["updated"] else []
+        done += [f"updated: {', '.join(result['updated'])}"] if result["updated"] else []
         ctx.print(f"{a.agent}: installed in {result['path']} ({'; '.join(done)})",
                   f"  the agent runs: {result['command']}")
     _print_codex(ctx, result.get("codex"))
+    _print_blocked(ctx, "Gemini", result.get("gemini"), "  ")
     return 0
+
+
+def _print_blocked(ctx, agent: str, state: dict | None, indent: str) -> None:
+    if state and state.get("blocked"):
+        ctx.print(f"{indent}installed but {agent} will not run it: {state['blocked']}")
+        if state.get("step"):
+            ctx.print(f"{indent}to fix: {state['step']}")
 
 
 def _codex_after_install(ctx, scope: str, trust: bool) -> dict:
@@ -155,6 +166,12 @@ def _status(ctx) -> int:
             ctx.print(f"{'':<22}installed but its command cannot run: {r['commandMissing']}; "
                       f"run `turnback hooks install {r['agent']}"
                       f"{' --user' if r['scope'] == 'user' else ''}` again")
+        if r.get("edited"):
+            ctx.print(f"{'':<22}{r['edited']}")
+        if r.get("timeoutClamped"):
+            ctx.print(f"{'':<22}{', '.join(r['timeoutClamped'])}: a timeout {r['agent']} clamps and reports as "
+                      f"an error on every run; run `turnback hooks install {r['agent']}` again")
+        _print_blocked(ctx, "Gemini", r.get("gemini"), " " * 22)
         codex = r.get("codex") or {}
         if codex.get("blocked"):
             ctx.print(f"{'':<22}installed but Codex will not run it: {codex['blocked']}")

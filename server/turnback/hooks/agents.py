@@ -14,8 +14,8 @@ Shapes are the agents' documented ones (docs/agents/ has a page per agent with t
   `source` (some versions say `trigger`).
 * Copilot CLI: `sessionStart`, `userPromptSubmitted`, `preToolUse`, `postToolUse`,
   `postToolUseFailure` (`error`), `agentStop`, `subagentStop`, `sessionEnd`, with `toolName` and
-  `toolArgs` (a JSON string) and `toolResult`; `sessionId` in newer versions, else the working
-  folder stands in for it.
+  `toolArgs` (a JSON string; an object in 1.0.102) and `toolResult`; `sessionId` in newer versions,
+  else the working folder stands in for it.
 * Cursor (`.cursor/hooks.json` version 1): `conversation_id`, `generation_id`, `workspace_roots`;
   `beforeSubmitPrompt`, `preToolUse`/`postToolUse`/`postToolUseFailure`,
   `beforeShellExecution`/`afterShellExecution`, `beforeMCPExecution`/`afterMCPExecution`,
@@ -104,13 +104,39 @@ def codex(raw) -> Event:
     return _finish(ev, raw)
 
 
+OPENCODE_KINDS = {**CLAUDE_KINDS, "FileEdited": "file-edited", "MessageRemoved": "other"}
+
+
+def opencode(raw) -> Event:
+    """The payloads turnback's own OpenCode plugin sends (hooks/opencodeplugin.py): Claude Code's
+    field names, plus `FileEdited` (OpenCode's file.edited, on the session that ran last) and `MessageRemoved`
+    (OpenCode reverted or deleted a message)."""
+    raw = require(raw, "opencode")
+    name = pick(raw, "hook_event_name")
+    ev = _common(raw, "opencode", OPENCODE_KINDS, name)
+    _tool_fields(ev, raw)
+    if ev.kind == "file-edited":
+        ev.tool, ev.tool_input = "file.edited", {"file_path": pick(raw, "file_path", default="")}
+    ev.prompt = pick(raw, "prompt")
+    ev.prompt_id = pick(raw, "prompt_id")
+    ev.message = pick(raw, "last_assistant_message")
+    ev.source = pick(raw, "source")
+    if ev.kind == "stop-failed":
+        detail = pick(raw, "error_details")
+        ev.error = f"{pick(raw, 'error', default='error')}" + (f": {detail}" if detail else "")
+    return _finish(ev, raw)
+
+
 def gemini(raw) -> Event:
     raw = require(raw, "gemini")
     name = pick(raw, "hook_event_name", "hookEventName")
     ev = _common(raw, "gemini", GEMINI_KINDS, name)
     _tool_fields(ev, raw)
-    ev.prompt = pick(raw, "prompt")
-    ev.message = pick(raw, "prompt_response", "promptResponse")
+    ev.prompt = _without_hook_context(pick(raw, "prompt"))
+    message = pick(raw, "prompt_response", "promptResponse")
+    # the texts of each model reply of the turn joined by newlines: a reply that only called tools
+    # leaves an empty line in front (measured with Gemini CLI 0.61)
+    ev.message = message.strip() if isinstance(message, str) else message
     ev.source = pick(raw, "source", "trigger")
     response = ev.tool_response
     if ev.kind == "post-tool" and isinstance(response, dict) and response.get("error"):
@@ -203,6 +229,18 @@ def cursor(raw) -> Event:
     return _finish(ev, raw)
 
 
+def _without_hook_context(prompt):
+    """The prompt the person typed. Headless Gemini CLI puts a SessionStart hook's context in
+    front of the prompt itself (`<hook_context>…</hook_context>` and a blank line), and its
+    BeforeAgent hook then sees that as the prompt: turnback's own notice is not part of the turn."""
+    if not isinstance(prompt, str):
+        return prompt
+    rest = prompt
+    while rest.startswith("<hook_context>") and "</hook_context>" in rest:
+        rest = rest.split("</hook_context>", 1)[1].lstrip("\n")
+    return rest if rest != prompt and rest else prompt
+
+
 def _tool_fields(ev: Event, raw: dict) -> None:
     ev.tool = pick(raw, "tool_name", "toolName")
     ev.tool_input = as_object(raw.get("tool_input", raw.get("toolInput")))
@@ -244,16 +282,18 @@ def _changed_files(response) -> list[str] | None:
 
 
 ADAPTERS = {"claude-code": claude_code, "codex": codex, "gemini": gemini, "copilot": copilot,
-            "cursor": cursor}
+            "cursor": cursor, "opencode": opencode}
 AGENTS = tuple(ADAPTERS)
 
 # Where the model reads what a hook prints as additional context. A notice printed on one of
 # `DELIVERS` counts as told; one printed on another context event only may be (Claude Code drops
 # SessionStart context on `--resume-session-at`), so it is said again with the next prompt.
 CONTEXT = {"claude-code": ("prompt", "session-start"), "codex": ("prompt", "session-start"),
-           "gemini": ("prompt", "session-start"), "copilot": (), "cursor": ()}
+           "gemini": ("prompt", "session-start"), "copilot": ("prompt",), "cursor": (),
+           "opencode": ("prompt",)}  # the plugin adds it to the prompt's message
 DELIVERS = {"claude-code": ("prompt",), "codex": ("prompt", "session-start"),
-            "gemini": ("prompt", "session-start"), "copilot": (), "cursor": ()}
+            "gemini": ("prompt", "session-start"), "copilot": ("prompt",), "cursor": (),
+            "opencode": ("prompt",)}
 MESSAGES = ("claude-code", "codex", "gemini")  # agents that show a hook's systemMessage
 
 
@@ -262,6 +302,8 @@ def output(ev: Event, context: str | None, message: str | None) -> dict | None:
     out: dict = {}
     if context and ev.kind in CONTEXT.get(ev.agent, ()):
         out["hookSpecificOutput"] = {"hookEventName": ev.name, "additionalContext": context}
+        if ev.agent == "copilot":  # Copilot CLI reads only the top-level field (1.0.102, measured)
+            out["additionalContext"] = context
     if message and ev.agent in MESSAGES:
         out["systemMessage"] = message
     return out or None

@@ -51,9 +51,25 @@ class ConversationMixin:
                 self.log(f"{self.key}: turn {n}'s last record is not in the transcript "
                          f"({(time.monotonic() - started) * 1000:.0f} ms after its Stop); it is "
                          "looked for again at the next prompt and when a rewind needs it")
+        if self.ev.agent == "copilot" and text is None and self.ev.kind == "stop" and path:
+            text = self._copilot_answer(path, entry, n)
         if text:
             entry["answer"] = text[-ANSWER_KEEP:]
             self.port.call("turnback/turn/respond", {"turn": n, "text": text, "final": True})
+        return text
+
+    def _copilot_answer(self, path: str, entry: dict, n: int) -> str | None:
+        """The turn's answer from Copilot's transcript, waiting for it as long as a Claude Code
+        Stop waits for its last record (`resume_wait`)."""
+        deadline = time.monotonic() + self.config.resume_wait
+        while True:
+            text = agenttranscript.copilot_answer(agenttranscript.read(path), entry.get("promptDigest"))
+            if text is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(agenttranscript.RESUME_POLL)
+        if text is None:
+            self.log(f"{self.key}: turn {n}'s answer is not in Copilot's transcript yet "
+                     f"({self.config.resume_wait * 1000:.0f} ms after its agentStop): not recorded")
         return text
 
     def resolve_pending_ends(self, s: dict) -> None:

@@ -28,6 +28,8 @@ FILES = {
     "gemini": {"project": ".gemini/settings.json", "user": ".gemini/settings.json"},
     "copilot": {"project": ".github/hooks/turnback.json", "user": "hooks/turnback.json"},
     "cursor": {"project": ".cursor/hooks.json", "user": "hooks.json"},
+    # not a hooks file: a plugin OpenCode loads (hooks/opencodeplugin.py)
+    "opencode": {"project": ".opencode/plugin/turnback.js", "user": "plugin/turnback.js"},
 }
 # Where each agent keeps its own settings for every project (`--user`), and the variable that moves
 # it: the agent reads the variable, so turnback must write where the agent will look.
@@ -37,6 +39,7 @@ USER_DIRS = {
     "gemini": ("GEMINI_CLI_HOME", "~"),  # the folder that holds .gemini/, in place of the home
     "copilot": ("COPILOT_HOME", "~/.copilot"),
     "cursor": (None, "~/.cursor"),  # Cursor documents no variable that moves it
+    "opencode": ("XDG_CONFIG_HOME", "~/.config"),  # + opencode/: OpenCode's global config folder
 }
 TOOL_MATCH = {"claude-code": "*", "codex": "*", "gemini": ".*"}
 EVENTS = {
@@ -53,14 +56,17 @@ EVENTS = {
     "cursor": ["beforeSubmitPrompt", "preToolUse", "postToolUse", "postToolUseFailure",
                "beforeShellExecution", "afterShellExecution", "beforeMCPExecution",
                "afterMCPExecution", "afterFileEdit", "afterAgentResponse", "stop", "sessionEnd"],
+    # what the plugin sends, from OpenCode's chat.message, tool.execute.before/after and events
+    "opencode": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                 "StopFailure", "FileEdited", "MessageRemoved", "SessionEnd"],
 }
 FLAT = ("copilot", "cursor")  # a list of hook entries per event, no matcher groups
 VERSIONED = ("copilot", "cursor")  # files with a top-level "version": 1
 TOOL_EVENTS = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeTool", "AfterTool"}
 TIMEOUT_S = 30
 # Codex clamps the timeout of the hooks that run as it stops (an interrupt, its exit) to 3 s and
-# says so as an error item in every run's output ("clamping SessionEnd hook timeout to 3s"): ask
-# for what it allows.
+# says so as an error item in every run's output ("clamping SessionEnd hook timeout to 3s") when
+# asked for more: ask for what it allows (measured with 0.169: 3 and none are quiet, 4 is not).
 SHORT_TIMEOUTS = {("codex", "SessionEnd"): 3, ("codex", "Interrupt"): 3}
 
 
@@ -72,6 +78,8 @@ def user_dir(agent: str) -> Path:
 
 def settings_path(agent: str, scope: str, root: Path) -> Path:
     rel = FILES[agent][scope]
+    if agent == "opencode" and scope == "user":
+        return user_dir(agent) / "opencode" / rel
     return user_dir(agent) / rel if scope == "user" else root / rel
 
 
@@ -206,6 +214,8 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
     _check(agent, scope)
     path = settings_path(agent, scope, root)
     command = hook_command(agent, command)
+    if agent == "opencode":
+        return _install_plugin(path, scope, root, command)
     data = _read(path)
     created_file = data is None
     data = {} if data is None else data
@@ -225,6 +235,8 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
         if not isinstance(groups, list):
             raise InvalidParams(f"{path}: hooks.{event} is not a list; turnback will not change it")
         if any(_ours(agent, h, command) for h in _hooks_of(agent, groups)):
+            if _mend_timeout(agent, event, groups):
+                updated.append(event)
             continue
         if _repoint(agent, event, groups, command):
             updated.append(event)
@@ -247,6 +259,24 @@ def install(agent: str, scope: str, root: Path, *, command: str | None = None) -
             "updated": updated, "alreadyInstalled": not added and not updated}
 
 
+def over_cap(agent: str, event: str, hook: dict) -> bool:
+    """A timeout the agent clamps, and reports on every run (an earlier turnback's 30 s, a user's
+    edit): `hooks install` mends it, `hooks status` names it."""
+    cap = SHORT_TIMEOUTS.get((agent, event))
+    value = hook.get("timeout")
+    return cap is not None and value is not None and not (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and value <= cap)
+
+
+def _mend_timeout(agent: str, event: str, groups: list) -> bool:
+    changed = False
+    for hook in _hooks_of(agent, groups):
+        if _ours(agent, hook, None) and over_cap(agent, event, hook):
+            hook["timeout"] = SHORT_TIMEOUTS[(agent, event)]
+            changed = True
+    return changed
+
+
 def _repoint(agent: str, event: str, groups: list, command: str) -> bool:
     """An earlier install's entries (another turnback: a bare `turnback`, a virtual environment
     since removed) now run this command: installing again mends them instead of adding a second
@@ -258,13 +288,82 @@ def _repoint(agent: str, event: str, groups: list, command: str) -> bool:
                 hook["bash"] = f"{command} --event {event}"
             else:
                 hook["command"] = command
+            if over_cap(agent, event, hook):
+                hook["timeout"] = SHORT_TIMEOUTS[(agent, event)]
             changed = True
     return changed
+
+
+def _install_plugin(path: Path, scope: str, root: Path, command: str) -> dict:
+    """OpenCode's plugin file: written whole (never merged); someone else's file is refused, an
+    edited copy of ours is kept beside it (`.turnback-backup`) and written again."""
+    from . import opencodeplugin
+
+    st = opencodeplugin.state(path, command)
+    if st.get("problem"):
+        raise InvalidParams(st["problem"], data={"path": str(path)})
+    if st["exists"] and not st["ours"]:
+        raise InvalidParams(f"{path} is not turnback's plugin; turnback will not overwrite it "
+                            "(move it away first)", data={"path": str(path)})
+    result = {"agent": "opencode", "scope": scope, "path": str(path), "command": command,
+              "added": [], "updated": [], "alreadyInstalled": False}
+    if st["exists"] and st["current"] and not st["edited"]:
+        result["alreadyInstalled"] = True
+        return result
+    if st.get("edited"):
+        fsio.write_atomic(path.with_name(path.name + ".turnback-backup"), path.read_bytes(),
+                          mode=0o600)
+        result["editedKept"] = str(path.with_name(path.name + ".turnback-backup"))
+    opencodeplugin.write(path, command, scope, root)
+    (result["updated"] if st["exists"] else result["added"]).extend(EVENTS["opencode"])
+    manifest = _load_manifest()
+    manifest[str(path)] = {"agent": "opencode", "scope": scope, "command": command,
+                           "events": EVENTS["opencode"], "createdFile": True, "createdEvents": []}
+    _save_manifest(manifest)
+    return result
+
+
+def _uninstall_plugin(path: Path, scope: str) -> dict:
+    from . import opencodeplugin
+
+    st = opencodeplugin.state(path)
+    manifest = _load_manifest()
+    if manifest.pop(str(path), None) is not None:
+        _save_manifest(manifest)
+    removed = []
+    if st.get("ours"):
+        fsio.unlink(path, missing_ok=True)
+        removed = EVENTS["opencode"]
+    return {"agent": "opencode", "scope": scope, "path": str(path), "removed": removed,
+            **({"kept": "the file there is not turnback's"} if st["exists"] and not st.get("ours")
+               else {})}
+
+
+def _plugin_status(path: Path) -> dict:
+    from . import opencodeplugin
+
+    st = opencodeplugin.state(path)
+    ours = bool(st.get("ours"))
+    row = {"agent": "opencode", "path": str(path), "exists": st["exists"], "installed": ours,
+           "complete": ours and not st.get("edited"), "events": EVENTS["opencode"] if ours else [],
+           "missing": []}
+    if st.get("problem"):
+        row["problem"] = st["problem"]
+    if st["exists"] and not ours and not st.get("problem"):
+        row["problem"] = "a file of that name that is not turnback's plugin"
+    if st.get("edited"):
+        row["edited"] = ("edited since turnback wrote it; `turnback hooks install opencode` "
+                         "writes it again (keeping the edited copy beside it)")
+    if ours:
+        row.update(_command_state([st["command"]]))
+    return row
 
 
 def uninstall(agent: str, scope: str, root: Path) -> dict:
     _check(agent, scope)
     path = settings_path(agent, scope, root)
+    if agent == "opencode":
+        return _uninstall_plugin(path, scope)
     manifest = _load_manifest()
     key = str(path)
     entry = manifest.get(key)
@@ -319,12 +418,15 @@ def status(root: Path) -> list[dict]:
     for agent in FILES:
         for scope in ("project", "user"):
             path = settings_path(agent, scope, root)
+            if agent == "opencode":
+                out.append({**_plugin_status(path), "scope": scope})
+                continue
             try:
                 data = _read(path)
                 problem = None
             except InvalidParams as exc:
                 data, problem = None, exc.message
-            events, commands = [], []
+            events, commands, clamped = [], [], []
             if data and isinstance(data.get("hooks"), dict):
                 for event, groups in data["hooks"].items():
                     ours = [h for h in _hooks_of(agent, groups) if _ours(agent, h, None)] \
@@ -332,14 +434,20 @@ def status(root: Path) -> list[dict]:
                     if ours:
                         events.append(event)
                     commands += [_command_of(agent, h) for h in ours]
+                    clamped += [event for h in ours if over_cap(agent, event, h)][:1]
             missing = [e for e in EVENTS[agent] if e not in events]
             row = {"agent": agent, "scope": scope, "path": str(path),
                    "exists": data is not None, "installed": bool(events),
                    "complete": bool(events) and not missing, "events": events,
-                   "missing": missing if events else [], **({"problem": problem} if problem else {})}
+                   "missing": missing if events else [], **({"problem": problem} if problem else {}),
+                   **({"timeoutClamped": clamped} if clamped else {})}
             row.update(_command_state(commands))
             if agent == "codex" and events:
                 row["codex"] = codex_state(root, path, scope, events)
+            if agent == "gemini" and events:
+                from . import geminitrust
+
+                row["gemini"] = geminitrust.check(root)
             out.append(row)
     return out
 

@@ -238,13 +238,24 @@ class LifecycleMixin:
         if self.ev.transcript:
             s["transcript"] = self.ev.transcript
         if s.get("turn") is not None and source in ("startup", "clear"):
-            self.close_turn(s, why=f"the agent session started again ({source})")
+            if self._late_start(s):
+                self.log(f"{self.key}: session start came after its own first prompt "
+                         f"(turn {s['turn']} goes on)")
+            else:
+                self.close_turn(s, why=f"the agent session started again ({source})")
         if source == "resume":
             self.ensure_live(s)
         if self.ev.agent == "claude-code":
             self.resolve_pending_ends(s)  # the last run's last record is written by now
         self.tell(s)
         self.log(f"{self.key}: session start ({source}) -> turnback session {s['turnback']}")
+
+    def _late_start(self, s: dict) -> bool:
+        """Copilot CLI does not wait for its sessionStart hook: it can arrive after the prompt it
+        names (`initialPrompt`), inside the turn that prompt began. That start is not a restart."""
+        entry = s["ends"].get(s.get("turnKey") or "", {})
+        return (not s.get("stopped") and bool(self.ev.prompt) and bool(entry.get("promptDigest"))
+                and entry["promptDigest"] == agenttranscript.digest(self.ev.prompt))
 
     def on_session_end(self, s: dict) -> None:
         if s.get("turn") is not None:

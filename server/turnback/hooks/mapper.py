@@ -135,8 +135,9 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
         return classify(self.ev.tool, self.ev.tool_input, self.ev.cwd, self.tools_of)
 
     def on_pre_tool(self, s: dict) -> None:
-        if self.ev.name == "preToolUse":
-            s["toolEvents"] = True  # Cursor: its tool events cover afterFileEdit's edits
+        if self.ev.name == "preToolUse" or self.ev.agent == "opencode":
+            # Cursor, OpenCode: their tool events cover the edits afterFileEdit / file.edited name
+            s["toolEvents"] = True
         use = self._use()
         if guard.check(self, s, use) == "deny":
             return  # refused before it ran (hooks/guard.py): there is nothing to record

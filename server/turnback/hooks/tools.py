@@ -125,9 +125,19 @@ CURSOR = {
     "Task": HELPER,
     "TodoWrite": PLAN,
 }
+OPENCODE = {  # opencode-ai 1.18: its built-in tools, by the names its plugins see
+    "write": _file("filePath"), "edit": _file("filePath"), "multiedit": _file("filePath"),
+    "apply_patch": PATCH, "patch": PATCH,
+    "bash": _shell(),
+    "read": READ, "glob": READ, "grep": READ, "list": READ, "lsp": READ, "codesearch": READ,
+    "webfetch": WEB, "websearch": WEB,
+    "task": HELPER, "batch": HELPER,
+    "todowrite": PLAN, "todoread": PLAN, "question": PLAN, "skill": PLAN, "plan_enter": PLAN,
+    "plan_exit": PLAN,
+}
 TOOLS = {"claude-code": CLAUDE, "codex": CODEX, "gemini": GEMINI, "copilot": COPILOT,
-         "cursor": CURSOR}
-PATCH_FIELDS = ("patch", "input", "command", "_raw")
+         "cursor": CURSOR, "opencode": OPENCODE}
+PATCH_FIELDS = ("patch", "input", "command", "patchText", "_raw")
 _PATCH_LINE = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 

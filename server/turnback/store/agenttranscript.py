@@ -52,6 +52,23 @@ def read(path: str | None, tail: int = TAIL_BYTES) -> list[dict]:
     return out
 
 
+def copilot_answer(records: list[dict], prompt_digest: str | None) -> str | None:
+    """Copilot CLI's session transcript (`session-state/SESSION/events.jsonl`, which its agentStop
+    names; the payload carries no answer): the last `assistant.message` text after the last
+    `user.message`, when that message is the turn's prompt. Copilot writes the file behind its
+    hooks, so at agentStop it may still end at the turn before: then None, never that one's."""
+    answer = None
+    for rec in reversed(records):
+        data = rec.get("data") if isinstance(rec.get("data"), dict) else {}
+        content = data.get("content")
+        if rec.get("type") == "user.message":
+            return answer if isinstance(content, str) and digest(content) == prompt_digest else None
+        if answer is None and rec.get("type") == "assistant.message" and isinstance(content, str) \
+                and content.strip():
+            answer = content
+    return None
+
+
 def size_of(path: str | None) -> int | None:
     try:
         return os.stat(path).st_size if path else None

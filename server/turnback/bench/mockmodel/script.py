@@ -100,22 +100,27 @@ def _replies_since(items: list[Item]) -> int:
 
 def _last_prompt(convo: list[Item], keys: list[str]) -> tuple[int, int | None]:
     """The latest user message holding a scripted prompt. Within that message a text that is the
-    prompt exactly wins over one that only contains a prompt (a rewind notice in the same message
-    may quote an older one)."""
-    best: tuple[int, int] | None = None
+    prompt (quotes aside: `opencode run` quotes it) wins over one that ends with a prompt (an agent
+    may put a hook's context in front of it, in the same text: Gemini CLI does), which wins over
+    one that only contains a prompt (a rewind notice may quote an older one); of the prompts a text
+    only contains, the first in it (Copilot CLI puts a hook's context after the prompt, and the
+    notice quotes older prompts)."""
+    best: tuple[tuple[int, int], int, int] | None = None  # ((rank, -position), at, key)
     for at in range(len(convo) - 1, -1, -1):
         item = convo[at]
-        if best is not None and item.msg != convo[best[0]].msg:
+        if best is not None and item.msg != convo[best[1]].msg:
             break
         if item.role != "user" or item.kind != "text":
             continue
         text = item.text.strip()
+        bare = text.strip("\"'")
         for i, key in enumerate(keys):
-            if text == key:
-                return at, i
-            if best is None and key in text:
-                best = (at, i)
-    return best if best is not None else (-1, None)
+            rank = (3 if key in (text, bare) else 2 if bare.endswith(key) else
+                    1 if key in text else 0)
+            score = (rank, -text.find(key) if rank == 1 else 0)
+            if rank and (best is None or score > best[0]):
+                best = (score, at, i)
+    return (best[1], best[2]) if best is not None else (-1, None)
 
 
 def call_id(prefix: str, turn: int, step: int, index: int) -> str:

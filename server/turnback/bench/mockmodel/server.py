@@ -1,5 +1,6 @@
-"""A model server on loopback that speaks the Anthropic Messages and OpenAI Responses streaming
-APIs and answers from a `Script`.
+"""A model server on loopback that speaks the Anthropic Messages, OpenAI Responses and Chat
+Completions, and Gemini (`generateContent`, `streamGenerateContent`) APIs and answers from a
+`Script`.
 
 Every request is kept (`requests`), so a test can read exactly what the agent sent the model: the
 conversation after a resume, the context a hook added, the tools on offer. `wait_for` is the gate a
@@ -16,15 +17,15 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from . import anthropic, responses
+from . import anthropic, chat, gemini, responses
 from .script import Choice, Item, Script, say
 
-APIS = {"messages": anthropic, "responses": responses}
+APIS = {"messages": anthropic, "responses": responses, "gemini": gemini, "chat": chat}
 
 
 @dataclass
 class Request:
-    api: str  # messages | responses | other
+    api: str  # messages | responses | gemini | chat | other
     method: str
     path: str
     headers: dict
@@ -99,7 +100,7 @@ class ModelServer:
         """(status, content type, body, hang) for one agent request."""
         mod = APIS[api]
         if not mod.is_agent_loop(body):
-            choice = Choice(None, -1, 0, say("OK"))
+            choice = Choice(None, -1, 0, say(gemini.side_answer(body) if api == "gemini" else "OK"))
         else:
             choice = self.script.choose(req.convo)
         req.choice = choice
@@ -108,6 +109,12 @@ class ModelServer:
         if reply.error:
             status, kind, message = reply.error
             return status, "application/json", mod.error(status, kind, message), False
+        if (api == "gemini" and "streamGenerateContent" not in req.path) or (
+                api == "chat" and not body.get("stream")):
+            if reply.hang:
+                return 200, "application/json", b"", True
+            return 200, "application/json", mod.whole(reply, choice.turn, choice.step,
+                                                       self.model, serial), False
         if reply.hang:
             return 200, "text/event-stream", mod.start(self.model, serial), True
         return 200, "text/event-stream", mod.stream(reply, choice.turn, choice.step, self.model,
@@ -162,12 +169,16 @@ def _handler(server: ModelServer):
                 body = {"unreadable": raw[:200].decode("latin-1")}
             path = self.path.split("?")[0]
             api = ("messages" if path.endswith("/messages") else
-                   "responses" if path.endswith("/responses") else "other")
+                   "responses" if path.endswith("/responses") else
+                   "gemini" if path.endswith((":generateContent", ":streamGenerateContent")) else
+                   "chat" if path.endswith("/chat/completions") else "other")
             req = Request(api, "POST", self.path, dict(self.headers), body)
             if api == "other":
                 server._keep(req)
                 if path.endswith("/count_tokens"):
                     self._send(200, "application/json", b'{"input_tokens": 100}')
+                elif path.endswith(":countTokens"):
+                    self._send(200, "application/json", b'{"totalTokens": 100}')
                 else:
                     self._send(404, "application/json", b'{"error": "not found"}')
                 return
