@@ -138,7 +138,8 @@ def test_user_install_honours_the_agents_config_folder_variable(tmp_path, home, 
 
 
 def test_user_install_without_the_variable_uses_the_home_folder(tmp_path, home, monkeypatch):
-    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME"):
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME",
+                     "XDG_CONFIG_HOME"):
         monkeypatch.delenv(variable, raising=False)
     paths = {a: install.install(a, "user", tmp_path, command="turnback")["path"]
              for a in install.FILES}
@@ -146,7 +147,8 @@ def test_user_install_without_the_variable_uses_the_home_folder(tmp_path, home, 
                      "codex": str(home / ".codex/hooks.json"),
                      "gemini": str(home / ".gemini/settings.json"),
                      "copilot": str(home / ".copilot/hooks/turnback.json"),
-                     "cursor": str(home / ".cursor/hooks.json")}
+                     "cursor": str(home / ".cursor/hooks.json"),
+                     "opencode": str(home / ".config/opencode/plugin/turnback.js")}
 
 
 def test_install_writes_the_absolute_command_of_this_turnback(tmp_path, home):

@@ -441,6 +441,12 @@ class Workbench:
     def session_row(self, contains: str):
         return self._session_list().locator(".monaco-list-row", has_text=contains).first
 
+    def session_row_labelled(self, label: str):
+        """The row whose label is exactly `label` (a group's header also names this window's session,
+        so a row found by the text it contains can be the header)."""
+        name = self.page.locator(".label-name").get_by_text(label.strip(), exact=True)
+        return self._session_list().locator(".monaco-list-row").filter(has=name).first
+
     def quiet_view(self) -> list[str]:
         """Wait until the session view stops redrawing (three equal looks in a row): a row's menu or
         button used while the tree redraws acts on no element, as it would for a person."""

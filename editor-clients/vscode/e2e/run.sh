@@ -66,4 +66,5 @@ cd "$repo"
 echo "e2e/run.sh: code-server $entry, extension $vsix, server $turnback"
 # One process (-n 0): the server's suite runs in xdist workers (pyproject's addopts), but the real
 # editors share one code-server build and its user-data folder.
-"$python" -m pytest -q -p no:cacheprovider -n 0 "$here"
+# Extra arguments go to pytest (e.g. `-k 800px` to run one test).
+"$python" -m pytest -q -p no:cacheprovider -n 0 "$here" "$@"

@@ -252,8 +252,7 @@ def test_an_800px_window_cuts_nothing_without_a_tooltip(fresh):
         cut = ui.cut_rows()
         assert cut, "at 800 px the long prompt's row is cut (else this test checks nothing)"
         for row in cut:
-            key = row["label"].replace("↳", "").replace("●", "").strip()[:30]
-            text = ui.hover_text(ui.session_row(key))
+            text = ui.hover_text(ui.session_row_labelled(row["label"]))
             for part in (row["label"].replace("↳", "").replace("●", "").strip(), row["description"]):
                 part = part.replace("…", "").strip()
                 assert not part or part[:40] in text.replace("\n", " "), (row, text)
