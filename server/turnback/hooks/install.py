@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import InvalidParams
 from ..store import fsio
+from .configdir import prepare_parent
 
 FILES = {
     "claude-code": {"project": ".claude/settings.json", "user": "settings.json"},
@@ -190,15 +191,7 @@ def _read(path: Path) -> dict | None:
 
 
 def _write(path: Path, data: dict | None, scope: str, root: Path) -> None:
-    if scope == "project":
-        from ..workspace.fence import Workspace
-
-        ws = Workspace(root, root / ".turnback")
-        rel = ws.to_rel(str(path))
-        ws.ensure_parent_dirs(rel)
-        ws.check_components(rel)
-    else:
-        fsio.mkdir(path.parent, 0o700)
+    prepare_parent(path, scope, root)
     backup = path.with_name(path.name + ".turnback-backup")
     if path.exists() and not backup.exists():
         fsio.write_atomic(backup, path.read_bytes(), mode=0o600)

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from ..store import fsio
+from .configdir import prepare_parent
 
 NAME = "turnback.js"
 MARK = "// turnback-plugin v1"
@@ -178,13 +179,5 @@ def state(path: Path, command: str | None = None) -> dict:
 
 
 def write(path: Path, command: str, scope: str, root: Path) -> None:
-    if scope == "project":
-        from ..workspace.fence import Workspace
-
-        ws = Workspace(root, root / ".turnback")
-        rel = ws.to_rel(str(path))
-        ws.ensure_parent_dirs(rel)
-        ws.check_components(rel)
-    else:
-        fsio.mkdir(path.parent, 0o700)
+    prepare_parent(path, scope, root)
     fsio.write_atomic(path, render(command).encode(), mode=0o644)
