@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..hooks import replay
+from .pyenvs import bytecode_envs
 
 
 MODULE = [sys.executable, "-m", "turnback", "hook", "claude-code"]
@@ -97,9 +98,7 @@ def run(ctx) -> None:
     ctx.fig("events per round", len(direct) // rounds, None)
     ctx.check("every event exited 0 and printed nothing but the guard's warning (direct path)",
               len(direct) == rounds * sum(len(s.get("parallel", [s])) for s in recording["steps"]))
-    from .live import _envs
-
-    envs = _envs(ctx.work / ctx.scenario)
+    envs = bytecode_envs(ctx.work / ctx.scenario)
     script = Path(sys.executable).with_name("turnback")  # what `hooks install` writes, on PATH
     variants = {"python -m turnback": (MODULE, "uncached"),
                 "python -m turnback, bytecode cached": (MODULE, "cached")}

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from . import gen
-from .live import _envs, _turnback, start_owner, stop_owner
+from .live import _turnback, start_owner, stop_owner
+from .pyenvs import bytecode_envs
 from .runner import percentile
 
 SEED = "fastpath"
@@ -69,7 +70,7 @@ def run(ctx) -> None:
     from ..remote import client
 
     rounds = ctx.pick(3, 20, 40)
-    envs = _envs(ctx.work / ctx.scenario)
+    envs = bytecode_envs(ctx.work / ctx.scenario)
     results = {}
     for n in ctx.pick([500, 2_000], [5_000, 20_000], [20_000, 250_000]):
         root = ctx.dir(f"ws{n}")

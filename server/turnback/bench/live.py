@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from . import gen
+from .pyenvs import bytecode_envs
 from .runner import percentile
 
 SEED = "live"
@@ -44,17 +45,6 @@ def _times(argv: list[str], n: int, env: dict, cwd: Path) -> tuple[list[float], 
         out.append(time.perf_counter() - t0)
         bad += proc.returncode != 0
     return out, bad
-
-
-def _envs(work: Path) -> dict[str, dict]:
-    """`uncached`: as this machine runs hooks (PYTHONDONTWRITEBYTECODE=1: turnback's own modules are
-    compiled at every start unless a cache exists); `cached`: a private bytecode cache, warmed first."""
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",
-                                                             "PYTHONPYCACHEPREFIX")}
-    warm = work / "pyc-warm"
-    warm.mkdir(parents=True, exist_ok=True)
-    return {"uncached": {**base, "PYTHONDONTWRITEBYTECODE": "1"},
-            "cached": {**base, "PYTHONPYCACHEPREFIX": str(warm)}}
 
 
 def _package_bytecode() -> bool:
@@ -87,7 +77,7 @@ def run_hook_roundtrip(ctx) -> None:
     n = ctx.pick(5, 40, 100)
     root = ctx.dir("ws")
     (root / "a.txt").write_text("one\n")
-    envs = _envs(ctx.work / ctx.scenario)
+    envs = bytecode_envs(ctx.work / ctx.scenario)
     capture = [*_turnback(), "--workspace", str(root), "turn", "capture", "a.txt"]
     # warm the private bytecode cache with one run of each path
     subprocess.run([sys.executable, "-c", "pass"], env=envs["cached"])
