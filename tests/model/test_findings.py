@@ -218,3 +218,56 @@ def test_g_fsck_beside_a_collection_that_removes_a_folder_mid_walk(tmp_path, mon
     monkeypatch.setattr(fsck.os, "walk", walk)
     report = fsck.fsck(store)  # raised FileNotFoundError from _check_permissions
     assert not [p for p in report.problems if p.path.startswith(str(doomed))], report.problems
+
+
+# -- found by the reference model (tests/model/test_model_machine.py) ---------------------------------
+def test_an_uncaptured_edit_to_a_path_no_turn_touched_is_put_back_and_flagged(tmp_path):
+    """C(n)[p] of a path with no recorded change since turn n began is its last known image: a file
+    deleted (or chmodded) after the last capture comes back, flagged as an uncaptured edit."""
+    write(tmp_path, "a.txt", "1\n")
+    write(tmp_path, "b.txt", "b\n", 0o644)
+    turn(tmp_path, "p1")
+    turn(tmp_path, "p2")
+    (tmp_path / "a.txt").unlink()
+    os.chmod(tmp_path / "b.txt", 0o755)
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "2")
+    plan = {f["path"]: f for f in json.loads(out)["candidate"]["files"]}
+    assert {p: (f["action"], f["userEditBy"]) for p, f in plan.items()} == {
+        "a.txt": ("restore", "uncaptured"), "b.txt": ("restore", "uncaptured")}
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--yes")
+    assert (tmp_path / "a.txt").read_text() == "1\n" and bits(tmp_path / "b.txt") == 0o644
+
+
+def test_an_uncaptured_edit_after_the_last_turn_stays_on_a_rewind_to_its_end(tmp_path):
+    """--after-response of the last turn is the disk itself (the user's edits since included)."""
+    write(tmp_path, "a.txt", "1\n")
+    turn(tmp_path, "p1", lambda: write(tmp_path, "b.txt", "b\n"))
+    (tmp_path / "a.txt").unlink()
+    ok(tmp_path, "rewind", "--after-response", "1", "--files-only", "--yes")
+    assert not (tmp_path / "a.txt").exists()
+
+
+@pytest.mark.parametrize("how", ["folder-to-file", "file-to-folder"])
+def test_a_turn_that_swaps_a_file_and_a_folder_is_rewound_and_redone(tmp_path, how):
+    import shutil
+
+    write(tmp_path, "a.txt", "a\n")
+    if how == "folder-to-file":
+        write(tmp_path, "p/q.txt", "q\n")
+    else:
+        write(tmp_path, "p", "file\n")
+    before = tree(tmp_path)
+
+    def swap():
+        if how == "folder-to-file":
+            shutil.rmtree(tmp_path / "p")
+            write(tmp_path, "p", "file\n")
+        else:
+            (tmp_path / "p").unlink()
+            write(tmp_path, "p/q.txt", "q\n")
+    turn(tmp_path, "one", swap)
+    after = tree(tmp_path)
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert tree(tmp_path) == before
+    ok(tmp_path, "redo", "--head", "2", "--yes")
+    assert tree(tmp_path) == after

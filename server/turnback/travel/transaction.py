@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..capture.reader import read_image
 from ..errors import TurnbackError
-from ..model.images import ABSENT, Image, is_folder_key
+from ..model.images import ABSENT, Image, folder_key, is_folder_key
 from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
@@ -167,6 +167,8 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
         for rel, _to in changes:
             if is_folder_key(rel):  # a folder's backup is whether it is there
                 image, problem = folder_image(ws, rel)
+                if problem == "not-a-folder" and (rel.rstrip("/"), ABSENT) in changes:
+                    image, problem = ABSENT, None  # a file the plan deletes first stands there
                 if problem is not None:
                     raise BackupFailed(f"cannot back up the folder {rel} before changing it "
                                        f"({problem}); nothing was changed",
@@ -175,8 +177,9 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
                 yield ("backup", len(backups), len(changes))
                 continue
             read = read_image(ws, rel, objects, max_bytes=max_bytes)
-            if read.status == "absent":
-                backups[rel] = ABSENT
+            if read.status == "absent" or (read.status == "not-a-file"
+                                           and (folder_key(rel), ABSENT) in changes):
+                backups[rel] = ABSENT  # (or a folder the plan removes first stands there)
             elif read.status == "ok":
                 backups[rel], backup_modes[rel] = read.digest, read.mode
             else:
