@@ -197,14 +197,18 @@ class Machine(RuleBasedStateMachine):
         if self.OWNER:
             self.start_owner()
 
-    @rule(steps=st.lists(actions, max_size=4))
-    def turn(self, steps):
+    def begin_turn(self, steps) -> None:
+        """A turn begun and its agent's steps done on the disk (the settle is the caller's)."""
         self.prompts += 1
         self.s.begin()
         self.cli("turn", "begin", "--prompt", f"p{self.prompts}")
         for a in steps:
             act(self.root, a)
         self.s.tree = read_tree(self.root)
+
+    @rule(steps=st.lists(actions, max_size=4))
+    def turn(self, steps):
+        self.begin_turn(steps)
         self.cli("turn", "settle")
         self.s.settle()
         self.check_turns("a turn")

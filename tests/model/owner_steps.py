@@ -11,7 +11,7 @@ import time
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
-from machine import Divergence, act, actions
+from machine import Divergence, actions
 from reference import Loose, changed, overlay_untracked, read_tree, tracked
 
 
@@ -67,12 +67,7 @@ class OwnerSteps:
     def settle_killed(self, steps, at):
         """A turn whose settle is killed at its at-th file-system operation; the next open
         recovers, and the turn is settled again if it was still running."""
-        self.prompts += 1
-        self.s.begin()
-        self.cli("turn", "begin", "--prompt", f"p{self.prompts}")
-        for a in steps:
-            act(self.root, a)
-        self.s.tree = read_tree(self.root)
+        self.begin_turn(steps)
         self.sub("turn", "settle", env={"TURNBACK_CRASH_AT": str(at)})
         info = self.info()
         if info["turnCount"] != self.s.turns:
