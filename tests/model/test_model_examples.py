@@ -88,3 +88,23 @@ def test_a_folder_a_turn_replaced_with_a_file(machine):
     m.turn([("write", "p", "text-2")])
     m.rewind(n=1, after=False, mode="all", keep_edits=False)
     m.redo_to(2)
+
+
+def test_a_folder_the_user_made_again_in_a_conversation_only_plan(machine):
+    """Seed 2000 of the long run: a plan flagged the user's folder `n/` as an edit and tried to
+    merge it like a file ('n/' is not a normalised workspace path: the command failed)."""
+    m = machine()
+    m.turn([("mkdir", "n/")])
+    m.user_edit([("rmtree", "d/")])
+    m.rewind_killed(at=51, delay=28, n=1)
+    m.gc_and_fsck()
+    m.redo(pick=18)
+    m.user_edit([("mkdir", "n/"), ("delete", "p")])
+    m.user_edit([("rename", "sp ace.txt", "b.bin"), ("rmtree", "n/"), ("mkdir", "p/")])
+    m.turn([("rmtree", "p/"), ("delete", "b.bin"), ("rmtree", "n/"), ("rename", "a.txt", "d/e/z sh")])
+    m.turn([("chmod", "p", 0o644)])
+    m.user_edit([("rename", "big.dat", "d/x.txt"), ("chmod", "sp ace.txt", 0o600), ("mkdir", "p/")])
+    m.user_edit([("mkdir", "d/"), ("delete", "p/q.txt")])
+    m.user_edit([("chmod", "b.bin", 0o644), ("rmtree", "d/e/"), ("chmod", "d/x.txt", 0o600)])
+    m.user_edit([("mkdir", "n/"), ("chmod", "d/e/y.txt", 0o644), ("write", "sp ace.txt", "text-5")])
+    m.rewind(n=8, after=False, mode="conversation", keep_edits=True)

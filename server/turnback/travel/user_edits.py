@@ -81,8 +81,8 @@ def merge_plan_job(state, ws, objects, files: list[dict], keep: int, *, read_dis
     absent), used only for a change turnback has not captured yet."""
     outcomes: dict[str, MergeOutcome] = {}
     for f in files:
-        if not f.get("userEdit") or f.get("action") == "unchanged":
-            continue
+        if not f.get("userEdit") or f.get("action") == "unchanged" or is_folder_key(f["path"]):
+            continue  # (a folder has no bytes to merge: keeping one is keeping it as it is)
         rel = f["path"]
         segments = _user_segments(state, keep, rel)
         if f.get("externalChange"):
