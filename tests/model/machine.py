@@ -71,7 +71,8 @@ def act(root: Path, action) -> None:
         path.unlink()
     elif kind == "chmod" and path.is_file() and not path.is_symlink():
         os.chmod(path, args[1])
-    elif kind == "rename" and path.is_file() and args[0] != args[1]:
+    elif kind == "rename" and path.is_file() and args[0] != args[1] \
+            and not args[1].startswith(args[0] + "/"):  # (a file cannot move into itself)
         _clear_way(root, args[1])
         dst = root / args[1]
         if dst.is_dir():
