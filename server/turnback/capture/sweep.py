@@ -553,7 +553,9 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
             res.gaps.append((rel, "too-large"))
             cache.drop(rel)
             continue
-        res.modes[rel] = one_mode(st.st_mode & 0o7777)  # as the walk does: a chmod alone is a change
+        # As the walk does: without the bits, a chmod alone was no change to a live owner (issue
+        # 43, E), and every change it folded in forgot the file's bits.
+        res.modes[rel] = one_mode(st.st_mode & 0o7777)
         digest = cache.fresh(rel, st)
         if digest is not None and (not verify_objects or objects.has(digest)):
             res.images[rel] = digest

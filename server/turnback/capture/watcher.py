@@ -177,6 +177,21 @@ class Watcher:
         self.last_sweep, self.last_reason = "dirty", None
         return SweepPlan(False, None, dirty)
 
+    def pending(self) -> set[str] | None:
+        """The paths that may have changed since the last sweep, without taking them (a rewind's
+        plan looks there for edits not captured yet); None when something may have been missed."""
+        if not (self.healthy and self._ready):
+            return None
+        with self._reading:
+            try:
+                self._drain(on_loop=True)
+            except Exception:
+                return None
+        with self._lock:
+            if self._permanent is not None or self._missed is not None:
+                return None
+            return set(self._dirty)
+
     def missed(self, reason: str) -> None:
         """Something happened that the dirty set cannot describe: the next sweep is full."""
         with self._lock:

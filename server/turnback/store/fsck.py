@@ -108,7 +108,10 @@ def _check_permissions(root: Path, report: FsckReport) -> None:
 
 
 def _check_mode(p: Path, report: FsckReport) -> None:
-    st = os.lstat(p)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return  # removed since it was listed: a live owner's collection (issue 43, G)
     mode = statmod.S_IMODE(st.st_mode)
     if statmod.S_ISLNK(st.st_mode):
         report.add(p, "symbolic link inside the store")
@@ -228,7 +231,11 @@ def _check_objects(store: Store, report: FsckReport) -> None:
         if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
             report.add(fan.path, "unexpected entry in objects/")
             continue
-        for entry in sorted(os.listdir(fan.path)):
+        try:
+            entries = sorted(os.listdir(fan.path))
+        except FileNotFoundError:
+            continue  # an emptied fan-out folder a live owner's collection removed meanwhile
+        for entry in entries:
             if fsio.is_temp_name(entry):
                 continue
             digest = fan.name + entry

@@ -66,7 +66,11 @@ def keep_as_they_are(new: SessionState, state: SessionState, rels, *, by: str | 
         if now is None:
             continue
         target = new.known.get(rel)
-        if target is not None and target != now:
+        # A change of bits alone is a change too (issue 43, F: a conversation-only rewind dropped a
+        # discarded turn's chmod from the record, so a later rewind further back kept the bits).
+        moved = rel not in (images or {}) and None not in (new.known.mode(rel), state.known.mode(rel)) \
+            and new.known.mode(rel) != state.known.mode(rel)
+        if target is not None and (target != now or moved):
             bucket = new.between.setdefault(keep, {})
             if rel not in bucket:
                 bits = new.known.mode(rel)

@@ -12,7 +12,7 @@ backwards.
 from __future__ import annotations
 
 from ..model.gaps import Gap
-from ..model.images import ABSENT, is_folder_key
+from ..model.images import ABSENT, folder_key, is_digest, is_folder_key
 from .disk import empties_after
 
 NOT_EMPTY = ("it holds files or folders turnback never captured (ignored ones, or never seen); the "
@@ -34,6 +34,23 @@ def keep_full_folders(ws, changes: list, files: list[dict], gaps: list) -> set[s
             f.pop("userEditBy", None)
     gaps.extend(Gap(rel, "folder-not-empty", None, NOT_EMPTY) for rel in sorted(kept))
     return kept
+
+
+def cleared_by_plan(rel: str, problem: str, target: dict, on_disk: dict) -> bool:
+    """A path blocked only by what the same plan removes (a turn replaced a folder with a file, or
+    a file with a folder) is absent once that has gone: the plan removes files, then folders,
+    before it makes folders and writes files (`apply_order`). Without this the boundary's folder
+    and its files (or its file) were left out of the plan as gaps, and lost (issue 43)."""
+    if problem == "not-a-file" and not is_folder_key(rel):  # a folder the plan removes
+        return target.get(folder_key(rel)) == ABSENT
+    if problem not in ("not-a-folder", "not-a-directory"):
+        return False
+    parts = rel.rstrip("/").split("/")
+    for i in range(1, len(parts) + 1):
+        above = "/".join(parts[:i])
+        if target.get(above) == ABSENT and is_digest((on_disk.get(above) or (None,))[0]):
+            return True
+    return False
 
 
 def apply_order(changes: list) -> list:

@@ -18,8 +18,8 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_folder_key
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
+from .folders import cleared_by_plan, keep_full_folders
 from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
-from .folders import keep_full_folders
 from .transaction import BEFORE_MARK
 from .user_edits import kept_paths, user_edit_fields
 
@@ -236,9 +236,13 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             changes.append((rel, ABSENT))
             files.append(_file(ws, rel, "delete", now, ABSENT, external, createdLater=True,
                                **user_edit_fields("delete", external, loose.get(rel, False))))
+    going = {rel: target_state.known[rel] for rel in paths}
+    going.update((rel, ABSENT) for rel in created)
     for rel in paths:
         to = target_state.known[rel]
         now, problem = on_disk[rel]
+        if problem is not None and cleared_by_plan(rel, problem, going, on_disk):
+            now, problem = ABSENT, None
         if problem is not None:
             gaps.append(Gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False))

@@ -20,7 +20,7 @@ import re
 
 from ..errors import InvalidParams, NoMatch, UnknownPath
 from ..model.gaps import Gap
-from ..model.images import ABSENT, UNKNOWN, is_digest
+from ..model.images import ABSENT, FOLDER, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint, checkpoint_modes
 from .disk import disk_images_job, drain
@@ -140,6 +140,23 @@ def expand_job(state: SessionState, ws, specs, images: dict, boundary: dict):
     return list(chosen), gaps, sorted(created - set(chosen))
 
 
+def _folders_to_make(state: SessionState, images: dict, rels) -> set[str]:
+    """The folders a restore brings back with its files: each folder above a restored file that the
+    boundary had and the session does not know now. Recorded like the files (model/images.py), so a
+    Redo or rewind after the restore removes them again (issue 43, D: they were made unrecorded and
+    stayed behind, empty)."""
+    out = set()
+    for rel in rels:
+        if not is_digest(images.get(rel, state.known.get(rel))):
+            continue
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            key = "/".join(parts[:i]) + "/"
+            if images.get(key, state.known.get(key)) == FOLDER and state.known.get(key) != FOLDER:
+                out.add(key)
+    return out
+
+
 def _under(folder: str):
     prefix = folder + "/" if folder else ""
     return lambda path: path.startswith(prefix)
@@ -169,7 +186,8 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
     """The candidate of a restore of `specs` to `boundary`, and the state it commits."""
     keep, images, at_modes = moment(state, boundary)
     rels, gaps, created = yield from expand_job(state, ws, specs, images, boundary)
-    rels.sort()
+    folders = _folders_to_make(state, images, rels)
+    rels = sorted(set(rels) | folders)
     on_disk = yield from disk_images_job(ws, rels, objects.hasher, max_bytes=max_bytes)
     first_loose = keep if boundary["kind"] == "afterResponse" else keep + 1
     loose = _loose_changes(state, first_loose)
@@ -184,6 +202,8 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
             continue
         external = changed_behind(state, ws, rel, now)
         action = plan_entry(ws, rel, to, now, want, changes, modes)
+        if rel in folders and action == "unchanged":
+            continue  # a folder already there: nothing to say
         files.append(_file(ws, rel, action, now, to, external, mode=want if to != ABSENT else None,
                            **user_edit_fields(action, external, loose.get(rel, False))))
     refuse_unsaved(ws, files, dirty)

@@ -27,7 +27,7 @@ from ..model.session import WORKFLOW_LISTS, SessionState, clone
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
 from .filestate import files_changed_state, keep_as_they_are
-from .folders import keep_full_folders
+from .folders import cleared_by_plan, keep_full_folders
 from .plan_words import summary
 from .user_edits import keep_in_rebuild, keep_user_edits, merge_plan_job, user_edit_fields
 
@@ -100,18 +100,24 @@ def derive(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int, 
 
 
 def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int,
-               mode: str = "all", dirty=()):
+               mode: str = "all", dirty=(), uncaptured=()):
     """`derive` as a job: it yields while it hashes the files on disk (the only slow part).
 
     `mode` is what the rewind puts back (docs/rewind.md, "Code only, conversation only"): `all`, the
     `files` alone (every turn stays), or the `conversation` alone (every file stays, listed `kept`).
-    `dirty` names paths with unsaved changes in an editor: a plan that would write one is refused."""
+    `dirty` names paths with unsaved changes in an editor: a plan that would write one is refused.
+    `uncaptured` names paths whose disk differs from their last known image (travel/uncaptured.py):
+    with no recorded change since the boundary, the boundary's image is that last known one."""
     if mode not in MODES:
         raise InvalidParams("mode must be all, files or conversation", data={"field": "mode"})
     keep = keep_count(state, boundary)
     discarded = state.turns[keep:]
     target = checkpoint(state, keep + 1)  # C(keep+1): the files as they were when turn keep ended
     target_modes = checkpoint_modes(state, keep + 1)
+    for rel in uncaptured if keep < state.turn_count else ():  # C(last+1) is the disk itself
+        if rel not in target:
+            target[rel] = state.known.get(rel)
+            target_modes[rel] = state.known.mode(rel)
     modes: dict = {}
     on_disk = yield from disk_images_job(ws, sorted(target), objects.hasher, max_bytes=max_bytes)
     loose = _loose_changes(state, keep + 1)
@@ -122,6 +128,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
     for rel in sorted(target):
         to = target[rel]
         now, problem = on_disk[rel]
+        if problem is not None and cleared_by_plan(rel, problem, target, on_disk):
+            now, problem = ABSENT, None
         if problem is not None:
             unreachable.add(rel)
             gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))

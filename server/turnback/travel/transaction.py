@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..capture.reader import read_image
 from ..errors import TurnbackError
-from ..model.images import ABSENT, Image, is_folder_key
+from ..model.images import ABSENT, Image, folder_key, is_folder_key
 from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
@@ -167,6 +167,8 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
         for rel in _backup_order(book, changes):
             if is_folder_key(rel):  # a folder's backup is whether it is there
                 image, problem = folder_image(ws, rel)
+                if problem == "not-a-folder" and (rel.rstrip("/"), ABSENT) in changes:
+                    image, problem = ABSENT, None  # a file the plan deletes first stands there
                 if problem is not None:
                     raise BackupFailed(f"cannot back up the folder {rel} before changing it "
                                        f"({problem}); nothing was changed",
@@ -175,8 +177,9 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
                 yield ("backup", len(backups), len(changes))
                 continue
             read = read_image(ws, rel, objects, max_bytes=max_bytes)
-            if read.status == "absent":
-                backups[rel] = ABSENT
+            if read.status == "absent" or (read.status == "not-a-file"
+                                           and (folder_key(rel), ABSENT) in changes):
+                backups[rel] = ABSENT  # (or a folder the plan removes first stands there)
             elif read.status == "ok":
                 backups[rel], backup_modes[rel] = read.digest, read.mode
             else:
@@ -218,7 +221,29 @@ def _before_state(book, backups: dict[str, Image], backup_modes: dict[str, int |
         known.set_mode(rel, backup_modes.get(rel) if image != ABSENT else None)
     for rel, m in bits.items():
         known.set_mode(rel, m)
-    return dataclasses.replace(state, known=known)
+    return dataclasses.replace(state, known=known, **_as_loose_changes(state, unseen, bits))
+
+
+def _as_loose_changes(state, unseen: dict, bits: dict) -> dict:
+    """The before state's record of changes: each uncaptured image (or bits) is a change between
+    turns after the last turn, as a sweep would have recorded it. Without it the before state's
+    images were in no record, so every earlier checkpoint counted the edit as its own: a rewind
+    after a Redo of that state neither put it back nor flagged it (issue 43, A)."""
+    n = state.turn_count
+    between = {k: dict(v) for k, v in state.between.items()}
+    between_modes = {k: dict(v) for k, v in state.between_modes.items()}
+    between_by = dict(state.between_by)
+    bucket = between.setdefault(n, {})
+    bucket_modes = between_modes.setdefault(n, {})
+    for rel in sorted(set(unseen) | set(bits)):
+        was = state.known.get(rel, ABSENT)
+        if rel not in bucket:
+            bucket_modes[rel] = state.known.mode(rel) if was != ABSENT else None
+        bucket[rel] = (bucket[rel][0] if rel in bucket else was, unseen.get(rel, was))
+        between_by[(n, rel)] = "sweep"  # seen on disk, not captured: "changed on disk"
+    if not any(v is not None for v in bucket_modes.values()):
+        between_modes.pop(n, None)
+    return {"between": between, "between_modes": between_modes, "between_by": between_by}
 
 
 def _after_failure(book, ws, intent, intent_path, new_state, applied, cause, max_bytes) -> Outcome:

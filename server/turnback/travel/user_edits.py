@@ -23,7 +23,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..diffs.text import MAX_DIFF_BYTES, is_text
-from ..model.images import ABSENT, UNKNOWN, is_digest
+from ..model.images import ABSENT, UNKNOWN, is_digest, is_folder_key
 from .filestate import keep_as_they_are
 
 
@@ -82,8 +82,8 @@ def merge_plan_job(state, ws, objects, files: list[dict], keep: int, *, read_dis
     absent), used only for a change turnback has not captured yet."""
     outcomes: dict[str, MergeOutcome] = {}
     for f in files:
-        if not f.get("userEdit") or f.get("action") == "unchanged":
-            continue
+        if not f.get("userEdit") or f.get("action") == "unchanged" or is_folder_key(f["path"]):
+            continue  # (a folder has no bytes to merge: keeping one is keeping it as it is)
         rel = f["path"]
         segments = _user_segments(state, keep, rel)
         if f.get("externalChange"):
@@ -280,8 +280,10 @@ def keep_user_edits(derived, state, *, markers: bool = False):
     clone = copy.copy(derived)
     clone.changes = [(rel, written.get(rel, to)) for rel, to in derived.changes
                      if rel not in edited or rel in written]
+    holding = _folders_holding(clone.changes, files, edited, written)
+    clone.changes = [(rel, to) for rel, to in clone.changes if rel not in holding]
     new = copy.deepcopy(derived.new_state)
-    keep_as_they_are(new, state, edited, images=written)
+    keep_as_they_are(new, state, sorted(edited | holding), images=written)
     for rel in edited:
         by = _latest_by(state, rel)
         if (new.turn_count, rel) in new.between_by or by is None:
@@ -290,9 +292,10 @@ def keep_user_edits(derived, state, *, markers: bool = False):
             new.between_by[(new.turn_count, rel)] = by
     modes = dict(getattr(derived, "modes", {}) or {})
     for rel, image in written.items():
-        bits = state.known.mode(rel)
+        bits = merged_bits(state, files, rel, keep=new.turn_count)
         if image != ABSENT and bits is not None:
             modes[(rel, image)] = bits
+            new.known.set_mode(rel, bits)
     clone.new_state = new
     clone.modes = modes
     return _report_on(clone, derived, edited, written)
@@ -308,8 +311,37 @@ def keep_in_rebuild(derived, *, markers: bool = False):
     written = _written(derived, edited, markers)
     chosen = [(rel, written.get(rel, to)) for rel, to in derived.changes
               if rel not in edited or rel in written]
+    holding = _folders_holding(chosen, derived.candidate["files"], edited, written)
+    chosen = [(rel, to) for rel, to in chosen if rel not in holding]
     clone = dataclasses.replace(derived, changes=chosen, new_state=derived.rebuild(chosen))
     return _report_on(clone, derived, edited, written)
+
+
+def _folders_holding(changes, files: list[dict], edited: set[str], written: dict) -> set[str]:
+    """The folder removals of `changes` that a kept file would stop: a file kept as it is (or
+    merged) stays in its folder, so that folder stays too (issue 43, B: the removal failed with
+    "Directory not empty" and the whole rewind rolled back)."""
+    now = {f["path"]: f.get("from") for f in files}
+    staying = [rel for rel in edited
+               if (written[rel] if rel in written else now.get(rel)) not in (ABSENT, None)]
+    return {rel for rel, to in changes if to == ABSENT and is_folder_key(rel)
+            and any(path.startswith(rel) for path in staying)}
+
+
+def merged_bits(state, files: list[dict], rel: str, *, keep: int) -> int | None:
+    """The permission bits of a merged file: the user's, when the user changed them, else the
+    restored image's (the plan's `mode`). A three-way choice like the bytes' (issue 43, C: the
+    merge took the bits turnback last captured, a discarded turn's)."""
+    f = next((f for f in files if f["path"] == rel), {})
+    target, mine = f.get("mode"), f.get("fromMode")
+    base = state.known.mode(rel)
+    for k in range(keep + 1, state.turn_count + 1):
+        if rel in state.between.get(k, {}):
+            base = state.between_modes.get(k, {}).get(rel)
+            break
+    if mine is not None and base is not None and mine != base:
+        return mine
+    return target if target is not None else mine
 
 
 def _latest_by(state, rel: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..capture.sweep import StatCache
 from ..errors import CorruptStore, NotFound, TurnbackError
 from ..store import fsio
 from ..store.records import read_record
@@ -12,6 +13,7 @@ from ..travel import redo as redo_plan
 from ..travel import transaction
 from ..travel.disk import put_image
 from ..travel.rewind import derive_job
+from ..travel.uncaptured import uncaptured_job
 from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits
 from . import params as P
@@ -36,14 +38,29 @@ def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
 
 
+def uncaptured_edits_job(wb):
+    """Known paths changed on disk since turnback last captured them (travel/uncaptured.py): a
+    healthy watcher names where to look, else every known path, with the stat cache's help."""
+    watcher = getattr(wb, "watcher", None)
+    only = watcher.pending() if watcher is not None else None
+    kept = getattr(wb, "_stat_cache", None)
+    cache = kept.cache if kept is not None and kept.cache is not None and not kept.partial else None
+    if cache is None and only is None:
+        cache = StatCache.load(wb.store.cache_dir / "stat.cbor")
+    return (yield from uncaptured_job(wb.state, wb.ws, wb.store.objects.hasher,
+                                      max_bytes=wb.options.max_file_bytes, cache=cache, only=only))
+
+
 class RewindFeature:
     def __init__(self, wb):
         self.wb = wb
 
     def _derive_job(self, boundary, mode: str = "all", dirty=()):
         wb = self.wb
-        return derive_job(wb.state, wb.ws, wb.store.objects, boundary,
-                          max_bytes=wb.options.max_file_bytes, mode=mode, dirty=dirty)
+        edits = yield from uncaptured_edits_job(wb)
+        return (yield from derive_job(wb.state, wb.ws, wb.store.objects, boundary,
+                                      max_bytes=wb.options.max_file_bytes, mode=mode, dirty=dirty,
+                                      uncaptured=edits))
 
     def prepare(self, params) -> dict:
         return self.wb.run(self.prepare_job(params))

@@ -1,0 +1,70 @@
+"""Edits on disk that turnback has not captured yet, wherever they are.
+
+A rewind returns the files to C(n), and C(n)[p] of a path with no recorded change since turn n began
+is its last known image (docs/capture.md, "The pre-turn checkpoint"). A change nobody captured yet (a
+file deleted or edited after the last sweep, with no owner watching, or before the watcher's event was
+swept) is such a path's only difference from C(n): the plan must put it back, and flag it as an
+edit no turn made (`externalChange`), like an uncaptured edit to a path a turn touched. Without this
+look the plan only saw paths with a recorded change, and such an edit stayed (issue 43).
+
+Read only: nothing is captured or stored here, so a plan derived twice (prepare, then commit) is the
+same plan. A job: it yields every `SLICE` paths. The stat cache (capture/sweep.py) spares reading a
+file whose stat has not moved; a healthy watcher narrows the look to the paths it saw change.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as statmod
+
+from ..model.images import ABSENT, UNKNOWN, folder_key, is_digest, is_folder_key
+from .disk import current_mode, disk_image, folder_image
+
+SLICE = 256
+
+
+def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None):
+    """The known paths whose disk image (or permission bits) differs from what the session last
+    knew. `only`: look at these paths alone (a healthy watcher's dirty set; None: every known path).
+    `cache`: a StatCache whose fresh digests are trusted as a sweep trusts them."""
+    if only is None:
+        rels = list(state.known)
+    else:
+        rels = sorted({k for r in only for k in (r.rstrip("/"), folder_key(r.rstrip("/")))
+                       if k in state.known})
+    found: set[str] = set()
+    for i, rel in enumerate(rels):
+        if i % SLICE == SLICE - 1:
+            yield ("uncaptured", i)
+        image = state.known.get(rel)
+        if image in (None, UNKNOWN):
+            continue
+        now = _disk(ws, rel, hasher, cache, max_bytes)
+        if now is None:
+            continue  # unreadable, a link, too large: the plan's own look reports such a path
+        if now != image:
+            found.add(rel)
+        elif is_digest(now) and state.known.mode(rel) not in (None, current_mode(ws, rel)):
+            found.add(rel)
+    return found
+
+
+def _disk(ws, rel: str, hasher, cache, max_bytes: int):
+    if is_folder_key(rel):
+        return folder_image(ws, rel)[0]
+    if cache is not None:
+        try:
+            st = os.lstat(ws.abs_path(rel))
+        except FileNotFoundError:
+            st = None
+        except OSError:
+            return None
+        if st is not None and statmod.S_ISREG(st.st_mode):
+            digest = cache.fresh(rel, st)
+            if digest is not None:
+                return digest
+    image, problem = disk_image(ws, rel, hasher, max_bytes=max_bytes)
+    return None if problem is not None else image
+
+
+__all__ = ["uncaptured_job", "ABSENT"]

@@ -1,0 +1,222 @@
+"""A reference model of what the documents promise (docs/rewind.md, docs/capture.md), small enough
+to check by reading.
+
+The model knows the workspace as whole trees: every file as ("file", bytes, bits), every folder as
+"a/b/" -> FOLDER, every symbolic link as ("link", target). A session is:
+
+* `C[k]`: the tree when prompt k was sent (turn k's pre-turn checkpoint, the user's edits before it
+  included); `E[k]`: the tree when turn k settled (`E[0]`: the tree the session started from);
+* `loose[k]`: every path something other than a turn touched after turn k (the user, a restore, a
+  files-only rewind, what a conversation-only rewind or keep-my-edits kept): "a change no turn made";
+* `captured`: per path, the images turnback may have captured (a set: with a live owner, the
+  watcher takes the user's edits whenever it sees them; without one, only a sweep does).
+
+From those alone: a rewind to before prompt n leaves C(n); the user edits it must flag are the
+planned paths the user changed since (net, after some turn >= n-1), and it may flag only those
+something other than a turn touched; keep-my-edits leaves each flagged file no discarded turn
+touched as it is; Redo writes the paths whose captured image differs from the head's, and nothing
+else. Where the documents leave the exact bytes to a merge, the model says "any" (`Loose`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FOLDER = "folder"
+ABSENT = None
+
+
+def read_tree(root: Path) -> dict:
+    """The workspace as the model sees it (the store and .git left out)."""
+    out = {}
+    root = Path(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in (".turnback", ".git"))
+        rel = Path(dirpath).relative_to(root).as_posix()
+        if rel != ".":
+            out[rel + "/"] = FOLDER
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            p = Path(dirpath) / name
+            key = p.relative_to(root).as_posix()
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                out[key] = ("link", os.readlink(p))
+            elif stat.S_ISREG(st.st_mode):
+                out[key] = ("file", p.read_bytes(), stat.S_IMODE(st.st_mode))
+    return out
+
+
+def is_link(value) -> bool:
+    return isinstance(value, tuple) and value[0] == "link"
+
+
+def tracked(tree: dict) -> dict:
+    """What turnback captures: files and folders, never links."""
+    return {p: v for p, v in tree.items() if not is_link(v)}
+
+
+def changed(a: dict, b: dict) -> set[str]:
+    """Paths whose value differs between two trees (links left out: turnback never captures them)."""
+    a, b = tracked(a), tracked(b)
+    return {p for p in set(a) | set(b) if a.get(p) != b.get(p)}
+
+
+@dataclass
+class Session:
+    tree: dict  # the disk, as the model expects it
+    C: list = field(default_factory=lambda: [None])  # C[k], k >= 1
+    E: list = field(default_factory=list)  # E[k], k >= 0
+    loose: list = field(default_factory=lambda: [set()])  # loose[k], k >= 0
+    captured: dict = field(default_factory=dict)  # path -> frozenset of images (None: absent)
+    seen: set = field(default_factory=set)  # paths surely in turnback's known map
+
+    @property
+    def turns(self) -> int:
+        return len(self.C) - 1
+
+    def copy(self) -> "Session":
+        return copy.deepcopy(self)
+
+    # -- capture ---------------------------------------------------------------------------------
+    def sweep(self) -> None:
+        """A full sweep (turn begin, settle): turnback knows the disk."""
+        now = tracked(self.tree)
+        for p in set(self.captured) | set(now):
+            self.captured[p] = frozenset([now.get(p)])
+        self.seen |= set(now)
+
+    def unseen(self, target: dict) -> set[str]:
+        """Paths on disk turnback never saw (made by the user since the last sweep, where nothing
+        was known before): a plan leaves them as they are (docs/rewind.md, what a rewind cannot
+        undo: anything never captured)."""
+        return {p for p in tracked(self.tree) if p not in self.seen and p not in target}
+
+    def user_changed(self, before: dict, owner: bool) -> None:
+        """The user changed the disk between turns (from `before` to `self.tree`)."""
+        paths = changed(before, self.tree)
+        self.loose[self.turns] |= paths
+        if owner:  # the watcher may have taken any of them, or not yet
+            now = tracked(self.tree)
+            for p in paths:
+                self.captured[p] = self.captured.get(p, frozenset([None])) | {now.get(p)}
+
+    # -- turns -------------------------------------------------------------------------------------
+    def begin(self) -> None:
+        self.sweep()
+        self.C.append(copy.deepcopy(self.tree))
+
+    def settle(self) -> None:
+        self.sweep()
+        self.E.append(copy.deepcopy(self.tree))
+        self.loose.append(set())
+
+    # -- what a rewind must flag ---------------------------------------------------------------------
+    def must_flag(self, keep: int, planned: set[str]) -> set[str]:
+        """Planned paths the user changed (net) after the boundary: flagged, captured or not."""
+        out = set()
+        for k in range(keep + 1, self.turns + 1):
+            end = self.C[k + 1] if k + 1 <= self.turns else self.tree
+            out |= changed(self.E[k], end)
+        return out & planned
+
+    def may_flag(self, keep: int) -> set[str]:
+        out = set()
+        for k in range(keep + 1, self.turns + 1):
+            out |= self.loose[k]
+        return out
+
+    def touched_by_turns(self, keep: int) -> set[str]:
+        out = set()
+        for k in range(keep + 1, self.turns + 1):
+            out |= changed(self.C[k], self.E[k])
+        return out
+
+
+class Loose:
+    """An expected tree with paths whose value the documents leave open (a merge, a capture the
+    watcher may or may not have made): each such path lists what it may hold."""
+
+    def __init__(self, tree: dict, allowed: dict | None = None):
+        self.tree = tree
+        self.allowed = allowed or {}  # path -> set of values (None: absent); "any": anything
+
+    def differences(self, actual: dict) -> list[str]:
+        out = []
+        for p in sorted(set(self.tree) | set(actual) | set(self.allowed)):
+            got = actual.get(p)
+            if p in self.allowed:
+                ok = self.allowed[p] == "any" or got in self.allowed[p] or _under_any(p, self.allowed)
+            else:
+                ok = got == self.tree.get(p) or _under_any(p, self.allowed)
+            if not ok:
+                out.append(f"{p!r}: expected {_show(self.tree.get(p))}"
+                           + (f" (or one of {sorted(map(_show, self.allowed[p]))})"
+                              if p in self.allowed else "") + f", found {_show(got)}")
+        return out
+
+
+def _under_any(p: str, allowed: dict) -> bool:
+    """A path below (or a folder above) a path left open is open too: a kept file keeps its
+    folders, a merged one may have replaced a folder."""
+    for q, v in allowed.items():
+        if v != "any":
+            continue
+        if p.startswith(q.rstrip("/") + "/") or q.startswith(p.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def _show(v) -> str:
+    if v is None:
+        return "absent"
+    if v == FOLDER:
+        return "folder"
+    if v[0] == "file":
+        data = v[1] if len(v[1]) <= 24 else v[1][:20] + b"..."
+        return f"file {data!r} {v[2]:o}"
+    return f"link -> {v[1]}"
+
+
+def with_folders(tree: dict) -> dict:
+    """A tree with every folder above each entry present (what a file system has anyway)."""
+    out = dict(tree)
+    for p in list(tree):
+        parts = p.rstrip("/").split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            out["/".join(parts[:i]) + "/"] = FOLDER
+    return out
+
+
+def overlay_untracked(target: dict, now: dict) -> dict:
+    """The target's tracked paths with the links of `now` kept where they are (never touched)."""
+    out = dict(tracked(target))
+    for p, v in now.items():
+        if is_link(v):
+            out[p] = v
+    return out
+
+
+def redo_expectation(s: Session, head: Session) -> Loose:
+    """Redo to `head`: the paths whose captured image differs between now and the head get the
+    head's image; every other path stays as it is on disk (docs/rewind.md, "Redo")."""
+    now = s.tree
+    expected = dict(now)
+    allowed: dict = {}
+    paths = set(tracked(now)) | set(head.captured) | set(s.captured)
+    for p in paths:
+        cur = s.captured.get(p, frozenset([None]))
+        want = head.captured.get(p, frozenset([None]))
+        if len(cur) == 1 and len(want) == 1:
+            if cur != want:
+                (v,) = want
+                if v is None:
+                    expected.pop(p, None)
+                else:
+                    expected[p] = v
+        else:
+            allowed[p] = set(want) | {now.get(p)}
+    return Loose(expected, allowed)  # links stay as they are: never captured, never planned

@@ -1,0 +1,273 @@
+"""Issue 43's findings A to G, each as the shell reproduction the random tester shrank it to, run
+through the real command line (in this process; a real owner and real crashed processes where the
+finding needs them). Each failed on main before its fix; the reference model
+(`tests/model/test_model_machine.py`) replays them as fixed sequences too."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from travelkit import ok, tree, turnback
+
+from turnback.store import fsck
+
+TB = [sys.executable, "-m", "turnback"]
+
+
+def write(root: Path, rel: str, text: str, mode: int | None = None) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    if mode is not None:
+        os.chmod(p, mode)
+
+
+def turn(root: Path, prompt: str, act=lambda: None) -> None:
+    ok(root, "turn", "begin", "--prompt", prompt)
+    act()
+    ok(root, "turn", "settle")
+
+
+def bits(p: Path) -> int:
+    return stat.S_IMODE(os.lstat(p).st_mode)
+
+
+def redo_then_edit_session(root: Path) -> None:
+    """A: a saved edit, a restore over it (its *before* head keeps the edit), a turn, and a Redo of
+    that before head."""
+    write(root, "f.txt", "a\nb\nc\nd\n")
+    turn(root, "p1")
+    turn(root, "p2", lambda: write(root, "g.txt", "x\n"))
+    write(root, "f.txt", "a\nb\nc\nUSER\n")
+    ok(root, "restore", str(root / "f.txt"), "--turn", "2", "--yes")
+    turn(root, "p3", lambda: write(root, "h.txt", "y\n"))
+    ok(root, "redo", "--head", "5", "--yes")
+
+
+def test_a_edit_restored_by_redo_is_not_part_of_earlier_checkpoints(tmp_path):
+    redo_then_edit_session(tmp_path)
+    assert (tmp_path / "f.txt").read_text() == "a\nb\nc\nUSER\n"
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "1")  # the plan only
+    plan = {f["path"]: f for f in json.loads(out)["candidate"]["files"]}
+    assert plan["f.txt"]["action"] == "restore" and plan["f.txt"]["userEdit"], plan
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert (tmp_path / "f.txt").read_text() == "a\nb\nc\nd\n"  # C(1): before the user's edit
+    assert not (tmp_path / "g.txt").exists()
+
+
+def test_a_killed_rewind_after_such_a_redo_recovers_to_old_or_new(tmp_path):
+    """Kill the rewind at sampled file-system operations: recovery yields the tree before it or
+    the tree a whole rewind leaves (computed on a copy), nothing else."""
+    import shutil
+
+    base = tmp_path / "base"
+    base.mkdir()
+    redo_then_edit_session(base)
+    old = tree(base)
+    whole = tmp_path / "whole"
+    shutil.copytree(base, whole, symlinks=True)
+    ok(whole, "rewind", "--before-prompt", "1", "--yes")
+    new = tree(whole)
+    assert new != old and new["f.txt"][0] == b"a\nb\nc\nd\n"
+    seen = set()
+    for n in (5, 15, 25, 35, 45, 60, 80):
+        work = tmp_path / f"kill{n}"
+        shutil.copytree(base, work, symlinks=True)
+        env = dict(os.environ, TURNBACK_CRASH_AT=str(n))
+        proc = subprocess.run([*TB, "--workspace", str(work), "rewind", "--before-prompt", "1",
+                               "--yes"], env=env, capture_output=True, text=True, timeout=120)
+        ok(work, "info")  # the next open recovers
+        got = tree(work)
+        assert got in (old, new), (n, proc.returncode, got)
+        seen.add("old" if got == old else "new")
+    assert seen == {"old", "new"}, seen  # the sample crossed the commit point
+
+
+def test_b_keep_edits_when_a_kept_file_sits_in_a_folder_the_plan_deletes(tmp_path):
+    write(tmp_path, "a.txt", "a\n")
+    turn(tmp_path, "one", lambda: write(tmp_path, "d/f.txt", "1\n2\n"))
+    write(tmp_path, "d/f.txt", "1\nU\n")
+    out = ok(tmp_path, "rewind", "--before-prompt", "1", "--yes", "--keep-user-edits")
+    assert "rolled-back" not in out
+    assert (tmp_path / "d" / "f.txt").read_text() == "1\nU\n"
+    # the kept file (and its folder) are a change no turn made: a later rewind says so
+    turn(tmp_path, "two", lambda: write(tmp_path, "a.txt", "b\n"))
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert (tmp_path / "d" / "f.txt").read_text() == "1\nU\n"
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+
+
+def test_b_files_only_rewind_keeping_edits_in_a_deleted_folder(tmp_path):
+    write(tmp_path, "a.txt", "a\n")
+    turn(tmp_path, "one", lambda: write(tmp_path, "d/f.txt", "1\n2\n"))
+    write(tmp_path, "d/f.txt", "1\nU\n")
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes", "--keep-user-edits", "--files-only")
+    assert (tmp_path / "d" / "f.txt").read_text() == "1\nU\n"
+
+
+def test_c_merged_file_gets_the_plans_bits(tmp_path):
+    write(tmp_path, "a.txt", "a\n")
+    write(tmp_path, "x.sh", "1\n2\n3\n4\n5\n", 0o644)
+    turn(tmp_path, "one")
+
+    def agent():
+        write(tmp_path, "x.sh", "1\n2\n3\n4\n5\n6\n", 0o755)
+    turn(tmp_path, "two", agent)
+    write(tmp_path, "x.sh", "U\n2\n3\n4\n5\n6\n", 0o644)
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--yes", "--keep-user-edits")
+    assert (tmp_path / "x.sh").read_text() == "U\n2\n3\n4\n5\n"  # merged
+    assert bits(tmp_path / "x.sh") == 0o644
+
+
+def test_c_merged_file_keeps_the_users_own_chmod(tmp_path):
+    """The other side of the rule: bits the user changed are the user's edit, and kept."""
+    write(tmp_path, "a.txt", "a\n")
+    write(tmp_path, "x.sh", "1\n2\n3\n4\n5\n", 0o644)
+    turn(tmp_path, "one")
+    turn(tmp_path, "two", lambda: write(tmp_path, "x.sh", "1\n2\n3\n4\n5\n6\n"))
+    write(tmp_path, "x.sh", "U\n2\n3\n4\n5\n6\n", 0o755)
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--yes", "--keep-user-edits")
+    assert (tmp_path / "x.sh").read_text() == "U\n2\n3\n4\n5\n"
+    assert bits(tmp_path / "x.sh") == 0o755
+
+
+def test_d_folder_restore_records_the_folders_it_makes(tmp_path):
+    write(tmp_path, "a.txt", "a\n")
+    write(tmp_path, "d/e/f.txt", "1\n")
+    turn(tmp_path, "one")
+
+    def remove():
+        import shutil
+        shutil.rmtree(tmp_path / "d")
+    turn(tmp_path, "two", remove)
+    before = tree(tmp_path)
+    ok(tmp_path, "restore", str(tmp_path / "d"), "--turn", "1", "--yes")
+    assert (tmp_path / "d" / "e" / "f.txt").read_text() == "1\n"
+    ok(tmp_path, "redo", "--head", "4", "--yes")
+    assert tree(tmp_path) == before  # no empty d/ nor d/e/ left behind
+    assert not (tmp_path / "d").exists()
+
+
+def test_f_conversation_only_rewind_keeps_mode_only_changes_in_the_history(tmp_path):
+    write(tmp_path, "a.txt", "a\n")
+    write(tmp_path, "x.sh", "s\n", 0o644)
+    turn(tmp_path, "one")
+
+    def agent():
+        os.chmod(tmp_path / "x.sh", 0o755)
+        write(tmp_path, "a.txt", "b\n")
+    turn(tmp_path, "two", agent)
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--conversation-only", "--yes")
+    assert bits(tmp_path / "x.sh") == 0o755
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+    assert bits(tmp_path / "x.sh") == 0o644
+
+
+def tb(root: Path, *args: str) -> str:
+    proc = subprocess.run([*TB, "--workspace", str(root), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def test_e_live_owner_captures_a_change_of_mode_alone(tmp_path):
+    write(tmp_path, "a.txt", "a\n")
+    write(tmp_path, "f.txt", "s\n", 0o644)
+    tb(tmp_path, "serve", "--background")
+    try:
+        tb(tmp_path, "turn", "begin", "--prompt", "one")
+        tb(tmp_path, "turn", "settle")
+        tb(tmp_path, "turn", "begin", "--prompt", "two")
+        os.chmod(tmp_path / "f.txt", 0o755)
+        time.sleep(0.3)  # the watcher's event; the settle drains it either way
+        tb(tmp_path, "turn", "settle")
+        assert "f.txt" in tb(tmp_path, "log")  # turn 2 lists the file it chmodded
+        tb(tmp_path, "rewind", "--before-prompt", "2", "--yes")
+        assert bits(tmp_path / "f.txt") == 0o644
+    finally:
+        subprocess.run([*TB, "--workspace", str(tmp_path), "daemon", "stop"], capture_output=True,
+                       timeout=60)
+
+
+def test_g_fsck_beside_a_collection_that_removes_a_folder_mid_walk(tmp_path, monkeypatch):
+    """fsck's permission walk meets a fan-out folder the owner's collection removed after it was
+    listed: no crash, nothing reported for what is simply gone."""
+    write(tmp_path, "a.txt", "a\n")
+    turn(tmp_path, "one", lambda: write(tmp_path, "b.txt", "b\n"))
+    store = tmp_path / ".turnback"
+    fans = sorted(p for p in (store / "objects").iterdir() if len(p.name) == 2)
+    assert fans
+    doomed = fans[0]
+    real_walk = os.walk
+
+    def walk(top, *a, **kw):
+        for dirpath, dirnames, filenames in real_walk(top, *a, **kw):
+            if Path(dirpath) == store / "objects" and doomed.exists():
+                for p in doomed.iterdir():
+                    p.unlink()
+                doomed.rmdir()  # listed in dirnames, gone before it is looked at
+            yield dirpath, dirnames, filenames
+    monkeypatch.setattr(fsck.os, "walk", walk)
+    report = fsck.fsck(store)  # raised FileNotFoundError from _check_permissions
+    assert not [p for p in report.problems if p.path.startswith(str(doomed))], report.problems
+
+
+# -- found by the reference model (tests/model/test_model_machine.py) ---------------------------------
+def test_an_uncaptured_edit_to_a_path_no_turn_touched_is_put_back_and_flagged(tmp_path):
+    """C(n)[p] of a path with no recorded change since turn n began is its last known image: a file
+    deleted (or chmodded) after the last capture comes back, flagged as an uncaptured edit."""
+    write(tmp_path, "a.txt", "1\n")
+    write(tmp_path, "b.txt", "b\n", 0o644)
+    turn(tmp_path, "p1")
+    turn(tmp_path, "p2")
+    (tmp_path / "a.txt").unlink()
+    os.chmod(tmp_path / "b.txt", 0o755)
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "2")
+    plan = {f["path"]: f for f in json.loads(out)["candidate"]["files"]}
+    assert {p: (f["action"], f["userEditBy"]) for p, f in plan.items()} == {
+        "a.txt": ("restore", "uncaptured"), "b.txt": ("restore", "uncaptured")}
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--yes")
+    assert (tmp_path / "a.txt").read_text() == "1\n" and bits(tmp_path / "b.txt") == 0o644
+
+
+def test_an_uncaptured_edit_after_the_last_turn_stays_on_a_rewind_to_its_end(tmp_path):
+    """--after-response of the last turn is the disk itself (the user's edits since included)."""
+    write(tmp_path, "a.txt", "1\n")
+    turn(tmp_path, "p1", lambda: write(tmp_path, "b.txt", "b\n"))
+    (tmp_path / "a.txt").unlink()
+    ok(tmp_path, "rewind", "--after-response", "1", "--files-only", "--yes")
+    assert not (tmp_path / "a.txt").exists()
+
+
+@pytest.mark.parametrize("how", ["folder-to-file", "file-to-folder"])
+def test_a_turn_that_swaps_a_file_and_a_folder_is_rewound_and_redone(tmp_path, how):
+    import shutil
+
+    write(tmp_path, "a.txt", "a\n")
+    if how == "folder-to-file":
+        write(tmp_path, "p/q.txt", "q\n")
+    else:
+        write(tmp_path, "p", "file\n")
+    before = tree(tmp_path)
+
+    def swap():
+        if how == "folder-to-file":
+            shutil.rmtree(tmp_path / "p")
+            write(tmp_path, "p", "file\n")
+        else:
+            (tmp_path / "p").unlink()
+            write(tmp_path, "p/q.txt", "q\n")
+    turn(tmp_path, "one", swap)
+    after = tree(tmp_path)
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert tree(tmp_path) == before
+    ok(tmp_path, "redo", "--head", "2", "--yes")
+    assert tree(tmp_path) == after

@@ -1,0 +1,122 @@
+"""Issue 43's findings as fixed sequences of the model machine's own steps (the `@example`s of the
+state machine): each ran into a divergence before its fix, and the machine checks every step of it
+against the reference model, as it does the random sequences."""
+
+from __future__ import annotations
+
+import pytest
+from test_model_machine import WithOwner, WithoutOwner
+
+
+@pytest.fixture
+def machine():
+    made = []
+
+    def make(kind=WithoutOwner):
+        m = kind()
+        made.append(m)
+        m.start()
+        return m
+    yield make
+    for m in made:
+        m.teardown()
+
+
+def test_a_a_saved_edit_redone_is_no_part_of_earlier_checkpoints(machine):
+    m = machine()
+    m.turn([])
+    m.turn([("write", "b.bin", "text")])
+    m.user_edit([("write", "a.txt", "text-5")])
+    m.restore(k=2, at_end=True, pick=0)  # a.txt back to the end of turn 2: over the user's edit
+    m.turn([("write", "d/x.txt", "text")])
+    m.redo_to(5)  # the *before* head of the restore, with the user's edit
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)
+
+
+def test_b_keep_edits_in_a_folder_the_plan_deletes(machine):
+    m = machine()
+    m.turn([("write", "d/x.txt", "text")])
+    m.user_edit([("write", "d/x.txt", "text-5")])
+    m.rewind(n=1, after=False, mode="all", keep_edits=True)
+    m.rewind(n=1, after=False, mode="files", keep_edits=True) if m.s.turns else None
+
+
+def test_c_a_merged_file_gets_the_right_bits(machine):
+    m = machine()
+    m.turn([])
+    m.turn([("chmod", "a.txt", 0o755), ("write", "a.txt", "text-2")])
+    m.user_edit([("chmod", "a.txt", 0o644), ("write", "a.txt", "text-25")])
+    m.rewind(n=2, after=False, mode="all", keep_edits=True)
+    # the model leaves a merge's bytes to the merge; its bits are the user's (the plan's too)
+    assert m.s.tree["a.txt"][2] == 0o644
+
+
+def test_d_a_folder_restore_then_redo_leaves_no_empty_folders(machine):
+    m = machine()
+    m.turn([("write", "d/e/y.txt", "text")])
+    m.turn([("rmtree", "d/")])
+    m.restore(k=1, at_end=True, pick=3)  # the folder d/ (specs: files, then folders)
+    m.redo_to(4)
+
+
+def test_e_a_chmod_alone_through_a_live_owner(machine):
+    m = machine(WithOwner)
+    m.turn([])
+    m.turn([("chmod", "a.txt", 0o755)])
+    m.rewind(n=2, after=False, mode="all", keep_edits=False)
+
+
+def test_f_a_conversation_only_rewind_keeps_a_chmod_in_the_history(machine):
+    m = machine()
+    m.turn([])
+    m.turn([("chmod", "a.txt", 0o755), ("write", "b.bin", "binary")])
+    m.rewind(n=2, after=False, mode="conversation", keep_edits=False)
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)
+
+
+def test_an_uncaptured_delete_on_a_path_no_turn_touched(machine):
+    m = machine()
+    m.turn([])
+    m.turn([])
+    m.user_edit([("delete", "a.txt")])
+    m.rewind(n=2, after=False, mode="all", keep_edits=False)
+
+
+def test_a_folder_a_turn_replaced_with_a_file(machine):
+    m = machine()
+    m.user_edit([("write", "p/q.txt", "text")])
+    m.turn([("write", "p", "text-2")])
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)
+    m.redo_to(2)
+
+
+def test_a_folder_the_user_made_again_in_a_conversation_only_plan(machine):
+    """Seed 2000 of the long run: a plan flagged the user's folder `n/` as an edit and tried to
+    merge it like a file ('n/' is not a normalised workspace path: the command failed)."""
+    m = machine()
+    m.turn([("mkdir", "n/")])
+    m.user_edit([("rmtree", "d/")])
+    m.rewind_killed(at=51, delay=28, n=1)
+    m.gc_and_fsck()
+    m.redo(pick=18)
+    m.user_edit([("mkdir", "n/"), ("delete", "p")])
+    m.user_edit([("rename", "sp ace.txt", "b.bin"), ("rmtree", "n/"), ("mkdir", "p/")])
+    m.turn([("rmtree", "p/"), ("delete", "b.bin"), ("rmtree", "n/"), ("rename", "a.txt", "d/e/z sh")])
+    m.turn([("chmod", "p", 0o644)])
+    m.user_edit([("rename", "big.dat", "d/x.txt"), ("chmod", "sp ace.txt", 0o600), ("mkdir", "p/")])
+    m.user_edit([("mkdir", "d/"), ("delete", "p/q.txt")])
+    m.user_edit([("chmod", "b.bin", 0o644), ("rmtree", "d/e/"), ("chmod", "d/x.txt", 0o600)])
+    m.user_edit([("mkdir", "n/"), ("chmod", "d/e/y.txt", 0o644), ("write", "sp ace.txt", "text-5")])
+    m.rewind(n=8, after=False, mode="conversation", keep_edits=True)
+
+
+@pytest.mark.xfail(strict=True, reason="open (issue 43's long run, seed 1001): a file the user put "
+                   "where a recorded folder was is not in the plan (uncaptured.py skips a folder "
+                   "key it cannot read); the rule (a gap, or the folder made over the user's "
+                   "file, listed) is not decided yet")
+def test_a_file_the_user_put_where_a_recorded_folder_was(machine):
+    m = machine()
+    m.turn([("mkdir", "p/")])
+    m.turn([])
+    m.user_edit([("write", "p", "binary")])
+    m.rewind(n=2, after=False, mode="all", keep_edits=False)  # plan [], the model ['p/']
