@@ -125,7 +125,8 @@ async def test_a_redo_listing_of_100_turns_never_holds_the_loop(tmp_path):
         await asyncio.sleep(0.05)
         assert trace.exists(), "the loop tracer never started: the budget below would prove nothing"
         holds = _holds(trace)[before:]
-        assert all(cpu < LOOP_BUDGET_MS for _ms, cpu in holds), holds
+        # The law: no hold of more than the budget (the log rounds to whole milliseconds).
+        assert all(cpu <= LOOP_BUDGET_MS for _ms, cpu in holds), (holds, trace.read_text()[-6000:])
 
         # Cancelled at a yield, it ends; the next listing answers in full.
         (gate / "step").write_text("2")

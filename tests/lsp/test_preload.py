@@ -53,6 +53,6 @@ def test_a_servers_jobs_import_nothing_on_its_loop():
 
 
 def test_without_the_preload_the_same_jobs_would_compile_modules_on_the_loop():
-    """The check above can fail: the same session imports the collector and the sweep lazily."""
+    """The check above can fail: the same session imports the collector lazily."""
     late = _imported_during_jobs(preload=False)
-    assert "turnback.collect" in late and "turnback.capture.sweep" in late, late
+    assert "turnback.collect" in late, late

@@ -173,6 +173,7 @@ def _differing_paths_job(codec, mine: list[str], theirs: list[str], shown: int =
         yield from codec.iter_warm(a)
         yield from codec.iter_warm(b)
         here, here_bits = codec.known_doc(a)
+        yield ("shard", len(paths))  # a decode per step: two in one step came near the loop's budget
         there, there_bits = codec.known_doc(b)
         paths.extend(rel for rel, image in there.items() if here.get(rel) != image
                      or (image != ABSENT and there_bits.get(rel) not in (None, here_bits.get(rel))))
