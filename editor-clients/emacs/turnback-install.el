@@ -29,6 +29,9 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(declare-function package-desc-version "package" (desc))
+(declare-function package-version-join "package" (vlist))
+(defvar package-alist)
 
 (defvar turnback-server-command)
 
@@ -108,7 +111,8 @@ then run M-x turnback-install-server again"
     (package-version-join (package-desc-version desc))))
 
 (defun turnback-install-source ()
-  "What to install, as (KIND . SPEC): a wheel beside this file, a checkout, or the registry."
+  "What to install, as (KIND . SPEC).
+A wheel beside this file, else the checkout it lives in, else the registry."
   (let ((wheels (directory-files turnback-install--here t "\\`turnback-.*-py3-none-any\\.whl\\'"))
         (checkout (expand-file-name "../../" turnback-install--here)))
     (cond
@@ -248,7 +252,8 @@ installed it now (the start then goes on with it), nil otherwise."
       (turnback-install-server nil t)))))
 
 (defun turnback-install-remove ()
-  "Delete the private environment and reset `turnback-server-command' if it used it."
+  "Delete the private environment.
+Reset `turnback-server-command' if it named the environment's program."
   (interactive)
   (let ((venv (turnback-install--venv)))
     (when (and (file-directory-p venv)

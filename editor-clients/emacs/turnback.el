@@ -51,6 +51,7 @@
 (require 'project)
 (require 'url-util)
 (require 'url-parse)
+(declare-function turnback-install-offer "turnback-install" (command))
 
 ;;;; Customisation
 
