@@ -136,11 +136,20 @@ def test_a_quick_collection_failing_at_every_operation_loses_nothing(template):
         shutil.copytree(ws0, ws, symlinks=True)
         wb = open_wb(ws)
         with fsio.faults(fail_at=n) as plan:
-            with pytest.raises(OSError):
+            try:
                 auto.run_bounded(wb, budget=600.0)
+            except OSError:
+                pass
+            else:  # a point past this run's end (loaded machines saw shorter runs), or tidying's
+                assert not plan.faulted or _is_fanout_rmdir(plan.log[n - 1]), (n, plan.log[n - 1:n])
         faulted += plan.faulted > 0
         assert not wb.collecting
         wb.close()
         finish_and_compare(ws, expected)
         shutil.rmtree(ws)
     assert_faulted(faulted, total, "a quick collection failed at every operation")
+
+
+def _is_fanout_rmdir(line: str) -> bool:
+    """The repack's removal of an emptied objects/xx folder (repack._empty_fanouts) is best effort."""
+    return line.startswith("rmdir ") and "/.turnback/objects/" in line
