@@ -8,7 +8,7 @@ edit no turn made (`externalChange`), like an uncaptured edit to a path a turn t
 look the plan only saw paths with a recorded change, and such an edit stayed (issue 43).
 
 Read only: nothing is captured or stored here, so a plan derived twice (prepare, then commit) is the
-same plan. A job: it yields every `SLICE` paths. The stat cache (capture/sweep.py) spares reading a
+same plan. A job: it yields every `SLICE` paths, and after every file it reads whole. The stat cache (capture/sweep.py) spares reading a
 file whose stat has not moved; a healthy watcher narrows the look to the paths it saw change.
 """
 
@@ -33,13 +33,19 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None):
         rels = sorted({k for r in only for k in (r.rstrip("/"), folder_key(r.rstrip("/")))
                        if k in state.known})
     found: set[str] = set()
+    cheap = 0
     for i, rel in enumerate(rels):
-        if i % SLICE == SLICE - 1:
+        if cheap >= SLICE:
+            cheap = 0
             yield ("uncaptured", i)
         image = state.known.get(rel)
         if image in (None, UNKNOWN):
             continue
-        now = _disk(ws, rel, hasher, cache, max_bytes)
+        now, read = _disk(ws, rel, hasher, cache, max_bytes)
+        if read:  # a file read and hashed whole: a step of its own, whatever the count
+            cheap = SLICE
+        else:
+            cheap += 1
         if now is None:
             continue  # unreadable, a link, too large: the plan's own look reports such a path
         if now != image:
@@ -50,21 +56,22 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None):
 
 
 def _disk(ws, rel: str, hasher, cache, max_bytes: int):
+    """(its image now or None, whether a file was read whole to know it)."""
     if is_folder_key(rel):
-        return folder_image(ws, rel)[0]
+        return folder_image(ws, rel)[0], False
     if cache is not None:
         try:
             st = os.lstat(ws.abs_path(rel))
         except FileNotFoundError:
             st = None
         except OSError:
-            return None
+            return None, False
         if st is not None and statmod.S_ISREG(st.st_mode):
             digest = cache.fresh(rel, st)
             if digest is not None:
-                return digest
+                return digest, False
     image, problem = disk_image(ws, rel, hasher, max_bytes=max_bytes)
-    return None if problem is not None else image
+    return (None if problem is not None else image), True
 
 
 __all__ = ["uncaptured_job", "ABSENT"]
