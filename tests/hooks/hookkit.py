@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from turnback.hooks import replay
@@ -65,3 +66,14 @@ def spooled(root: Path) -> list[dict]:
 def prompts(root: Path) -> list[str]:
     """The prompts of the workspace's turns, as the owner (or the store) reports them."""
     return [t.get("prompt") for t in tb_json(root, "log")["turns"]]
+
+
+def replayed_by_new_owner(root: Path, expected: list[str], seconds: float = 60.0) -> bool:
+    """Whether a freshly started owner's replay (it runs after the owner answers) recorded exactly
+    `expected` and then retired the spool: it records the events first, so wait for both."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if prompts(root) == expected and spooled(root) == []:
+            return True
+        time.sleep(0.05)
+    return prompts(root) == expected and spooled(root) == []
