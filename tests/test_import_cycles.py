@@ -51,3 +51,16 @@ def test_the_checker_sees_a_circle_of_each_kind(tmp_path):
     assert import_cycles.circles(top) == [["pkg.a", "pkg.sub.b"]]
     both = {m: top[m] | inner[m] for m in top}
     assert import_cycles.circles(both) == [["pkg.a", "pkg.sub.b"], ["pkg.c", "pkg.d"]]
+
+
+def test_an_import_only_the_type_checker_runs_is_no_edge(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "e.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    from . import f\nelse:\n    from . import g\n")
+    (pkg / "f.py").write_text("from . import e\n")
+    (pkg / "g.py").write_text("from . import e\n")
+    top, _ = import_cycles.graph(pkg)
+    assert top["pkg.e"] == {"pkg.g"}  # the else branch runs
+    assert import_cycles.circles(top) == [["pkg.e", "pkg.g"]]

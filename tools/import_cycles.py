@@ -2,6 +2,8 @@
 
 Module-level imports (run when a module loads) and function-level imports (run when a function
 does) are kept apart: only a module-level circle forces a load order, so only those must not exist.
+Imports under `if TYPE_CHECKING:` never run: they are no edge (a service names the server that
+holds it only for the type checker).
 `python tools/import_cycles.py` prints both; tests/test_import_cycles.py fails on a module-level one.
 """
 import ast
@@ -24,6 +26,10 @@ def imports(path: Path, modules: set[str], root: Path = PACKAGE) -> tuple[set[st
 
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):
+                for branch in child.orelse:  # an `else:` runs
+                    visit(ast.Module(body=[branch], type_ignores=[]), in_function)
+                continue
             nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             targets = []
             if isinstance(child, ast.Import):
@@ -44,6 +50,12 @@ def imports(path: Path, modules: set[str], root: Path = PACKAGE) -> tuple[set[st
 
     visit(tree, False)
     return top, inner
+
+
+def _type_checking_only(node) -> bool:
+    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def graph(root: Path = PACKAGE) -> tuple[dict[str, set[str]], dict[str, set[str]]]:

@@ -133,9 +133,9 @@ def test_serve_and_bench_are_wired(monkeypatch, cli):
     import types
 
     called = {}
-    fake_lsp = types.ModuleType("turnback.lsp.server")
+    fake_lsp = types.ModuleType("turnback.lsp.stdio")
     fake_lsp.serve = lambda: called.setdefault("serve", True) and 0
-    monkeypatch.setitem(sys.modules, "turnback.lsp.server", fake_lsp)
+    monkeypatch.setitem(sys.modules, "turnback.lsp.stdio", fake_lsp)
     assert cli("serve")[0] == 0 and called["serve"]
     import turnback.bench as bench
 

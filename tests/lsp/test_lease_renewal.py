@@ -39,7 +39,7 @@ async def test_a_renewal_whose_write_is_stuck_leaves_the_loop_free(tmp_path, mon
 
     monkeypatch.setattr(Lease, "_write", stuck_write)
     before = wb.book.owner.expires
-    task = asyncio.get_running_loop().create_task(server.lease_loop())
+    task = asyncio.get_running_loop().create_task(server.lease.run())
     try:
         assert await asyncio.to_thread(entered.wait, 10), "no renewal came"
         assert writers and writers[0] is not loop_thread
@@ -72,7 +72,7 @@ async def test_a_renewal_that_finds_the_lease_taken_makes_the_workbench_an_obser
 
     monkeypatch.setattr(Lease, "renew", taken)
     monkeypatch.setattr(Lease, "check", lambda self: None)  # the second's look finds nothing
-    task = asyncio.get_running_loop().create_task(server.lease_loop())
+    task = asyncio.get_running_loop().create_task(server.lease.run())
     try:
         while wb.is_owner:
             await asyncio.sleep(0.01)

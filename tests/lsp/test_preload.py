@@ -40,7 +40,7 @@ print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith("tu
 
 def _imported_during_jobs(preload: bool) -> list[str]:
     code = CHILD if preload else CHILD.replace(
-        "create_server()", "import turnback.lsp.server as s; s.JOB_MODULES = (); create_server()")
+        "create_server()", "import turnback.lsp.preload as p; p.JOB_MODULES = (); create_server()")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TURNBACK_")}
     proc = subprocess.run([sys.executable, "-c", code, str(TESTS)], capture_output=True,
                           text=True, env=env, timeout=120)

@@ -9,6 +9,7 @@ import asyncio
 import threading
 
 from turnback.capture.recorder import Recorder
+from turnback.lsp.editor import capture_uris, opened
 from turnback.lsp.server import TurnbackServer
 from turnback.workbench import Workbench
 
@@ -39,10 +40,10 @@ async def test_a_save_reads_off_the_loop_and_a_later_save_is_recorded_after_it(t
     uri = wb.ws.to_uri("a.txt")
     loop = asyncio.get_running_loop()
     try:
-        first = loop.create_task(server.capture_uris([uri], "after"))
+        first = loop.create_task(capture_uris(server, [uri], "after"))
         assert await asyncio.to_thread(entered.wait, 10), "the first save never read"
         target.write_text("two\n")
-        second = loop.create_task(server.capture_uris([uri], "after"))
+        second = loop.create_task(capture_uris(server, [uri], "after"))
         ticks = 0
         for _ in range(5):  # the loop runs on while the first read is held
             await asyncio.sleep(0)
@@ -82,7 +83,7 @@ async def test_an_opened_file_the_store_did_not_know_is_read_off_the_loop(tmp_pa
     loop = asyncio.get_running_loop()
     try:
         assert "new.txt" not in wb.state.known
-        opening = loop.create_task(server.opened(wb.ws.to_uri("new.txt"), "opened\n"))
+        opening = loop.create_task(opened(server, wb.ws.to_uri("new.txt"), "opened\n"))
         assert await asyncio.to_thread(entered.wait, 10), "the opened file was never read"
         ticks = 0
         for _ in range(5):  # the loop runs on while the read is held

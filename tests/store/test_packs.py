@@ -338,16 +338,16 @@ def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch)
         zstdctx.drop_idle(0.0)  # what earlier tests of this worker left
         trimmed = threading.Event()
         monkeypatch.setattr(memory, "give_back", trimmed.set)
-        assert server.give_back_idle_memory() == 0  # read just now
+        assert server.idle_memory.give_back() == 0  # read just now
         assert not trimmed.is_set()  # nothing dropped: no trim (it is asked for synchronously)
         monkeypatch.setattr(packs_mod, "CACHE_IDLE_SECONDS", 0.0)
-        assert server.give_back_idle_memory() > 64 << 10
+        assert server.idle_memory.give_back() > 64 << 10
         assert trimmed.wait(10)  # an idle spell begins: the heap is trimmed, off the loop
         assert wb.store.objects.packs._cached == 0
         packwrite.compress_block([datas[0], datas[1]], len(datas[0]) + len(datas[1]))
         assert packwrite._kept_for(packwrite.LEVEL)._free  # kept for the next block
         monkeypatch.setattr(zstdctx, "IDLE_SECONDS", 0.0)
-        assert server.give_back_idle_memory() > 1 << 20  # the block compressor's workspace
+        assert server.idle_memory.give_back() > 1 << 20  # the block compressor's workspace
         assert not packwrite._kept_for(packwrite.LEVEL)._free
     finally:
         wb.close()

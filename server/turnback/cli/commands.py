@@ -55,7 +55,7 @@ def cmd_serve(ctx) -> int:
             raise Unavailable(f"turnback serve --{flag} is not supported: the sidecar speaks on "
                               "stdio (--stdio, the default)")
     try:
-        from ..lsp.server import serve
+        from ..lsp.stdio import serve
     except ImportError as exc:
         if (exc.name or "").startswith("turnback.lsp"):
             raise Unavailable("the language server (turnback.lsp.server) is not part of this build yet")

@@ -1,5 +1,5 @@
 """`python -m turnback.lsp`: the sidecar on stdio (the same as `turnback serve`)."""
 
-from .server import serve
+from .stdio import serve
 
 serve()

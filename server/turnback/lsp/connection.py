@@ -19,6 +19,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException
 
 from ..errors import TurnbackError
+from .editor import capture_uris
 from .errors import METHOD_NOT_FOUND, to_rpc
 from .methods import METHODS, command_name
 
@@ -214,10 +215,11 @@ class Connection:
         elif method == "textDocument/didSave" and isinstance(params, dict):
             uri = (params.get("textDocument") or {}).get("uri")
             if isinstance(uri, str):
-                await self.server.capture_uris([uri], "after")
+                await capture_uris(self.server, [uri], "after")
         elif method == "workspace/didChangeWatchedFiles" and isinstance(params, dict):
             uris = [c.get("uri") for c in params.get("changes") or [] if isinstance(c, dict)]
-            await self.server.capture_uris([u for u in uris if isinstance(u, str)], "after", "watch")
+            await capture_uris(self.server, [u for u in uris if isinstance(u, str)], "after",
+                               "watch")
         # initialized, didOpen/didClose and the rest: nothing to do for a socket client
 
     async def _request(self, msg_id, method: str, params: Any) -> None:

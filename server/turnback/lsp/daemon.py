@@ -186,7 +186,7 @@ async def _serve(server, idle: float) -> None:
     server.stop_event = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, server.stop_event.set)
-    server.start_tasks()
+    server.start_services()
     server.kick_collection()
     log.info("background owner of %s started (pid %d, idle exit after %g s)",
              server.wb.store.path, os.getpid(), idle)

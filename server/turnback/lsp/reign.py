@@ -115,7 +115,8 @@ class Reign:
             log.error("cannot listen anew: %s", exc)
             server.wb.live["socketError"] = str(exc)
             server.wb.live["socket"] = None
-            server.tasks.append(asyncio.get_running_loop().create_task(server.cannot_serve(exc)))
+            server.tasks.append(asyncio.get_running_loop().create_task(
+                server.listening.cannot_serve(exc)))
 
     def moved(self) -> bool:
         return self.holder is not None and self.holder.moved() is not None
@@ -151,12 +152,12 @@ class Reign:
         server = self.server
         log.warning("this process no longer owns %s (superseded): it stops listening",
                     server.wb.store.path)
-        server.stop_watcher()
+        server.watcher.stop()
         server.wb.live["socket"] = None
         if server.listener is not None:
             await server.listener.supersede()
         if not server.background:
-            return  # an editor's sidecar: its editor's observer from now on (server.observer_loop)
+            return  # an editor's sidecar: its editor's observer from now on (services/observer.py)
         await self._clients_told()
         log.info("superseded background owner leaving")
         if server.stop_event is not None:
@@ -174,7 +175,7 @@ class Reign:
         wb = server.wb
         log.error("the workspace %s (or its store) was renamed or replaced under this owner: "
                   "publishing into the store it holds, then leaving", wb.root)
-        server.stop_watcher()
+        server.watcher.stop()
         wb.live["socket"] = None
         async with server.lock:
             where = self._publish_where_it_went()

@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcException
 from ..errors import TurnbackError
 from ..remote.client import POLL_SECONDS, PROBE_SECONDS, STALL_SECONDS, STOPPED_SECONDS, frame
 from ..remote.wire import peer, stopped
+from .methods import Kind
 
 log = logging.getLogger("turnback.relay")
 
@@ -103,7 +104,7 @@ async def relayed_call(server, spec, params) -> tuple[bool, object]:
         try:
             return True, await relay.request(spec.name, params)
         except RelayGone:
-            await server.take_over_now()
+            await server.observer.take_over_now()
             answer_after_loss(server, spec)
             return False, None
         except JsonRpcException as exc:
@@ -114,7 +115,7 @@ async def relayed_call(server, spec, params) -> tuple[bool, object]:
                 raise to_rpc(exc, spec.name) from None
             relay.close()
             server.wb.live.pop("attachedTo", None)
-            if await server.take_over_now():
+            if await server.observer.take_over_now():
                 return False, None
             await attach(server)
         except Exception as exc:
@@ -126,7 +127,7 @@ def answer_after_loss(server, spec) -> None:
     """After the owner vanished mid-request and this server tried to take over: return to answer
     it here, or raise when running it here might apply it twice."""
     wb = server.wb
-    if spec.kind in ("read", "read-job", "collect") or spec.name in RERUN_SAFE or not wb.is_owner:
+    if spec.kind in (Kind.READ, Kind.READ_JOB, Kind.COLLECT) or spec.name in RERUN_SAFE or not wb.is_owner:
         return  # an observer's answer (not-owner for a mutation) says where things stand
     raise TurnbackError(f"the owner went away while it handled {spec.name}; this editor owns the "
                         "store now, but cannot tell whether that request was recorded: look at "
