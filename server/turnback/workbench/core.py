@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Generator
+from typing import Any, Callable, Generator
 
 from ..capture import lastrules
 from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
@@ -92,6 +92,10 @@ class Events:
 
 
 class Workbench:
+    # a serving owner's (lsp/services/): its workspace watcher, and its private socket's listener
+    watcher: Any = None
+    listener: Any = None
+
     def __init__(self, root: Path, options: Options, store: Store, ws: Workspace, book: Book,
                  recorder: Recorder, rules: IgnoreRules | None):
         self.root = root
