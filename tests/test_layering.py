@@ -124,3 +124,30 @@ def test_the_check_sees_an_upward_a_sideways_and_an_unplaced_arrow():
         "turnback.capture.sweep (floor 2) -> timeline (floor 2): sideways",
         "turnback.store.objects (floor 1) -> workbench (floor 4): up",
     ]
+
+
+def test_below_the_faces_nothing_speaks_the_wire():
+    """The core returns results or raises TurnbackError: only lsp/ imports pygls or lsprotocol
+    (read with ast, imports inside functions included)."""
+    import ast
+
+    speaking = set()
+    for path in import_cycles.PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(n.split(".")[0] in ("pygls", "lsprotocol") for n in names):
+                speaking.add(path.relative_to(import_cycles.PACKAGE).parts[0])
+    assert speaking == {"lsp"}
+
+
+def test_the_map_in_docs_names_every_floor_and_stays_short():
+    """docs/architecture.md draws the floors of FLOORS (each package on its floor's line) and is
+    read in one sitting (issue 44: under 15,000 characters)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    assert len(text) < 15_000
+    lines = {int(m.group(1)): m.group(2) for m in
+             (__import__("re").match(r"floor (\d+)\s+(.*)", line) for line in text.splitlines()) if m}
+    for name, floor in FLOORS.items():
+        drawn = name.removeprefix("turnback.") + (".py" if name.startswith("turnback.") else "/")
+        assert name == "turnback" or drawn in lines.get(floor, ""), (name, floor)
