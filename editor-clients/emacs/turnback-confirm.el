@@ -487,7 +487,7 @@ lists them."
      "\n" (turnback--render-gaps (turnback--list (plist-get report :gaps)) root)
      "\n" (turnback--heading "Effects of the steps after that turn")
      (turnback--render-effects (plist-get report :effects) (plist-get report :stepSummaries)
-                               (plist-get report :steps))
+                               (plist-get report :steps) (plist-get report :effectWords))
      (if (plist-get report :summary)
          (concat "\n" (turnback--heading "Summary") (turnback--fill (plist-get report :summary)))
        "")

@@ -106,11 +106,15 @@
 ;;;; Rendering (pure: data in, string out)
 
 (defun turnback-format-gap (gap &optional root)
-  "One line describing GAP (plist :uri :turn :reason :detail), relative to ROOT."
+  "One line describing GAP, relative to ROOT.
+GAP is a plist :uri :turn :reason :words :detail; the reason's words
+are the server's (an older server sends none)."
   (let ((detail (plist-get gap :detail))
+        (words (plist-get gap :words))
         (turn (plist-get gap :turn)))
     (concat (turnback--display-path (plist-get gap :uri) root)
             ": " (or (plist-get gap :reason) "unknown")
+            (if (and words (not (string-empty-p words))) (concat ", " words) "")
             (if (and detail (not (string-empty-p detail))) (concat " — " detail) "")
             (if turn (format " (turn %s)" turn) ""))))
 
@@ -190,7 +194,8 @@ names relative to ROOT)."
     (:unrestored . "Changed this machine in a way the rewind cannot put back")
     (:provablyEmpty . "Changed nothing"))
   "The seven effect lists of a candidate, in order, by their people's names.
-The same names as the command line and VS Code (docs/effects.md, \"In words\").")
+For an older server only: a current one says them in the candidate's
+`effectWords' (docs/effects.md, \"In words\"; tests/test_words.py).")
 
 (defun turnback--heading (text)
   "TEXT as a heading line."
@@ -348,7 +353,7 @@ TITLE heads it; by default it is derived from the candidate's boundary."
                                  "What the later turns' steps did (they stay; their files go back)"
                                "What the discarded steps did"))
      (turnback--render-effects effects (plist-get candidate :stepSummaries)
-                               (plist-get candidate :steps))
+                               (plist-get candidate :steps) (plist-get candidate :effectWords))
      "\n" (turnback--heading "Directives")
      (if (null directives) "  no directive changes\n"
        (mapconcat (lambda (d)
@@ -388,17 +393,18 @@ With MODES, the keys that show the rewind in another mode too."
   "A directive's name: the first line of its REQUEST, shortened."
   (turnback--one-line (car (split-string (or request "") "\n")) 50))
 
-(defun turnback--render-effects (effects summaries &optional steps)
+(defun turnback--render-effects (effects summaries &optional steps words)
   "The effect lists of EFFECTS that hold a step, by their people's names.
-Each step is shown by what it did: its `what' from STEPS (the
-candidate's steps in words), else its summary from SUMMARIES (an alist
-of id and text, from an older server), else its id."
+The names are WORDS (the candidate's `effectWords'), else our own for an
+older server.  Each step is shown by what it did: its `what' from STEPS
+(the candidate's steps in words), else its summary from SUMMARIES (an
+alist of id and text, from an older server), else its id."
   (let ((shown (cl-remove-if-not (lambda (cell) (turnback--list (plist-get effects (car cell))))
                                  turnback--effect-labels)))
     (if (null shown) "  no step to account for\n"
       (mapconcat
        (lambda (cell)
-         (concat (format "  %s:\n" (cdr cell))
+         (concat (format "  %s:\n" (or (plist-get words (car cell)) (cdr cell)))
                  (mapconcat
                   (lambda (id)
                     (let* ((step (cl-find id (turnback--list steps) :key (lambda (x) (plist-get x :id))

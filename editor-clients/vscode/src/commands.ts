@@ -9,7 +9,7 @@ import { failureMessage, redoFlow, restoreFlow, rewindFlow } from "./flows";
 import type { FlowOutcome } from "./flows";
 import { forkFlow } from "./fork";
 import { diffTitle, imageUriParts, noDiffReason, sidesOf } from "./images";
-import type { Boundary, Directive, RedoGroup } from "./protocol";
+import type { Boundary, Directive, RedoGroup, TurnbackApi } from "./protocol";
 import { offerCommand } from "./offer";
 import { recoveryFlow } from "./recovery";
 import { HOOK_AGENTS, hooksInstallLine } from "./shellcommand";
@@ -61,11 +61,7 @@ function context() {
     return { root: workspaceRoot(), dirty: dirtyUris };
 }
 
-async function runRewind(boundary: Boundary): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
+async function runRewind(a: TurnbackApi, boundary: Boundary): Promise<void> {
     try {
         await report(await rewindFlow(a, boundary, flowUi(), context()));
     } catch (err) {
@@ -78,11 +74,7 @@ function turnOf(arg: unknown): number | undefined {
     return typeof t === "number" ? t : typeof arg === "number" ? arg : undefined;
 }
 
-async function pickBoundary(kind: "response" | "prompt", title?: string): Promise<Boundary | undefined> {
-    const a = requireApi();
-    if (!a) {
-        return undefined;
-    }
+async function pickBoundary(a: TurnbackApi, kind: "response" | "prompt", title?: string): Promise<Boundary | undefined> {
     let log;
     try {
         log = await a.sessionLog();
@@ -104,19 +96,19 @@ async function pickBoundary(kind: "response" | "prompt", title?: string): Promis
     return picked?.boundary;
 }
 
-async function rewindAtResponse(arg?: unknown): Promise<void> {
+async function rewindAtResponse(a: TurnbackApi, arg?: unknown): Promise<void> {
     const turn = turnOf(arg);
-    const boundary = turn !== undefined ? { kind: "afterResponse" as const, turn } : await pickBoundary("response");
+    const boundary = turn !== undefined ? { kind: "afterResponse" as const, turn } : await pickBoundary(a, "response");
     if (boundary) {
-        await runRewind(boundary);
+        await runRewind(a, boundary);
     }
 }
 
-async function rewindToPrompt(arg?: unknown): Promise<void> {
+async function rewindToPrompt(a: TurnbackApi, arg?: unknown): Promise<void> {
     const turn = turnOf(arg);
-    const boundary = turn !== undefined ? { kind: "beforePrompt" as const, turn } : await pickBoundary("prompt");
+    const boundary = turn !== undefined ? { kind: "beforePrompt" as const, turn } : await pickBoundary(a, "prompt");
     if (boundary) {
-        await runRewind(boundary);
+        await runRewind(a, boundary);
     }
 }
 
@@ -151,20 +143,17 @@ async function pickDirective(withAttempts = true, title = "Rewind before an impl
     return picked?.d;
 }
 
-async function directiveOf(arg: unknown): Promise<Directive | undefined> {
+async function directiveOf(a: TurnbackApi, arg: unknown): Promise<Directive | undefined> {
     const id = (arg as { directiveId?: string } | undefined)?.directiveId;
     if (!id) {
         return undefined;
     }
-    return rt.state.findDirective(id) ?? (await rt.api?.directiveList().catch(() => undefined))?.directives.find((x) => x.id === id);
+    return rt.state.findDirective(id) ?? (await a.directiveList().catch(() => undefined))?.directives.find((x) => x.id === id);
 }
 
-async function rewindBeforeDirective(arg?: unknown): Promise<void> {
-    if (!requireApi()) {
-        return;
-    }
+async function rewindBeforeDirective(a: TurnbackApi, arg?: unknown): Promise<void> {
     const given = arg as { directiveId?: string; turn?: number } | undefined;
-    const d = (await directiveOf(arg)) ?? await pickDirective();
+    const d = (await directiveOf(a, arg)) ?? await pickDirective();
     if (!d) {
         return;
     }
@@ -177,15 +166,11 @@ async function rewindBeforeDirective(arg?: unknown): Promise<void> {
         turn = picked?.turn;
     }
     if (turn !== undefined) {
-        await runRewind({ kind: "beforeDirectiveAttempt", directiveId: d.id, turn });
+        await runRewind(a, { kind: "beforeDirectiveAttempt", directiveId: d.id, turn });
     }
 }
 
-async function redo(): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
+async function redo(a: TurnbackApi): Promise<void> {
     const pick = async (groups: RedoGroup[]): Promise<RedoGroup | undefined> => {
         const items = redoPicks({ available: true, groups });
         const picked = await vscode.window.showQuickPick(items, { title: "Redo: bring back what?", matchOnDescription: true, matchOnDetail: true });
@@ -199,11 +184,7 @@ async function redo(): Promise<void> {
 }
 
 /** "Restore to Turn…" on a file (explorer, editor title): the turns that changed it, then the plan. */
-async function restoreFile(arg?: unknown): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
+async function restoreFile(a: TurnbackApi, arg?: unknown): Promise<void> {
     const uri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
     if (!uri || uri.scheme !== "file") {
         void vscode.window.showInformationMessage("turnback: open a file of the workspace (or right-click one) to restore it.");
@@ -227,14 +208,10 @@ async function restoreFile(arg?: unknown): Promise<void> {
     }
 }
 
-async function forkAtResponse(arg?: unknown): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
+async function forkAtResponse(a: TurnbackApi, arg?: unknown): Promise<void> {
     let turn = turnOf(arg);
     if (turn === undefined) {
-        const boundary = await pickBoundary("response", "Fork at this response (the branch keeps it)");
+        const boundary = await pickBoundary(a, "response", "Fork at this response (the branch keeps it)");
         turn = boundary?.turn;
     }
     if (turn === undefined) {
@@ -271,9 +248,8 @@ async function forkAtResponse(arg?: unknown): Promise<void> {
 }
 
 /** The diff of one change from the session view, in VS Code's diff editor (read-only images). */
-async function showDiff(target?: DiffTarget): Promise<void> {
-    const a = requireApi();
-    if (!a || !target) {
+async function showDiff(a: TurnbackApi, target?: DiffTarget): Promise<void> {
+    if (!target) {
         return;
     }
     try {
@@ -297,12 +273,8 @@ async function showDiff(target?: DiffTarget): Promise<void> {
 }
 
 /** Every file of one turn, in VS Code's multi-file diff editor. */
-async function showTurnDiff(arg?: unknown): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
-    const turn = turnOf(arg) ?? (await pickBoundary("response", "Show what which turn changed?"))?.turn;
+async function showTurnDiff(a: TurnbackApi, arg?: unknown): Promise<void> {
+    const turn = turnOf(arg) ?? (await pickBoundary(a, "response", "Show what which turn changed?"))?.turn;
     if (turn === undefined) {
         return;
     }
@@ -322,22 +294,21 @@ async function showTurnDiff(arg?: unknown): Promise<void> {
     }
 }
 
-async function runningTurn(arg?: unknown): Promise<number | undefined> {
+async function runningTurn(a: TurnbackApi, arg?: unknown): Promise<number | undefined> {
     const given = turnOf(arg);
     if (given !== undefined) {
         return given;
     }
-    const running = (await rt.api?.sessionLog())?.turns.find((t) => t.state === "running");
+    const running = (await a.sessionLog()).turns.find((t) => t.state === "running");
     if (!running) {
         void vscode.window.showInformationMessage("turnback: no turn is running.");
     }
     return running?.turn;
 }
 
-async function endTurn(status: "settled" | "cancelled", arg?: unknown): Promise<void> {
-    const a = requireApi();
-    const turn = a ? await runningTurn(arg) : undefined;
-    if (!a || turn === undefined) {
+async function endTurn(a: TurnbackApi, status: "settled" | "cancelled", arg?: unknown): Promise<void> {
+    const turn = await runningTurn(a, arg);
+    if (turn === undefined) {
         return;
     }
     try {
@@ -349,11 +320,7 @@ async function endTurn(status: "settled" | "cancelled", arg?: unknown): Promise<
     rt.views.refresh();
 }
 
-async function beginTurn(): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
+async function beginTurn(a: TurnbackApi): Promise<void> {
     const prompt = await vscode.window.showInputBox({ title: "Begin a turn by hand", prompt: "The prompt (turns normally come from your agent's hooks)" });
     if (!prompt) {
         return;
@@ -367,12 +334,8 @@ async function beginTurn(): Promise<void> {
     rt.views.refresh();
 }
 
-async function newDirective(): Promise<void> {
-    const a = requireApi();
+async function newDirective(a: TurnbackApi): Promise<void> {
     const editor = vscode.window.activeTextEditor;
-    if (!a) {
-        return;
-    }
     if (!editor || editor.document.uri.scheme !== "file") {
         void vscode.window.showInformationMessage("turnback: put the cursor on a line of a file first: the directive is anchored there.");
         return;
@@ -393,12 +356,8 @@ async function newDirective(): Promise<void> {
     }
 }
 
-async function beginAttempt(arg?: unknown): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
-    const d = (await directiveOf(arg)) ?? await pickDirective(false, "Begin an attempt at which directive?");
+async function beginAttempt(a: TurnbackApi, arg?: unknown): Promise<void> {
+    const d = (await directiveOf(a, arg)) ?? await pickDirective(false, "Begin an attempt at which directive?");
     if (!d) {
         return;
     }
@@ -411,10 +370,9 @@ async function beginAttempt(arg?: unknown): Promise<void> {
     rt.views.refresh();
 }
 
-async function editDirectiveRequest(arg?: unknown): Promise<void> {
-    const a = requireApi();
-    const d = await directiveOf(arg);
-    if (!a || !d) {
+async function editDirectiveRequest(a: TurnbackApi, arg?: unknown): Promise<void> {
+    const d = await directiveOf(a, arg);
+    if (!d) {
         return;
     }
     const request = await vscode.window.showInputBox({
@@ -438,11 +396,7 @@ async function editDirectiveRequest(arg?: unknown): Promise<void> {
     }
 }
 
-async function showRecovery(): Promise<void> {
-    const a = requireApi();
-    if (!a) {
-        return;
-    }
+async function showRecovery(a: TurnbackApi): Promise<void> {
     try {
         const outcome = await recoveryFlow(a, {
             pick: (items) => Promise.resolve(vscode.window.showQuickPick(items, {
@@ -524,25 +478,37 @@ async function installHooks(agent?: string): Promise<void> {
     rt.views.refreshSoon();
 }
 
+/** A command that needs the server: it gets the api, once the one guard below has let it run. */
+type ApiCommand = (a: TurnbackApi, ...args: any[]) => Promise<unknown> | void;
+
+/** The one guard of every command that needs the server: while it is not running, the command
+ *  says so (with the output a click away) and does nothing. */
+function withApi(fn: ApiCommand): (...args: any[]) => unknown {
+    return (...args: any[]) => {
+        const a = requireApi();
+        return a ? fn(a, ...args) : undefined;
+    };
+}
+
 export function registerCommands(): vscode.Disposable[] {
     const table: [string, (...args: any[]) => unknown][] = [
-        [Commands.rewindAtResponse, rewindAtResponse],
-        [Commands.rewindToPrompt, rewindToPrompt],
-        [Commands.rewindBeforeDirective, rewindBeforeDirective],
-        [Commands.redo, redo],
-        [Commands.restoreFile, restoreFile],
+        [Commands.rewindAtResponse, withApi(rewindAtResponse)],
+        [Commands.rewindToPrompt, withApi(rewindToPrompt)],
+        [Commands.rewindBeforeDirective, withApi(rewindBeforeDirective)],
+        [Commands.redo, withApi(redo)],
+        [Commands.restoreFile, withApi(restoreFile)],
         [Commands.showGaps, showGaps],
-        [Commands.showRecovery, showRecovery],
-        [Commands.forkAtResponse, forkAtResponse],
-        [Commands.editDirectiveRequest, editDirectiveRequest],
-        [Commands.showDiff, showDiff],
-        [Commands.showTurnDiff, showTurnDiff],
-        [Commands.settleTurn, (arg?: unknown) => endTurn("settled", arg)],
-        [Commands.cancelTurn, (arg?: unknown) => endTurn("cancelled", arg)],
-        [Commands.beginTurn, beginTurn],
-        [Commands.newDirective, newDirective],
-        [Commands.beginAttempt, beginAttempt],
-        [Commands.openSession, openSession],
+        [Commands.showRecovery, withApi(showRecovery)],
+        [Commands.forkAtResponse, withApi(forkAtResponse)],
+        [Commands.editDirectiveRequest, withApi(editDirectiveRequest)],
+        [Commands.showDiff, withApi(showDiff)],
+        [Commands.showTurnDiff, withApi(showTurnDiff)],
+        [Commands.settleTurn, withApi((a, arg?: unknown) => endTurn(a, "settled", arg))],
+        [Commands.cancelTurn, withApi((a, arg?: unknown) => endTurn(a, "cancelled", arg))],
+        [Commands.beginTurn, withApi(beginTurn)],
+        [Commands.newDirective, withApi(newDirective)],
+        [Commands.beginAttempt, withApi(beginAttempt)],
+        [Commands.openSession, openSession],  // quiet while the server is not running
         [Commands.showLiveSession, showLiveSession],
         [Commands.installHooks, installHooks],
     ];

@@ -39,7 +39,7 @@ export function renderForkPlan(p: ForkPrepareResult, opts: { root?: string; stal
     lines.push(...fileSection(files, opts.root));
     lines.push(...userEditSection(files, "fork", opts.root));
     lines.push("", ...gapSection(gaps, opts.root));
-    const effects = effectLines(p.effects, p.steps as StepWords[] | undefined);
+    const effects = effectLines(p.effects, p.steps as StepWords[] | undefined, p.effectWords);
     lines.push("", effects.length ? `Effects of the steps above turn ${p.turn}:` : "Effects: no step above this turn.", ...effects);
     const dropped = (p.droppedSends ?? []) as string[];
     if (dropped.length) {

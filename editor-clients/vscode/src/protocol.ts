@@ -2,6 +2,8 @@
 // shapes, and a small typed API over any JSON-RPC connection. No `vscode` import here: this module
 // runs in plain Node against the real server in the tests.
 
+import { RequestType } from "vscode-jsonrpc";
+
 // ---------------------------------------------------------------------------------------------
 // Shapes
 
@@ -11,6 +13,8 @@ export interface Gap {
     uri: Uri | null;
     turn?: number | null;
     reason: string;
+    /** The reason in a person's words, said by the server (issue 44); absent from an older one. */
+    words?: string;
     detail?: string;
     path?: string;
 }
@@ -100,6 +104,8 @@ export interface Candidate {
     files: FilePlan[];
     gaps: Gap[];
     effects: Effects;
+    /** Each bucket's people's name, said by the server (issue 44); absent from an older one. */
+    effectWords?: Partial<Record<string, string>>;
     directives: CandidateDirective[];
     workflowCleared?: WorkflowCleared;
     summary: string;
@@ -258,6 +264,7 @@ export interface ForkPrepareResult {
     hash: string;
     turn: number;
     effects: Effects;
+    effectWords?: Partial<Record<string, string>>;
     /** Set when this fork cannot be made (a live branch exists, a frozen session, …). */
     refusal?: { code: string; message: string } | null;
     summary: string;
@@ -510,7 +517,7 @@ export const Notifications = {
 
 /** What both a vscode-jsonrpc MessageConnection and a vscode-languageclient LanguageClient offer. */
 export interface RpcConnection {
-    sendRequest(method: string, params?: any): Promise<any>;
+    sendRequest<P, R, E>(type: RequestType<P, R, E>, params: P): Promise<R>;
 }
 
 export interface NotificationSource {
@@ -533,100 +540,136 @@ export function errorMessage(err: unknown): string {
     return String(err);
 }
 
+/** Every contract request as a typed constant (vscode-jsonrpc's `RequestType`): its method, its
+ *  params' and its result's types, so `sendRequest` is typed end to end, with no cast. */
+export const Rpc = {
+    sessionInfo: new RequestType<NoParams, SessionInfo, void>(Requests.sessionInfo),
+    sessionStatus: new RequestType<NoParams, Status, void>(Requests.sessionStatus),
+    turnBegin: new RequestType<TurnBeginParams, { turn: number }, void>(Requests.turnBegin),
+    turnCapture: new RequestType<{ uris: Uri[]; phase?: "before" | "after" }, CaptureResult, void>(Requests.turnCapture),
+    turnStep: new RequestType<StepParams, { stepId: string }, void>(Requests.turnStep),
+    agentTranscript: new RequestType<{ agentId: string; turn: number; text: string; final?: boolean }, object, void>(Requests.agentTranscript),
+    workflowSet: new RequestType<{ tasks?: unknown[]; goals?: unknown[]; agents?: unknown[]; handoffs?: unknown[] }, object, void>(Requests.workflowSet),
+    workflowGet: new RequestType<NoParams, { tasks: unknown[]; goals: unknown[]; agents: unknown[]; handoffs: unknown[] }, void>(Requests.workflowGet),
+    turnRespond: new RequestType<{ turn: number; text: string; final?: boolean }, object, void>(Requests.turnRespond),
+    turnSettle: new RequestType<{ turn: number; status?: "settled" | "cancelled" }, { headSeq: number | null }, void>(Requests.turnSettle),
+    sessionLog: new RequestType<{ sessionId?: string }, SessionLog, void>(Requests.sessionLog),
+    rewindPrepare: new RequestType<{ boundary: Boundary } & Record<string, unknown>, Candidate, void>(Requests.rewindPrepare),
+    diff: new RequestType<DiffParams, DiffResult, void>(Requests.diff),
+    imageRead: new RequestType<{ image: string; sessionId?: string }, ImageRead, void>(Requests.imageRead),
+    restorePrepare: new RequestType<{ paths: Uri[]; boundary: Boundary } & Record<string, unknown>, Candidate, void>(Requests.restorePrepare),
+    restoreCommit: new RequestType<{ paths: Uri[]; boundary: Boundary; planHash: string } & Record<string, unknown>, CommitResult, void>(Requests.restoreCommit),
+    rewindCommit: new RequestType<{ boundary: Boundary; planHash: string } & Record<string, unknown>, CommitResult, void>(Requests.rewindCommit),
+    redoList: new RequestType<NoParams, RedoList, void>(Requests.redoList),
+    redoPrepare: new RequestType<{ headSeq: number }, RedoPlan, void>(Requests.redoPrepare),
+    redoCommit: new RequestType<{ headSeq: number; planHash: string } & Record<string, unknown>, RedoCommitResult, void>(Requests.redoCommit),
+    directiveUpsert: new RequestType<DirectiveUpsertParams, Directive, void>(Requests.directiveUpsert),
+    directiveRecord: new RequestType<DirectiveRecordParams, Directive, void>(Requests.directiveRecord),
+    directiveList: new RequestType<{ uri?: Uri }, { directives: Directive[] }, void>(Requests.directiveList),
+    collectRun: new RequestType<NoParams, CollectResult, void>(Requests.collectRun),
+    recoveryList: new RequestType<NoParams, { recovery: Recovery[] }, void>(Requests.recoveryList),
+    recoveryResolve: new RequestType<{ id: string; action: "retry" | "dismiss" }, RecoveryResolveResult, void>(Requests.recoveryResolve),
+    forkPrepare: new RequestType<{ turn: number }, ForkPrepareResult, void>(Requests.forkPrepare),
+    forkConfirm: new RequestType<{ turn: number; hash: string; worktree?: string; keepUserEdits?: boolean }, ForkConfirmResult, void>(Requests.forkConfirm),
+    sessionList: new RequestType<NoParams, { sessions: SessionSummary[] }, void>(Requests.sessionList),
+};
+
+type NoParams = Record<string, never>;
+
 /** Every contract request as a typed method. */
 export class TurnbackApi {
     constructor(private readonly conn: RpcConnection) {}
 
-    private call<R>(method: string, params: object = {}): Promise<R> {
-        return this.conn.sendRequest(method, params) as Promise<R>;
+    private call<P, R>(type: RequestType<P, R, void>, params: P): Promise<R> {
+        return this.conn.sendRequest(type, params);
     }
 
     sessionInfo(): Promise<SessionInfo> {
-        return this.call(Requests.sessionInfo);
+        return this.call(Rpc.sessionInfo, {});
     }
     sessionStatus(): Promise<Status> {
-        return this.call(Requests.sessionStatus);
+        return this.call(Rpc.sessionStatus, {});
     }
     turnBegin(params: TurnBeginParams): Promise<{ turn: number }> {
-        return this.call(Requests.turnBegin, params);
+        return this.call(Rpc.turnBegin, params);
     }
     turnCapture(params: { uris: Uri[]; phase?: "before" | "after" }): Promise<CaptureResult> {
-        return this.call(Requests.turnCapture, params);
+        return this.call(Rpc.turnCapture, params);
     }
     turnStep(params: StepParams): Promise<{ stepId: string }> {
-        return this.call(Requests.turnStep, params);
+        return this.call(Rpc.turnStep, params);
     }
     agentTranscript(params: { agentId: string; turn: number; text: string; final?: boolean }): Promise<object> {
-        return this.call(Requests.agentTranscript, params);
+        return this.call(Rpc.agentTranscript, params);
     }
     workflowSet(params: { tasks?: unknown[]; goals?: unknown[]; agents?: unknown[]; handoffs?: unknown[] }): Promise<object> {
-        return this.call(Requests.workflowSet, params);
+        return this.call(Rpc.workflowSet, params);
     }
     workflowGet(): Promise<{ tasks: unknown[]; goals: unknown[]; agents: unknown[]; handoffs: unknown[] }> {
-        return this.call(Requests.workflowGet);
+        return this.call(Rpc.workflowGet, {});
     }
     turnRespond(params: { turn: number; text: string; final?: boolean }): Promise<object> {
-        return this.call(Requests.turnRespond, params);
+        return this.call(Rpc.turnRespond, params);
     }
     turnSettle(params: { turn: number; status?: "settled" | "cancelled" }): Promise<{ headSeq: number | null }> {
-        return this.call(Requests.turnSettle, params);
+        return this.call(Rpc.turnSettle, params);
     }
     sessionLog(sessionId?: string): Promise<SessionLog> {
-        return this.call(Requests.sessionLog, sessionId ? { sessionId } : {});
+        return this.call(Rpc.sessionLog, sessionId ? { sessionId } : {});
     }
     rewindPrepare(boundary: Boundary, opts: { mode?: RewindMode; dirty?: string[] } = {}): Promise<Candidate> {
-        return this.call(Requests.rewindPrepare, { boundary, ...commitExtras(opts) });
+        return this.call(Rpc.rewindPrepare, { boundary, ...commitExtras(opts) });
     }
     diff(params: DiffParams): Promise<DiffResult> {
-        return this.call(Requests.diff, params);
+        return this.call(Rpc.diff, params);
     }
     imageRead(params: { image: string; sessionId?: string }): Promise<ImageRead> {
-        return this.call(Requests.imageRead, params);
+        return this.call(Rpc.imageRead, params);
     }
     restorePrepare(paths: Uri[], boundary: Boundary, opts: { dirty?: string[] } = {}): Promise<Candidate> {
-        return this.call(Requests.restorePrepare, { paths, boundary, ...commitExtras(opts) });
+        return this.call(Rpc.restorePrepare, { paths, boundary, ...commitExtras(opts) });
     }
     restoreCommit(paths: Uri[], boundary: Boundary, planHash: string, opts: CommitOptions = {}): Promise<CommitResult> {
-        return this.call(Requests.restoreCommit, { paths, boundary, planHash, ...commitExtras(opts) });
+        return this.call(Rpc.restoreCommit, { paths, boundary, planHash, ...commitExtras(opts) });
     }
     rewindCommit(boundary: Boundary, planHash: string, opts: CommitOptions = {}): Promise<CommitResult> {
-        return this.call(Requests.rewindCommit, { boundary, planHash, ...commitExtras(opts) });
+        return this.call(Rpc.rewindCommit, { boundary, planHash, ...commitExtras(opts) });
     }
     redoList(): Promise<RedoList> {
-        return this.call(Requests.redoList);
+        return this.call(Rpc.redoList, {});
     }
     redoPrepare(headSeq: number): Promise<RedoPlan> {
-        return this.call(Requests.redoPrepare, { headSeq });
+        return this.call(Rpc.redoPrepare, { headSeq });
     }
     redoCommit(headSeq: number, planHash: string, opts: CommitOptions = {}): Promise<RedoCommitResult> {
-        return this.call(Requests.redoCommit, { headSeq, planHash, ...commitExtras(opts) });
+        return this.call(Rpc.redoCommit, { headSeq, planHash, ...commitExtras(opts) });
     }
     directiveUpsert(params: DirectiveUpsertParams): Promise<Directive> {
-        return this.call(Requests.directiveUpsert, params);
+        return this.call(Rpc.directiveUpsert, params);
     }
     directiveRecord(params: DirectiveRecordParams): Promise<Directive> {
-        return this.call(Requests.directiveRecord, params);
+        return this.call(Rpc.directiveRecord, params);
     }
     directiveList(uri?: Uri): Promise<{ directives: Directive[] }> {
-        return this.call(Requests.directiveList, uri ? { uri } : {});
+        return this.call(Rpc.directiveList, uri ? { uri } : {});
     }
     collectRun(): Promise<CollectResult> {
-        return this.call(Requests.collectRun);
+        return this.call(Rpc.collectRun, {});
     }
     recoveryList(): Promise<{ recovery: Recovery[] }> {
-        return this.call(Requests.recoveryList);
+        return this.call(Rpc.recoveryList, {});
     }
     recoveryResolve(id: string, action: "retry" | "dismiss"): Promise<RecoveryResolveResult> {
-        return this.call(Requests.recoveryResolve, { id, action });
+        return this.call(Rpc.recoveryResolve, { id, action });
     }
     forkPrepare(turn: number): Promise<ForkPrepareResult> {
-        return this.call(Requests.forkPrepare, { turn });
+        return this.call(Rpc.forkPrepare, { turn });
     }
     forkConfirm(turn: number, hash: string, worktree?: string, keepUserEdits = false): Promise<ForkConfirmResult> {
-        return this.call(Requests.forkConfirm, { turn, hash, ...(worktree ? { worktree } : {}), ...(keepUserEdits ? { keepUserEdits } : {}) });
+        return this.call(Rpc.forkConfirm, { turn, hash, ...(worktree ? { worktree } : {}), ...(keepUserEdits ? { keepUserEdits } : {}) });
     }
     sessionList(): Promise<{ sessions: SessionSummary[] }> {
-        return this.call(Requests.sessionList);
+        return this.call(Rpc.sessionList, {});
     }
 }
 

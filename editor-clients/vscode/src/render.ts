@@ -20,7 +20,8 @@ export * from "./text";
 export * from "./picks";
 export * from "./tree";
 
-/** The seven buckets by their people's names (docs/effects.md, "In words"), in the order shown. */
+/** The seven buckets by their people's names (docs/effects.md, "In words"), in the order shown:
+ *  for an older server only; a current one says them in `effectWords` (tests/test_words.py). */
 export const EFFECT_LABELS: [string, string][] = [
     ["restored", "Put back by this rewind"],
     ["droppedBeforeCrossing", "Held back and never sent: dropped"],
@@ -109,7 +110,8 @@ export function userEditSection(files: FilePlan[], operation: keyof typeof KEEP_
  * candidate's steps in words; an older server's candidate has ids only), then any bucket this
  * client does not know.
  */
-export function effectLines(effects: Partial<Record<string, string[]>> | undefined, steps?: StepWords[]): string[] {
+export function effectLines(effects: Partial<Record<string, string[]>> | undefined, steps?: StepWords[],
+    words?: Partial<Record<string, string>>): string[] {
     const e = effects ?? {};
     const what = new Map((steps ?? []).map((x) => [x.id, x]));
     const name = (id: string) => {
@@ -121,7 +123,7 @@ export function effectLines(effects: Partial<Record<string, string[]>> | undefin
     for (const [key, label] of buckets) {
         const ids = e[key] ?? [];
         if (ids.length) {
-            out.push(`  ${label}:`);
+            out.push(`  ${words?.[key] ?? label}:`);
             for (const id of ids) {
                 out.push(`    ${name(id)}`);
             }
@@ -249,7 +251,7 @@ export function renderCandidate(c: Candidate, opts: { root?: string; stale?: boo
     }
     lines.push("");
     lines.push(...gapSection(c.gaps ?? [], root));
-    const effects = effectLines(c.effects, c.steps);
+    const effects = effectLines(c.effects, c.steps, c.effectWords);
     lines.push("");
     lines.push(effects.length ? (c.mode === "files" ? "What the later turns' steps did (they stay; their files go back):" : "What the discarded steps did:")
         : "Effects: no step to account for.");

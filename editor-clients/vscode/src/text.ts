@@ -73,7 +73,7 @@ export function gapReasonText(reason: string): string {
 export function gapLine(gap: Gap, root?: string): string {
     const where = gap.uri || gap.path ? displayPath(gap, root) : "(session)";
     const turn = typeof gap.turn === "number" ? ` (turn ${gap.turn})` : "";
-    const words = gapReasonText(gap.reason);
+    const words = gap.words ?? gapReasonText(gap.reason);  // the server's, else our own (older server)
     const detail = (gap.detail ?? "").trim();
     if (detail && sameStart(detail, words)) {
         return `${where} — ${gap.reason}${turn}: ${detail}`;

@@ -10,25 +10,12 @@ import datetime as _dt
 from urllib.parse import unquote, urlsplit
 
 from ..effects.words import shown_buckets
+from ..model.gaps import GAP_WORDS
 from ..travel.plan_words import boundary_words
 from ..travel.user_edits import keep_words
 from .plan_lines import clip, closing_lines, kept_turns, later_turns, mode_note, short  # noqa: F401
 
-GAP_TEXT = {
-    "unknown-before-image": "turnback never saw this file before it changed, so it cannot put it back",
-    "too-large": "the file is over the capture size limit; its images were not kept",
-    "unreadable": "the file could not be read when it was captured",
-    "outside-workspace": "the path is outside the workspace; turnback does not touch it",
-    "symlink": "a symbolic link; turnback never follows or restores links",
-    "step-scope-unknown": "a step did not say where its effect went; assume it cannot be undone",
-    "git-head-and-index": "git's HEAD and index are not part of a rewind",
-    "not-a-file": "not a regular file",
-    "not-in-head": "the image is missing from the saved state",
-    "git-internal": "inside a .git folder: git's own files are never captured or restored",
-    "not-a-folder": "a folder of the state, where something other than a folder is now",
-    "folder-not-empty": "a folder that would go holds files turnback never captured; it stays, with them",
-    "submodule-uninitialised": "a submodule the parent never checked out: left empty, uninitialised",
-}
+GAP_TEXT = GAP_WORDS  # the words every client shows (model/gaps.py)
 
 ACTION_TEXT = {"restore": "restore", "delete": "delete", "unchanged": "keep", "kept": "keep"}
 FORK_ACTION_TEXT = {"restore": "put back", "delete": "remove", "unchanged": "keep"}
@@ -96,7 +83,7 @@ class Renderer:
         where = self.path(g) if g.get("uri") else "(session)"
         turn = f"turn {g['turn']}" if g.get("turn") is not None else "live"
         line = f"{where}: {g.get('reason')} ({turn})"
-        detail = g.get("detail") or GAP_TEXT.get(g.get("reason"), "")
+        detail = g.get("detail") or g.get("words") or GAP_TEXT.get(g.get("reason"), "")
         return line + (f" - {detail}" if detail else "")
 
     # -- log --------------------------------------------------------------------------------------

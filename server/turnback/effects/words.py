@@ -50,6 +50,12 @@ def describe(steps, buckets: dict[str, list[str]]) -> list[dict]:
              "paths": list(s.rels), "bucket": where.get(s.id)} for s in steps]
 
 
+def effect_words() -> dict[str, str]:
+    """`Candidate.effectWords`: every bucket's people's name, in the confirmation's order; clients
+    show these and keep their own only for an older server."""
+    return dict(BUCKET_WORDS)
+
+
 def shown_buckets(buckets: dict[str, list[str]]) -> list[tuple[str, str, list[str]]]:
     """(key, people's name, step ids) of the buckets that hold a step, in the confirmation's order."""
     return [(b, BUCKET_WORDS[b], buckets[b]) for b in BUCKETS if buckets.get(b)]

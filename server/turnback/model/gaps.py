@@ -21,6 +21,25 @@ GAP_REASONS = (
     "submodule-uninitialised",  # a worktree fork's submodule the parent never checked out
 )
 
+# Each reason in a person's words: the server sends them with every gap (`Gap.words`), so every
+# client says the same; a client's own table is only for an older server (tests/test_words.py).
+GAP_WORDS = {
+    "unknown-before-image": "turnback never saw this file before it changed, so it cannot put it back",
+    "too-large": "the file is over the capture size limit; its images were not kept",
+    "unreadable": "the file could not be read when it was captured",
+    "outside-workspace": "the path is outside the workspace; turnback does not touch it",
+    "symlink": "a symbolic link; turnback never follows or restores links",
+    "step-scope-unknown": "a step did not say where its effect went; assume it cannot be undone",
+    "git-head-and-index": "git's HEAD and index are not part of a rewind",
+    "not-a-file": "not a regular file",
+    "not-in-head": "the image is missing from the saved state",
+    "git-internal": "inside a .git folder: git's own files are never captured or restored",
+    "not-a-folder": "a folder of the state, where something other than a folder is now",
+    "folder-not-empty": "a folder that would go holds files turnback never captured; it stays, with them",
+    "submodule-uninitialised": "a submodule the parent never checked out: left empty, uninitialised",
+}
+assert tuple(GAP_WORDS) == GAP_REASONS
+
 
 @dataclass(frozen=True)
 class Gap:
@@ -38,6 +57,9 @@ class Gap:
         outside = self.rel.startswith(("file:", "/"))
         out = {"uri": to_uri(self.rel) if self.rel and not outside else (self.rel or None),
                "turn": self.turn, "reason": self.reason}
+        words = GAP_WORDS.get(self.reason)
+        if words:
+            out["words"] = words
         if self.detail:
             out["detail"] = self.detail
         return out

@@ -58,6 +58,7 @@ def prepare_job(state: SessionState, ws, objects, turn: int, *, head_seq, max_by
         "sessionId": state.session_id,
         "keep": c["keep"], "discard": c["discard"],
         "files": c["files"], "gaps": c["gaps"], "effects": c["effects"],
+        "effectWords": c["effectWords"],
         "steps": c.get("steps", []),
         "directives": c["directives"], "workflowCleared": c["workflowCleared"],
         "droppedSends": held,

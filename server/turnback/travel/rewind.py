@@ -19,7 +19,7 @@ import cbor2
 
 from ..directives import rules as directive_rules
 from ..effects.partition import partition
-from ..effects.words import describe
+from ..effects.words import describe, effect_words
 from ..errors import InvalidParams, TurnRunning, UnknownTurn, UnsavedChanges
 from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
@@ -215,6 +215,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         candidate["noop"] = True
     candidate["planHash"] = plan_hash(objects.hasher, candidate)
     candidate["summary"] = summary(candidate)
+    candidate["effectWords"] = effect_words()  # words, not plan: outside the hash like the summary
     return Derived(candidate, new_state, changes, modes, merges, rebuild=rebuild)
 
 
@@ -311,7 +312,7 @@ def _loose_changes(state: SessionState, n: int) -> dict[str, str | None]:
 
 
 def plan_hash(hasher, candidate: dict) -> str:
-    basis = {k: v for k, v in candidate.items() if k not in ("planHash", "summary")}
+    basis = {k: v for k, v in candidate.items() if k not in ("planHash", "summary", "effectWords")}
     return hasher.digest(cbor2.dumps(basis, canonical=True))
 
 

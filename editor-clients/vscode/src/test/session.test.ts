@@ -258,7 +258,7 @@ describe("gaps: the status bar from real turnback/status notifications", () => {
         const v = renderStatus(s.state.status, { root: s.root });
         assert.equal(v.warning, true);
         assert.equal(v.text, "$(warning) turnback: 2 gaps");
-        assert.match(v.tooltip, /data\/big\.csv — too-large, too large to capture/);
+        assert.match(v.tooltip, /data\/big\.csv — too-large, the file is over the capture size limit/);  // the server's words
         assert.match(v.tooltip, /data\/latest — symlink/);
         artifact("status-gaps.txt", `status bar: ${v.text}   (warning background)\n\ntooltip:\n${v.tooltip}\n`);
 

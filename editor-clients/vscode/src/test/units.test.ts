@@ -8,7 +8,7 @@ import { findExecutable, initializationOptions, isNotInstalled, NOT_INSTALLED, s
 import { agentResumeNote, resumeOf } from "../flows";
 import { wholeRowTooltip } from "../tree";
 import { gapLine } from "../text";
-import { dialogDetail, gapReasonText, mentionsPath, redoPicks, renderStatus } from "../render";
+import { dialogDetail, effectLines, gapReasonText, mentionsPath, redoPicks, renderStatus } from "../render";
 import { SessionState, uriKey } from "../state";
 
 test("server command: default, explicit command, python interpreter wins", () => {
@@ -146,4 +146,13 @@ test("a gap's line says its sentence once (issue 40)", () => {
     ".git/index — git-internal: inside a .git folder (or a worktree's .git file): Git's own data is never captured");
     assert.equal(gapLine({ uri: "file:///w/a.py", turn: 2, reason: "too-large", detail: "20 MiB, over the 16 MiB limit" }, "/w"),
         "a.py — too-large, too large to capture (turn 2): 20 MiB, over the 16 MiB limit");
+});
+
+test("the server's words come first; ours only for an older server (issue 44)", () => {
+    assert.equal(gapLine({ uri: "file:///w/a.py", turn: 2, reason: "too-large", words: "the server's own sentence" }, "/w"),
+        "a.py — too-large, the server's own sentence (turn 2)");
+    const effects = { restored: ["s1"], provablyEmpty: [] };
+    assert.deepEqual(effectLines(effects, [], { restored: "Put back, as the server says" }),
+        ["  Put back, as the server says:", "    step s1"]);
+    assert.deepEqual(effectLines(effects, []), ["  Put back by this rewind:", "    step s1"]);
 });
