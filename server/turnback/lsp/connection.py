@@ -11,6 +11,7 @@ answers every request `not-owner`, `turnback/daemon/stop` excepted.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -195,8 +196,11 @@ class Connection:
             await asyncio.wait(list(self.pending.values()), return_when=asyncio.FIRST_COMPLETED)
         task = asyncio.get_running_loop().create_task(self._request(msg_id, method, params))
         self.pending[msg_id] = task
-        task.add_done_callback(lambda _t, key=msg_id: self._finished(key, size))
+        task.add_done_callback(functools.partial(self._done, msg_id, size))
         return True
+
+    def _done(self, msg_id: Any, size: int, _task: asyncio.Task) -> None:
+        self._finished(msg_id, size)
 
     def _finished(self, msg_id, size: int) -> None:
         self.pending.pop(msg_id, None)

@@ -78,9 +78,9 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
         os.close(fd)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        found = _answering(workspace, store, sdir, child.pid)
-        if found is not None:
-            return {"socket": found[0], "pid": found[1], "started": found[1] == child.pid}
+        answering = _answering(workspace, store, sdir, child.pid)
+        if answering is not None:
+            return {"socket": answering[0], "pid": answering[1], "started": answering[1] == child.pid}
         code = child.poll()
         if code not in (None, LOST_OWNERSHIP):
             raise TurnbackError(f"the background owner exited with status {code} before it "

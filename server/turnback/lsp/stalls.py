@@ -49,6 +49,7 @@ class StallTracer:
         self.cpu_last = self.proc_last = 0.0
         self.loop_thread = threading.get_ident()
         self.stop = threading.Event()
+        self.cpu_clock: int | None
         try:  # the loop thread's own CPU clock: a hold that is waiting (a core, a lock, the disk)
             self.cpu_clock = time.pthread_getcpuclockid(self.loop_thread)  # differs from work
         except (AttributeError, OSError):
@@ -105,7 +106,7 @@ class StallTracer:
 
 def _where(frame) -> str:
     """The innermost three frames of ours (turnback's), innermost first."""
-    out = []
+    out: list[str] = []
     while frame is not None and len(out) < 3:
         name = frame.f_code.co_filename
         if "turnback" in name:
