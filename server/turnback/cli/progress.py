@@ -3,7 +3,7 @@ reads them all once, for a minute on a slow disk; a person at a terminal sees ho
 
 Only on a terminal (stderr is a TTY), only after the job has run for a second, at most twice a
 second, on one line that is cleared at the end; a hook or a script sees nothing. The server reports
-the same values as `$/progress` (lsp/server.py)."""
+the same values as `$/progress` (lsp/progress.py)."""
 
 from __future__ import annotations
 
