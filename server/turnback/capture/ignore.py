@@ -30,9 +30,8 @@ import re
 import stat as _stat
 from typing import NamedTuple
 
-import pathspec
-
 from ..store.fsio import is_temp_name
+from . import compiled
 from ..workspace.fence import Workspace
 
 # Editor and tool droppings: scratch files that come and go around a save and are never the user's
@@ -76,11 +75,10 @@ class _Rules:
 
     def __init__(self, patterns):
         rules = []
-        for p in reversed(patterns):  # last matching pattern wins
-            regex = p.regex
+        for regex, include in reversed(patterns):  # last matching pattern wins
             if "ps_d" in regex.groupindex:
                 regex = re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
-            rules.append((regex, bool(p.include)))
+            rules.append((regex, include))
         self.rules = rules
         self.any = _union(rules)
 
@@ -107,12 +105,8 @@ def _union(rules) -> re.Pattern | None:
 
 def _parse(lines) -> _Rules | None:
     patterns = []
-    for line in lines:
-        try:
-            patterns.extend(pathspec.GitIgnoreSpec.from_lines([line]).patterns)
-        except Exception:  # noqa: BLE001 - pathspec raises several types for one bad line
-            continue
-    patterns = [p for p in patterns if p.include is not None and p.regex is not None]
+    for line in lines:  # compiled by pathspec, or as it compiled them before (compiled.py)
+        patterns.extend(compiled.patterns(line))
     return _Rules(patterns) if patterns else None
 
 
