@@ -3,7 +3,8 @@
 A command that opens the store (a `turnback turn begin` without an owner) compiles the default ignore
 list and every `.gitignore` it meets; importing pathspec (and the typing_extensions it pulls in) and
 compiling cost a good part of such a command's start (docs/performance.md, "A turn at the cost of a
-process start"). The compiled form of one line, `(regex, flags, include)` per pattern, depends only
+process start"). The compiled form of one line, `(regex, flags, include)` per pattern (each regex
+already made to match the probed path itself, see `ignore._Rules`), depends only
 on the line and on pathspec's code, so it is kept keyed by the line, under a mark of the installed
 pathspec (its file's size and time: an upgrade starts the cache afresh). A line not in the cache is
 compiled by pathspec as before, and the cache file is written again when a command closes the store.
@@ -22,7 +23,7 @@ from ..store import fsio
 from .sealed import seal, unseal
 
 _MAGIC = b"TBIX"
-_VERSION = 1
+_VERSION = 2  # 2: patterns kept as `_Rules` matches them (`_itself`)
 FILE_NAME = "ignore-compiled.cbor"
 MAX_LINES = 4096  # a workspace with more distinct rule lines than this compiles the rest each time
 
@@ -98,5 +99,13 @@ def _compile(line: str) -> tuple[tuple[str, int, bool], ...]:
         found = pathspec.GitIgnoreSpec.from_lines([line]).patterns
     except Exception:  # noqa: BLE001 - pathspec raises several types for one bad line
         return ()
-    return tuple((p.regex.pattern, p.regex.flags, bool(p.include)) for p in found
+    return tuple((_itself(p.regex), p.regex.flags, bool(p.include)) for p in found
                  if p.include is not None and p.regex is not None)
+
+
+def _itself(regex: re.Pattern) -> str:
+    """The pattern made to match the probed path itself, as git does (ignore.py, `_Rules`): a
+    pattern ending in a `ps_d` group (the slash after a matched folder) must end the probe."""
+    if "ps_d" in regex.groupindex:
+        return f"(?:{regex.pattern})\\Z"
+    return regex.pattern

@@ -74,11 +74,8 @@ class _Rules:
     __slots__ = ("rules", "any")
 
     def __init__(self, patterns):
-        rules = []
-        for regex, include in reversed(patterns):  # last matching pattern wins
-            if "ps_d" in regex.groupindex:
-                regex = re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
-            rules.append((regex, include))
+        # (regex, include) as compiled.py gives them, the `\\Z` already appended; last match wins
+        rules = list(reversed(patterns))
         self.rules = rules
         self.any = _union(rules)
 
