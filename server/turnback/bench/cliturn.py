@@ -88,16 +88,18 @@ def _in_process_turns(ws: Path, n: int) -> None:
         wb.close()
 
 
-def _open_seconds(ws: Path, rounds: int) -> float:
+def _open_seconds(stores: list[Path], rounds: int) -> list[float]:
+    """The median open of each store, the stores taking turns (one load for all)."""
     from ..workbench import Options, Workbench
 
-    times = []
+    times: list[list[float]] = [[] for _ in stores]
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        wb = Workbench.open(ws, Options(), take_ownership=False)
-        times.append(time.perf_counter() - t0)
-        wb.close()
-    return statistics.median(times)
+        for i, ws in enumerate(stores):
+            t0 = time.perf_counter()
+            wb = Workbench.open(ws, Options(), take_ownership=False)
+            times[i].append(time.perf_counter() - t0)
+            wb.close()
+    return [statistics.median(t) for t in times]
 
 
 def _turn_count(ws: Path) -> int:
@@ -196,6 +198,6 @@ def _figures(ctx, out, rounds, many, ws) -> None:
             note=f"a warm client, no process start; goal 2x git; {note}")
     ctx.fig(f"turn-cli-direct-{many}-turns", med["many"], "s", baseline=med["few"],
             source="the same at 10 turns", note=f"a direct turn on a session of {many} turns")
-    ctx.fig(f"store-open-{many}-turns", _open_seconds(ws["many"], 5), "s",
-            baseline=_open_seconds(ws["few"], 5), source="the same at 10 turns",
+    few, lots = _open_seconds([ws["few"], ws["many"]], ctx.pick(5, 15, 30))
+    ctx.fig(f"store-open-{many}-turns", lots, "s", baseline=few, source="the same at 10 turns",
             note="Workbench.open in this process, without the lease: the head and its state")
