@@ -41,25 +41,26 @@ def _fresh_process_verdicts(root, cache_file) -> tuple[list, bool]:
     return verdicts, imported
 
 
-def test_a_kept_line_reads_back_as_the_same_rule_without_pathspec(tmp_path):
+def _kept(tmp_path):
+    """A workspace with LINES, its verdicts in this process, and the cache this process keeps."""
     root = tmp_path / "ws"
     root.mkdir()
     expected = _verdicts(root, LINES)
     cache = tmp_path / "cache" / compiled.FILE_NAME
     compiled._dirty = True
     compiled.save(cache)
+    return root, expected, cache
+
+
+def test_a_kept_line_reads_back_as_the_same_rule_without_pathspec(tmp_path):
+    root, expected, cache = _kept(tmp_path)
     got, imported = _fresh_process_verdicts(root, cache)
     assert got == expected
     assert not imported  # every line, the defaults and the .gitignore's, came from the cache
 
 
 def test_a_cache_of_another_pathspec_or_damaged_is_compiled_again(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    expected = _verdicts(root, LINES)
-    cache = tmp_path / "cache" / compiled.FILE_NAME
-    compiled._dirty = True
-    compiled.save(cache)
+    root, expected, cache = _kept(tmp_path)
     data = cache.read_bytes()
     cache.write_bytes(data[:-7])  # torn
     got, imported = _fresh_process_verdicts(root, cache)
