@@ -50,3 +50,40 @@ def test_without_the_setting_a_turn_command_starts_nothing(tmp_path):
     assert _run(ws, "turn", "begin", "--prompt", "first", start=False).returncode == 0
     assert not _owner(ws).get("running")
     assert _run(ws, "turn", "settle", start=False).returncode == 0
+
+
+HOLDER = """
+import sys
+from turnback.workbench import Workbench
+wb = Workbench.open(sys.argv[1])
+assert wb.is_owner
+print("ready", flush=True)
+sys.stdin.readline()
+wb.close()
+"""
+
+
+def test_a_store_held_by_a_command_that_serves_nothing_is_said_at_once_not_waited_for(tmp_path):
+    """A process that holds the store without serving its socket (a direct command, a script) never
+    answers: the starter says so as soon as its owner finds the lease taken, where it waited 15 s
+    for an owner that could not come, and the `turn` command then runs here and is refused."""
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    assert _run(ws, "turn", "begin", "--prompt", "first", start=False).returncode == 0
+    assert _run(ws, "turn", "settle", start=False).returncode == 0
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(ws)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        started = _run(ws, "serve", "--background", start=False)
+        assert started.returncode == 3, started.stderr
+        assert f"another process (pid {holder.pid}) owns the store and serves no socket" \
+            in started.stderr
+        refused = _run(ws, "turn", "begin", "--prompt", "second", start=True)
+        assert refused.returncode == 3 and "error [not-owner]" in refused.stderr, refused.stderr
+        assert not _owner(ws).get("running")
+    finally:
+        holder.communicate("\n", timeout=60)

@@ -151,5 +151,8 @@ def test_without_an_owner_a_turn_command_skips_argparse(tmp_path):
     modules, proc = _imports(root, "turn", "settle")
     assert proc.returncode == 0 and proc.stdout.startswith("turn 1 settled"), proc.stderr
     assert not {"argparse", "psutil", "secrets", "random"} & modules  # temp names: os.urandom
+    # The ignore rules the first command compiled are kept (capture/compiled.py): pathspec is not
+    # imported again; a settle's few loose objects are synced by syncfs, found without ldconfig.
+    assert not {"pathspec", "typing_extensions", "ctypes.util", "bz2"} & modules
     bad = tb(root, "turn", "settle", "--turn", "7", check=False)  # errors: the same words and status
     assert bad.returncode == 1 and "error [unknown-turn]" in bad.stderr

@@ -27,12 +27,12 @@ def test_the_commit_waits_for_its_sync_in_steps_and_reads_go_on(store, monkeypat
     entered, release = threading.Event(), threading.Event()
     real = fsio.syncfs_or_fsync
 
-    def slow_sync(paths):
+    def slow_sync(paths, **kw):
         paths = list(paths)
         if any(str(p).endswith(".pack") or ".pack." in str(p) for p in paths):
             entered.set()
             assert release.wait(GATE), "the test never opened the gate"
-        return real(paths)
+        return real(paths, **kw)
 
     monkeypatch.setattr(fsio, "syncfs_or_fsync", slow_sync)
     job = objects.iter_batch(_body(objects, blobs))
@@ -65,7 +65,7 @@ def test_a_failed_sync_discards_the_batch_and_is_raised_where_the_job_waits(stor
     objects = store.objects
     blobs = [b"doomed %d " % i * 40 for i in range(PACK_AFTER * 2)]
 
-    def failing(paths):
+    def failing(paths, **kw):
         raise OSError(5, "the disk went away")
 
     monkeypatch.setattr(fsio, "syncfs_or_fsync", failing)

@@ -33,7 +33,7 @@ def _reps(ctx, size: int) -> int:
 def _timed_syncs():
     """Time every fsync the store makes (file and folder) while the block runs: {"s": seconds, "n"}."""
     spent = {"s": 0.0, "n": 0}
-    real = {name: getattr(fsio, name) for name in ("fsync", "fsync_dir", "syncfs_or_fsync")}
+    real = {name: getattr(fsio, name) for name in ("fsync", "fsync_dir", "syncfs_or_fsync", "sync_folders")}
 
     def wrap(fn):
         def timed(*a, **kw):

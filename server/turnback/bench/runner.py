@@ -110,6 +110,7 @@ _REGISTRY = {
     "long-session-edits": "longsession:run_edits",
     "real-history": "realhistory:run",
     "real-history-bad-input": "badinput:run",
+    "cli-turn": "cliturn:run",
 }
 
 
@@ -126,7 +127,7 @@ SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "check
              "fence-cost",
              "hook-budgets", "recovery-rollback", "first-checkpoint", "first-checkpoint-250k",
              "turn-fast-path", "long-session-edits", "real-history",
-             "real-history-bad-input")
+             "real-history-bad-input", "cli-turn")
 
 
 # ---------------------------------------------------------------------------------------- output

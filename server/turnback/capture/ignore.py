@@ -30,9 +30,8 @@ import re
 import stat as _stat
 from typing import NamedTuple
 
-import pathspec
-
 from ..store.fsio import is_temp_name
+from . import compiled
 from ..workspace.fence import Workspace
 
 # Editor and tool droppings: scratch files that come and go around a save and are never the user's
@@ -75,12 +74,8 @@ class _Rules:
     __slots__ = ("rules", "any")
 
     def __init__(self, patterns):
-        rules = []
-        for p in reversed(patterns):  # last matching pattern wins
-            regex = p.regex
-            if "ps_d" in regex.groupindex:
-                regex = re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
-            rules.append((regex, bool(p.include)))
+        # (regex, include) as compiled.py gives them, the `\\Z` already appended; last match wins
+        rules = list(reversed(patterns))
         self.rules = rules
         self.any = _union(rules)
 
@@ -107,12 +102,8 @@ def _union(rules) -> re.Pattern | None:
 
 def _parse(lines) -> _Rules | None:
     patterns = []
-    for line in lines:
-        try:
-            patterns.extend(pathspec.GitIgnoreSpec.from_lines([line]).patterns)
-        except Exception:  # noqa: BLE001 - pathspec raises several types for one bad line
-            continue
-    patterns = [p for p in patterns if p.include is not None and p.regex is not None]
+    for line in lines:  # compiled by pathspec, or as it compiled them before (compiled.py)
+        patterns.extend(compiled.patterns(line))
     return _Rules(patterns) if patterns else None
 
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from ..errors import TurnbackError
+from ..errors import NotOwner, TurnbackError
 from ..hooks import after_rewind
 from ..remote import client
 from ..remote.paths import recorded_socket, run_dir, store_dir
@@ -86,9 +86,38 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
             raise TurnbackError(f"the background owner exited with status {code} before it "
                                 f"listened; see {log_path(sdir)}", code="daemon-failed",
                                 data={"log": log_path(sdir)})
+        if code == LOST_OWNERSHIP:
+            holder = _lease_holder(sdir)
+            if not _may_listen(holder):  # a command or a script: waiting `wait` s would find no one
+                raise NotOwner(_not_serving(holder), data={"owner": holder})
         time.sleep(0.02)
     raise TurnbackError(f"no owner answered within {wait:g} s; see {log_path(sdir)}",
                         code="daemon-failed", data={"log": log_path(sdir)})
+
+
+def _may_listen(holder: dict | None) -> bool:
+    """Whether the lease's holder is a process that will answer on the socket: a background owner
+    (a racing starter's, still starting) or an editor's `turnback serve`. A direct command or a
+    script holding the store never will; nor will anyone when nobody holds it. Where the holder's
+    command line cannot be read, it may."""
+    if holder is None or holder.get("pid") is None:
+        return False
+    try:
+        with open(f"/proc/{int(holder['pid'])}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except FileNotFoundError:
+        return not os.path.isdir("/proc/self")  # gone (its lease not yet run out) or no /proc
+    except (OSError, ValueError):
+        return True
+    return b"turnback.lsp.daemon" in argv or b"serve" in argv
+
+
+def _not_serving(holder: dict | None) -> str:
+    if holder is None:
+        return ("the process that owned the store when the background owner opened it has let it go "
+                "and served no socket; no owner was started (try again)")
+    return f"another process (pid {holder.get('pid')}) owns the store and serves no socket; no owner " \
+           "was started"
 
 
 def _answering(workspace, store, sdir: str, child: int) -> tuple[str, int] | None:

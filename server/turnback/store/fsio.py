@@ -551,50 +551,38 @@ _syncfs_loaded = False
 
 
 def _load_syncfs():
-    """libc's syncfs, looked up on first use: finding libc runs ldconfig, which a short command (an
-    agent hook) should not pay for when it never batches durability."""
+    """libc's syncfs, looked up on first use among the symbols the interpreter already loaded (the
+    process's own libc): `ctypes.util.find_library` runs ldconfig and imports shutil and bz2, which a
+    command line's settle, now syncing its batch with syncfs, should not pay for."""
     global _libc_syncfs, _syncfs_loaded
     if not _syncfs_loaded:
         _syncfs_loaded = True
         if sys.platform.startswith("linux"):
             import ctypes
-            import ctypes.util
 
-            try:
-                libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-                _libc_syncfs = libc.syncfs
-                _libc_syncfs.argtypes = [ctypes.c_int]
-            except (OSError, AttributeError):
-                _libc_syncfs = None
+            for name in (None, "libc.so.6"):
+                try:
+                    found = ctypes.CDLL(name, use_errno=True).syncfs
+                except (OSError, AttributeError):
+                    continue
+                found.argtypes = [ctypes.c_int]
+                _libc_syncfs = found
+                break
     return _libc_syncfs
 
 
-def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
+def syncfs_or_fsync(paths: Iterable[StrPath], *, at_least: int = _SYNCFS_MIN) -> None:
     """Make the contents of many files durable in one pass.
 
-    On Linux with many files, one syncfs() per file system; otherwise one fsync per file. Folder
-    entries are not covered: the caller still syncs the folders it renamed into.
+    On Linux with `at_least` files or more, one syncfs() per file system; otherwise one fsync per
+    file. Folder entries are not covered: the caller still syncs the folders it renamed into
+    (`sync_folders`).
     """
     paths = list(paths)
     if not paths:
         return
-    if len(paths) >= _SYNCFS_MIN and _load_syncfs() is not None:
-        done: set[int] = set()
-        for p in paths:
-            dev = os.stat(p, follow_symlinks=False).st_dev
-            if dev in done:
-                continue
-            _tick("syncfs", p)
-            fd = _open_at(p, os.O_RDONLY)
-            try:
-                if _libc_syncfs(fd) != 0:
-                    import ctypes
-
-                    err = ctypes.get_errno()
-                    raise OSError(err, os.strerror(err), str(p))
-            finally:
-                os.close(fd)
-            done.add(dev)
+    if len(paths) >= at_least and _load_syncfs() is not None:
+        _syncfs_each(paths)
         return
     for p in paths:
         fd = _open_at(p, os.O_RDONLY)
@@ -602,6 +590,38 @@ def syncfs_or_fsync(paths: Iterable[StrPath]) -> None:
             fsync(fd)
         finally:
             os.close(fd)
+
+
+def sync_folders(folders: Iterable[StrPath], *, at_least: int = _SYNCFS_MIN) -> None:
+    """Make the names in these folders durable: with `at_least` folders or more on Linux, one
+    syncfs() per file system (which also makes every file's contents durable), otherwise one
+    fsync per folder."""
+    folders = sorted({Path(f) for f in folders})
+    if len(folders) >= at_least and _load_syncfs() is not None:
+        _syncfs_each(folders)
+        return
+    for folder in folders:
+        fsync_dir(folder)
+
+
+def _syncfs_each(paths: list) -> None:
+    """One syncfs() per file system these paths are on."""
+    done: set[int] = set()
+    for p in paths:
+        dev = os.stat(p, follow_symlinks=False).st_dev
+        if dev in done:
+            continue
+        _tick("syncfs", p)
+        fd = _open_at(p, os.O_RDONLY)
+        try:
+            if _libc_syncfs(fd) != 0:
+                import ctypes
+
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err), str(p))
+        finally:
+            os.close(fd)
+        done.add(dev)
 
 
 # ---------------------------------------------------------------- reading helpers (not counted)

@@ -33,7 +33,9 @@ from .packwrite import PackWriter
 
 __all__ = ["CHUNK", "ObjectStore", "Staged"]
 
-_SYNCFS_FOLDERS = 16  # from this many new names' folders on, one syncfs beats a fsync per folder
+# From this many files (or folders) on, a batch's commit syncs them with one syncfs rather than a
+# fsync each: a settle's eight loose objects in eight fan-outs cost 17 fsyncs (docs/performance.md).
+BATCH_SYNCFS_FROM = 2
 PACKED_MAX = 4 << 20  # objects up to this size may live in a pack (bigger ones stream, loose)
 PACK_AFTER = 32  # a batch writes a pack from this many small objects on (fewer: loose files)
 PACK_AFTER_BYTES = 1 << 20
@@ -43,6 +45,12 @@ RAW_LOOSE_MAX = 1 << 20
 # A single write at least this big gives its pages back once durable; smaller ones stay cached
 # (a save of unchanged bytes reads the object back to confirm it, and their pages cost little).
 DROP_CACHED_FROM = 64 << 10
+
+
+
+def _sync_contents(temps: list[Path]) -> None:
+    """A batch's first durability point: its temp files' contents, before any is named."""
+    fsio.syncfs_or_fsync(temps, at_least=BATCH_SYNCFS_FROM)
 
 
 class _Batch:
@@ -470,9 +478,9 @@ class ObjectStore:
             if b.pack is not None:
                 temps += (yield from b.pack.iter_finish()) if threaded else b.pack.finish()
             if threaded:
-                yield from waiting.wait_in_slices(waiting.in_thread(fsio.syncfs_or_fsync, temps))
+                yield from waiting.wait_in_slices(waiting.in_thread(_sync_contents, temps))
             else:
-                fsio.syncfs_or_fsync(temps)
+                _sync_contents(temps)
             # From here to its end in one step: no reader sees a temp name that is gone.
             folders: set[Path] = set()
             for digest, (tmp, _) in items:
@@ -485,13 +493,9 @@ class ObjectStore:
                 folders.add(b.pack.folder)
             if b.new_fanouts or b.pack is not None:
                 folders.add(self.root)
-            # The new names: one fsync per folder when few, one syncfs when many (a loose first
-            # checkpoint touched all 256 fan-outs, and 256 folder fsyncs cost more than the objects).
-            if len(folders) >= _SYNCFS_FOLDERS:
-                fsio.syncfs_or_fsync(sorted(folders))
-            else:
-                for folder in sorted(folders):
-                    fsio.fsync_dir(folder)
+            # The new names: their durability point, before any head can name them (one syncfs
+            # for the fan-outs of a few loose objects, where a fsync each cost more than them).
+            fsio.sync_folders(folders, at_least=BATCH_SYNCFS_FROM)
         except BaseException:
             _discard(b)  # renamed ones are already gone; the rest must not linger
             raise
@@ -596,14 +600,22 @@ class ObjectStore:
             return self._pending_chunks(b, digest)[0]
         final = self.path(digest)
         damage = None
+        # Packed, as far as this process knows: read there first, not after a failed open of its
+        # loose name (half a store open's reads of turns, once collected, were those misses).
+        packed_first = self.packs.known(digest)
+        if packed_first:
+            got = self._get_packed(digest)
+            if isinstance(got, bytes):
+                return got
+            damage = got
         try:
             return self._get_loose(digest, final)
         except FileNotFoundError:
             pass
         except CorruptObject as exc:
-            damage = exc
-        got = self._get_packed(digest)
-        if got is not None:
+            damage = damage or exc
+        if not packed_first:
+            got = self._get_packed(digest)
             if isinstance(got, bytes):
                 return got
             damage = damage or got

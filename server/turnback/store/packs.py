@@ -194,6 +194,10 @@ class PackSet:
             hit = self._lookup(raw)
         return hit
 
+    def known(self, digest: str) -> bool:
+        """Whether a pack this process has loaded holds the object (no look at the folder)."""
+        return self._lookup(bytes.fromhex(digest)) is not None
+
     def _lookup(self, raw: bytes) -> tuple[Pack, int] | None:
         hit = self._small.get(raw)
         if hit is not None:

@@ -223,9 +223,10 @@ class StateCodec:
             chunks = doc.pop("responseChunks", None)
             text = None
             if chunks is not None:
-                text = b"".join(self.objects.get(c) for c in chunks)
-                for c in chunks:
-                    self._confirm(c)
+                parts = [self.objects.get(c) for c in chunks]
+                text = b"".join(parts)
+                for c, part in zip(chunks, parts):
+                    self._confirm(c, len(part))
             self.parsed.put(digest, (doc, chunks, text), _turn_weight(doc, text))
         else:
             doc, chunks, text = cached
@@ -249,9 +250,13 @@ class StateCodec:
         size = stored(digest) if stored is not None else self.objects.stat(digest)
         return -1 if size is None else size
 
-    def _confirm(self, digest: str) -> None:
-        """Remember an object just read whole (and so verified)."""
-        self._confirmed[digest] = (self.objects.stat(digest) or 0, self._stored(digest))
+    def _confirm(self, digest: str, raw: int | None = None) -> None:
+        """Remember an object just read whole (and so verified); `raw`, its length when the caller
+        holds its bytes (asking the store would open the file again: an open per turn at every
+        store open)."""
+        if raw is None:
+            raw = self.objects.stat(digest) or 0
+        self._confirmed[digest] = (raw, self._stored(digest))
 
     # -- read -----------------------------------------------------------------------------------
     def read_body(self, body_digest: str, *, skip=()) -> dict:
@@ -371,8 +376,9 @@ class StateCodec:
         return dict(self.known_doc(digest)[1])
 
     def _get(self, digest: str, kind: str) -> dict:
-        payload = loads(self.objects.get(digest), kind, f"object {digest}")
-        self._confirm(digest)
+        data = self.objects.get(digest)
+        payload = loads(data, kind, f"object {digest}")
+        self._confirm(digest, len(data))
         return payload
 
 

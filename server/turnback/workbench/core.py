@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator
 
-from ..capture import lastrules
+from ..capture import compiled as compiled_ignore, lastrules
 from ..capture.ignore import DEFAULT_IGNORE, IgnoreRules
 from ..capture.recorder import Recorder
 from ..errors import NotOwner
@@ -141,6 +141,7 @@ class Workbench:
             book, report = Book.open(store, owner, config={"storeKind": store.kind})
             ws = Workspace(root, store_path)
             defaults = DEFAULT_IGNORE if options.default_ignore is None else options.default_ignore
+            compiled_ignore.load(store.cache_dir / compiled_ignore.FILE_NAME)
             rules = IgnoreRules(ws, defaults) if options.sweep else None
             recorder = Recorder(book, ws, max_bytes=options.max_file_bytes, rules=rules,
                                 junk=(rules or IgnoreRules(ws, defaults)).junk,
@@ -166,6 +167,7 @@ class Workbench:
             if owner is not None:
                 try:
                     self._save_stat_cache()
+                    compiled_ignore.save(self.store.cache_dir / compiled_ignore.FILE_NAME)
                 except OSError:
                     pass  # rebuildable: a full disk must not keep close from publishing
                 self.book.close()
