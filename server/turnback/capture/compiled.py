@@ -43,8 +43,9 @@ def _mark() -> list:
 
         try:
             spec = find_spec("pathspec")
-            st = os.stat(spec.origin) if spec and spec.origin else None
-            _mark_cache = [spec.origin, st.st_size, st.st_mtime_ns] if st else []
+            origin = spec.origin if spec else None
+            st = os.stat(origin) if origin else None
+            _mark_cache = [origin, st.st_size, st.st_mtime_ns] if st else []
         except (ImportError, OSError, ValueError):
             _mark_cache = []
     return _mark_cache
