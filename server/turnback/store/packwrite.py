@@ -172,7 +172,8 @@ class PackWriter(PackFiles):
         if depth > delta.MAX_CHAIN or len(base_data) < delta.MIN_BASE:
             return False
         if frame is None:
-            frame = delta.worth_keeping(base_data, data)
+            level = delta.collector_level(len(data)) if self.repack else delta.LEVEL
+            frame = delta.worth_keeping(base_data, data, level)
             if frame is None:
                 return False
         self._ensure_open()
