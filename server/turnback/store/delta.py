@@ -75,6 +75,9 @@ def worth_keeping(base: bytes, data: bytes, level: int = LEVEL) -> bytes | None:
 def decode(base: bytes, frame: bytes, size: int) -> bytes:
     """The raw bytes a delta frame makes of `base`; DeltaError unless exactly `size` bytes."""
     try:
+        if zstandard.frame_content_size(frame) not in (-1, size):  # zstd would allocate it
+            raise DeltaError(f"the delta frame declares {zstandard.frame_content_size(frame)} bytes, "
+                             f"the index {size}")
         out = zstandard.ZstdDecompressor(dict_data=_dict(base), max_window_size=1 << 27) \
             .decompress(frame, max_output_size=size)
     except zstandard.ZstdError as exc:
