@@ -10,9 +10,11 @@ import pytest
 import xxhash
 import zstandard
 
+from turnback.store import delta
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 from turnback.store.objects import PACK_AFTER
+from turnback.store.packs import PackDamage, inflate
 from turnback.store.packformat import (DIGEST, FANOUT, SEGMENT_SIZE, TRAILER, PackFormatError,
                                        decode_index)
 
@@ -47,6 +49,26 @@ def _resealed(data: bytes, frame: bytes) -> bytes:
     return body + xxhash.xxh3_128_digest(body)
 
 
+def _claiming(frame: bytes, declared: int) -> bytes:
+    """`frame` (whose header states its size in 2 bytes) rewritten to state `declared` in 8."""
+    fhd = frame[4]
+    assert fhd >> 6 == 1
+    at = 5 + (0 if fhd & 0x20 else 1)
+    out = frame[:4] + bytes([(fhd & 0x3F) | 0xC0]) + frame[5:at] + struct.pack("<Q", declared) \
+        + frame[at + 2:]
+    assert zstandard.frame_content_size(out) == declared
+    return out
+
+
+def test_a_block_or_delta_frame_claiming_a_terabyte_is_damage_not_an_allocation():
+    data = _source(1) * 8
+    with pytest.raises(PackDamage, match="declares"):
+        inflate(_claiming(zstandard.ZstdCompressor().compress(data), 1 << 40), len(data))
+    base = _source(2) * 8
+    with pytest.raises(delta.DeltaError, match="declares"):
+        delta.decode(base, _claiming(delta.encode(base, data), 1 << 40), len(data))
+
+
 def test_the_index_costs_its_digests_and_a_frame(store):
     pack, _ = _packed(store)
     data = pack.index_path.read_bytes()
@@ -76,14 +98,7 @@ def test_a_table_frame_that_declares_another_size_is_a_damaged_index(store, decl
     if declared == -1:  # states no size, inflates to one byte more than the counts say
         frame = zstandard.ZstdCompressor(write_content_size=False).compress(tables + b"\0")
     else:  # a small frame whose header claims a terabyte: refused before zstd allocates it
-        frame = bytearray(zstandard.ZstdCompressor().compress(tables))
-        fhd = frame[4]
-        assert fhd >> 6 == 1  # a 2-byte content size field; make it 8 bytes claiming `declared`
-        single = fhd & 0x20
-        at = 5 + (0 if single else 1)
-        frame = bytes(frame[:4]) + bytes([(fhd & 0x3F) | 0xC0]) + bytes(frame[5:at]) \
-            + struct.pack("<Q", declared) + bytes(frame[at + 2:])
-        assert zstandard.frame_content_size(frame) == declared
+        frame = _claiming(zstandard.ZstdCompressor().compress(tables), declared)
     with pytest.raises(PackFormatError, match="table frame"):
         decode_index(_resealed(data, frame))
     pack.index_path.write_bytes(_resealed(data, frame))
