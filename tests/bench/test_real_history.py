@@ -14,7 +14,8 @@ import pytest
 from turnback.bench import main, sdists
 
 ROWS = ("turn-owner", "turn-cli", "turn-cli-vs-python", "rewind-owner", "redo-owner", "restore-owner",
-        "rewind-cli", "redo-cli", "restore-cli", "bytes-cli", "bytes-owner")
+        "rewind-cli", "redo-cli", "restore-cli", "bytes-cli", "bytes-owner", "bytes-objects-cli",
+        "bytes-objects-owner", "bytes-floor")
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,8 @@ def test_tiny_replays_real_releases_byte_for_byte_beside_git(registry, tmp_path,
         line = figures[f"requests-{row}"]
         assert line["baseline"] and line["ratio"] > 0, line  # every row beside git's of the same run
     assert figures["requests-releases"]["value"] == 5
+    # the floor (every distinct version as one xz stream) is below what any store of them keeps
+    assert figures["requests-bytes-floor"]["value"] < figures["requests-bytes-objects-cli"]["value"]
     # nothing downloaded lands in the work folder's trees but the releases' own files
     assert not list(tmp_path.rglob("*.tar.gz"))
 

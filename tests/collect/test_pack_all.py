@@ -48,3 +48,34 @@ def test_a_collection_with_pack_all_merges_the_small_packs_into_one_with_deltas(
     finally:
         wb.close()
     assert_sound(ws / ".turnback")
+
+
+def _loose(wb) -> list[str]:
+    root = wb.store.objects.root
+    return [f"{fan.name}/{f.name}" for fan in root.iterdir() if fan.name != "pack" and fan.is_dir()
+            for f in fan.iterdir()]
+
+
+def test_pack_all_packs_every_loose_object_however_few(ws):
+    """A turn's publication leaves a few loose objects (fewer than a collection's MIN_LOOSE): an
+    owner's collection leaves them loose, `turnback gc` (packAll) packs them and removes their
+    fan-out folders, as `git gc` leaves no loose object."""
+    wb = open_wb(ws, publish_interval=600.0)
+    try:
+        turn(wb, ws, "all", [(f"src/m{k}.py", _module(k, 0)) for k in range(240)])
+        age_objects(wb.store)
+        wb.collection.run()
+        turn(wb, ws, "one", [("src/m0.py", _module(0, 1))])
+        age_objects(wb.store)
+        wb.collection.run()
+        left = _loose(wb)
+        assert 0 < len(left) < 64, left  # too few for an ordinary collection to pack
+        age_objects(wb.store)
+        wb.collection.run({"packAll": True})
+        assert _loose(wb) == []
+        assert [f for f in wb.store.objects.root.iterdir() if f.name != "pack"] == []
+        assert len(_packs(wb)) == 1
+        assert wb.store.objects.get(wb.book.state.known["src/m0.py"]).decode() == _module(0, 1)
+    finally:
+        wb.close()
+    assert_sound(ws / ".turnback")

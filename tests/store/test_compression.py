@@ -192,7 +192,7 @@ def test_a_format1_store_reads_as_it_is_and_its_owner_upgrades_it(tmp_path):
     odd = old.objects.put(lookalike)  # a format-1 raw object that begins like an envelope
     assert fsck(tmp_path / "s").ok
     s = Store.open(tmp_path / "s")  # the open that may write upgrades the store
-    assert s.version == 4 and read_record(s.format_path, "format")["format"] == 4
+    assert s.version == 5 and read_record(s.format_path, "format")["format"] == 5
     assert s.objects.get(raw) == TEXT and s.objects.get(odd) == lookalike
     assert b"".join(s.objects.iter_chunks(odd)) == lookalike
     new = _put(s, TEXT + b"# new\n")
@@ -216,7 +216,7 @@ def test_a_mixed_store_works_and_collects_normally(tmp_path, monkeypatch):
     wb.close()
     monkeypatch.undo()
     wb = open_wb(ws)
-    assert wb.store.version == 4 and wb.store.objects.compress and wb.store.objects.pack
+    assert wb.store.version == 5 and wb.store.objects.compress and wb.store.objects.pack
     turn(wb, ws, "new three", [("a.txt", big + "3"), ("c.txt", big + "c")])
     kinds = {_stored(wb.store, d).startswith(envelope.MAGIC) for d in objects(wb.store)}
     assert kinds == {True, False}  # really mixed

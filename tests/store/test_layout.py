@@ -20,7 +20,7 @@ def test_create_layout_and_permissions(tmp_path):
     for name in (".gitignore", "FORMAT"):
         assert stat.S_IMODE((s.path / name).stat().st_mode) == 0o600
     body = read_record(s.format_path, "format")
-    assert body["format"] == FORMAT_VERSION == 4 and body["kind"] == "heads" and body["seed"] == s.hasher.seed
+    assert body["format"] == FORMAT_VERSION == 5 and body["kind"] == "heads" and body["seed"] == s.hasher.seed
     assert s.objects.root == s.path / "objects" and s.heads.dir == s.path / "heads"
     assert s.journal_path("sess-1") == s.path / "journal" / "sess-1.wal"
     assert s.txn_dir.name == "txn" and s.recovery_dir.name == "recovery" and s.cache_dir.name == "cache"

@@ -254,6 +254,27 @@ def test_a_small_edit_to_a_word_list_is_stored_as_a_delta(store):
     assert fsck(store.path).ok
 
 
+def test_the_collector_makes_its_deltas_at_its_own_level(store):
+    """The collector's pack (repack=True) makes each delta at level 19, off the loop: mypy's 857
+    deltas came out 42 % smaller than at level 3. A batch's pack stays at level 3."""
+    base = SOURCE.encode() * 4
+    edited = base.replace(b"* 7 +", b"* 8 +").replace(b"def f", b"def g", 40)
+    low, high = len(delta.encode(base, edited)), len(delta.encode(base, edited, 19))
+    assert high < low
+    for repack, want in ((True, high), (False, low)):
+        writer = PackWriter(store.objects.packs.folder, repack=repack)
+        b, e = store.hasher.digest(base), store.hasher.digest(edited)
+        writer.add(b, base)
+        assert writer.add_delta(e, edited, b, base)
+        assert writer.segments[-1].stored == want, (repack, writer.segments[-1], low, high)
+        if repack:
+            store.objects.publish_pack(writer)
+        else:
+            writer.discard()
+    fresh = Store.open(store.path, create=False)
+    assert fresh.objects.get(e) == edited and fsck(store.path).ok
+
+
 def test_an_index_whose_pack_is_longer_than_it_says(store):
     packed(store, blobs())
     pack = only_pack(store)

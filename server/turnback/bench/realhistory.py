@@ -171,6 +171,31 @@ def _store_bytes(root: Path) -> tuple[int, int]:
     return disk_usage(root / ".turnback")
 
 
+def _objects_bytes(root: Path) -> int:
+    """What holds the history, as git's `objects/` does: our objects and heads (apparent bytes),
+    without the caches, the journal and the store's other folders (git's index, its stat cache,
+    is outside `objects/` too)."""
+    return sum(disk_usage(root / ".turnback" / part)[1] for part in ("objects", "heads"))
+
+
+def _floor(trees: list[dict]) -> tuple[int, int]:
+    """(raw, xz -9e) of every distinct file version of the history, newest release first and in
+    path order, as one stream: about what the strongest general compressor makes of the file
+    contents alone, with no random access, no metadata, no index. No store can go far below it."""
+    import lzma
+
+    seen: set[bytes] = set()
+    parts = []
+    for tree in reversed(trees):
+        for _rel, entry in sorted(tree.items()):
+            if entry.link or entry.data in seen:
+                continue
+            seen.add(entry.data)
+            parts.append(entry.data)
+    data = b"".join(parts)
+    return len(data), len(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+
+
 def run_project(ctx, client, name: str, versions: list[str], env: dict, env_note: str) -> None:
     try:
         releases = sdists.release_trees(name, versions)
@@ -277,6 +302,15 @@ def run_project(ctx, client, name: str, versions: list[str], env: dict, env_note
             source="git's objects after git gc, apparent",
             note=f"the owner's store after its own collections and `turnback gc` ({o_gc:.2f} s); "
                  f"on disk {o_bytes[0]} against git's {g_bytes[0]}")
+    for side, root in (("cli", cli_root), ("owner", owner_root)):
+        ctx.fig(f"{name}-bytes-objects-{side}", _objects_bytes(root), "bytes", baseline=g_bytes[1],
+                source="git's objects after git gc, apparent",
+                note="our objects/ and heads/ only (no caches, journal or empty folders)")
+    raw, xz = _floor(trees)
+    ctx.fig(f"{name}-bytes-floor", xz, "bytes", baseline=g_bytes[1],
+            source="git's objects after git gc, apparent",
+            note=f"every distinct file version ({raw} bytes raw) as one xz -9e stream: the file "
+                 "contents' floor for any store, random access and metadata aside")
 
 
 def run(ctx) -> None:

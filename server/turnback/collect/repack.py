@@ -129,7 +129,9 @@ def make_plan(objects, keeps, loose_kept: list[tuple[str, int]], t0: float, slac
         else:
             candidates.append((d, size))
     loose_bytes = sum(size for _d, size in candidates)
-    if len(candidates) >= MIN_LOOSE or loose_bytes >= MIN_LOOSE_BYTES:
+    # `turnback gc` packs every one, as `git gc` leaves no loose object: the last publication's
+    # few objects, each in a fan-out folder of its own, cost mypy's store 20 folders and files.
+    if (pack_all and candidates) or len(candidates) >= MIN_LOOSE or loose_bytes >= MIN_LOOSE_BYTES:
         plan.loose = [d for d, _size in candidates]
     else:
         loose_bytes = 0

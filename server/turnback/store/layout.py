@@ -24,8 +24,10 @@ from .records import decode_record, encode_record
 # 3: objects may live in packs (store/packs.py), some of them as deltas.
 # 4: old heads may live in the pack of old heads (store/headpack.py): a format-3 turnback would not
 #    see them, and its collector would delete what they reference.
-FORMAT_VERSION = 4
-READABLE_FORMATS = (1, 2, 3, 4)  # an older store reads as it is; its owner's open upgrades it
+# 5: pack indexes of version 2 (their tables in one zstd frame, store/packformat.py): a format-4
+#    turnback would take every new pack for a broken one and miss its objects.
+FORMAT_VERSION = 5
+READABLE_FORMATS = (1, 2, 3, 4, 5)  # an older store reads as it is; its owner's open upgrades it
 KINDS = ("heads", "pid")
 SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions")
 # Names a store folder may contain; anything else means the path is not (only) a turnback store.

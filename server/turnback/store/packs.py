@@ -19,11 +19,10 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-import zstandard
-
 from . import delta, fsio
 from .packformat import (BLOCK, DELTA, DIGEST, LEVEL_AT, NONE, PACK_HEADER, PACK_MAGIC, RAW,
-                         IndexDoc, PackFiles, PackFormatError, Segment, decode_index, segment_check)
+                         IndexDoc, PackFiles, PackFormatError, Segment, decode_index, inflate_exactly,
+                         segment_check)
 
 SMALL_PACK = 4096  # packs with fewer objects are looked up through one shared dict
 CACHE_BYTES = 16 << 20  # inflated blocks kept for the next read: a restore reads neighbours
@@ -326,10 +325,9 @@ def _cache_key(pack: Pack, i: int) -> tuple:
 
 def inflate(stored: bytes, raw_size: int, pack: Pack | None = None) -> bytes:
     try:
-        out = zstandard.ZstdDecompressor(max_window_size=1 << 27).decompress(
-            stored, max_output_size=raw_size)
-    except zstandard.ZstdError as exc:
-        raise PackDamage(f"its block does not inflate ({exc})", pack) from None
+        out = inflate_exactly(stored, raw_size, PackFormatError, "its block")
+    except PackFormatError as exc:
+        raise PackDamage(str(exc), pack) from None
     if len(out) != raw_size:
         raise PackDamage(f"its block inflates to {len(out)} bytes, the index declares {raw_size}",
                          pack)

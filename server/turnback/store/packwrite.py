@@ -45,6 +45,7 @@ REPACK_BLOCK_RAW = 512 << 10  # the collector's blocks
 REPACK_LEVEL = 19  # the collector's level, on its helper thread (about 2.5 MB/s of raw bytes)
 REPACK_LEVEL_BIG = 9  # ...past REPACK_LEVEL_BYTES of raw bytes in one pack (a big first repack)
 REPACK_LEVEL_BYTES = 64 << 20
+INDEX_HIGH_MAX = 20_000  # the collector's index at its level up to this many objects (0.1 s)
 IN_FLIGHT = 2  # blocks being compressed at once (memory: about 3 x BLOCK_RAW)
 # Past this many a block's `add` waits for the oldest (memory stays bounded); a job waits in slices
 # before that (`iter_settle`), so an event loop never blocks on the compressing thread.
@@ -172,7 +173,8 @@ class PackWriter(PackFiles):
         if depth > delta.MAX_CHAIN or len(base_data) < delta.MIN_BASE:
             return False
         if frame is None:
-            frame = delta.worth_keeping(base_data, data)
+            level = delta.collector_level(len(data)) if self.repack else delta.LEVEL
+            frame = delta.worth_keeping(base_data, data, level)
             if frame is None:
                 return False
         self._ensure_open()
@@ -389,7 +391,8 @@ class PackWriter(PackFiles):
         self._close_pool()
         objects = [(bytes.fromhex(d), seg, start, n, bytes.fromhex(base) if base else None)
                    for d, (seg, start, n, base) in self.objects.items()]
-        index = encode_index(self.pack_id, size, digest, self.segments, objects)
+        level = REPACK_LEVEL if self.repack and len(objects) <= INDEX_HIGH_MAX else LEVEL
+        index = encode_index(self.pack_id, size, digest, self.segments, objects, level)
         self.index_tmp = fsio.temp_path(self.folder / f"{self.name}.idx")
         fd = fsio.create(self.index_tmp)
         try:
