@@ -65,6 +65,11 @@ class Watcher:
         self._lock = threading.Lock()       # guards the dirty set and the flags
         self._reading = threading.Lock()    # one reader of the inotify queue at a time
         self._dirty: set[str] = set()
+        # Counts the batches of events taken in; `_seen` keeps each path's latest since the last
+        # sweep took the dirty set (`changed_since`: a rewind's plan trusts what it hashed before).
+        self.generation = 0
+        self.swept_at = 0
+        self._seen: dict[str, int] = {}
         self._missed: str | None = "started"   # a full sweep is owed, and why
         self._permanent: str | None = None      # a condition no sweep can clear
         self._ready = False
@@ -160,6 +165,8 @@ class Watcher:
                     self.missed("watcher-died")
         with self._lock:
             dirty, self._dirty = self._dirty, set()
+            self.generation += 1
+            self.swept_at, self._seen = self.generation, {}
             reason = self._permanent
             if reason is None and self._thread is not None and not self._thread.is_alive():
                 reason = self._permanent = "watcher-died"
@@ -191,6 +198,17 @@ class Watcher:
             if self._permanent is not None or self._missed is not None:
                 return None
             return set(self._dirty)
+
+    def changed_after(self, generation: int) -> tuple[set[str] | None, int]:
+        """(the paths with an event taken in after `generation`, the generation now), the queue
+        drained first; the set is None when the watcher cannot say (a sweep took the events since,
+        or something may have been missed)."""
+        dirty = self.pending()
+        with self._lock:
+            now = self.generation
+            if dirty is None or generation < self.swept_at:
+                return None, now
+            return {rel for rel, seen in self._seen.items() if seen > generation}, now
 
     def missed(self, reason: str) -> None:
         """Something happened that the dirty set cannot describe: the next sweep is full."""
@@ -384,6 +402,9 @@ class Watcher:
         if touched:
             with self._lock:
                 self._dirty |= touched
+                self.generation += 1
+                for rel in touched:
+                    self._seen[rel] = self.generation
 
 
 _WHY = {

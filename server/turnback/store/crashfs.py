@@ -5,8 +5,9 @@ and folder entries (create, rename, unlink, mkdir, rmdir, link) up to the last f
 Like SQLite's crash-test file system and ALICE, this journal records, just before each mutating
 operation, what it would take to undo it; an fsync removes the entries it made durable; at the crash
 point every remaining entry is undone, newest first, so the disk looks as it would after power loss
-and a reboot. `syncfs` makes everything durable. A chmod or utime is metadata of the inode: like
-its contents it is durable only once that file is fsynced (or the file system synced); a crash before
+and a reboot. `syncfs` makes everything on its file system durable (contents, bits and names; what
+is on another file system stays unsynced). A chmod or utime is metadata of the inode: like its
+contents it is durable only once that file is fsynced (or the file system synced); a crash before
 puts the old permission bits (or times) back. Torn writes (part of one write surviving) are not
 modelled: a write not made durable is lost whole.
 """
@@ -137,9 +138,12 @@ class UnsyncedJournal:
             e.folders.discard(folder)
         self.entries = [e for e in self.entries if e.kind in _INODE_KINDS or e.folders]
 
-    def _syncfs(self, _path, _src) -> None:
-        self.entries.clear()
-        self.dirty_inodes.clear()
+    def _syncfs(self, path, _src) -> None:
+        """Everything on the file system of `path` becomes durable: contents, bits and names. What
+        is on another file system stays as unsynced as it was."""
+        dev = os.stat(_real(path)).st_dev
+        self.entries = [e for e in self.entries if _device(e) != dev]
+        self.dirty_inodes = {ino for ino in self.dirty_inodes if ino[0] != dev}
 
     def _leaving(self, path: str, st) -> tuple[bytes, int]:
         """A file leaves the namespace (renamed over, unlinked): what a crash brings back at its name
@@ -255,6 +259,21 @@ class UnsyncedJournal:
                 os.chmod(path, e.mode)
             else:
                 os.utime(path, ns=e.times)
+
+
+def _device(e: _Entry) -> int | None:
+    """The file system an entry's change was made on: its inode's, or its nearest folder's."""
+    if e.kind in _INODE_KINDS and e.ino is not None:
+        return e.ino[0]
+    folder = _parent(e.path)
+    while True:
+        try:
+            return os.stat(folder).st_dev
+        except OSError:
+            up = _parent(folder)
+            if up == folder:
+                return None
+            folder = up
 
 
 def _overwrite(path: str, data: bytes, *, create: bool = False, mode: int = 0o600) -> None:

@@ -611,17 +611,43 @@ def _syncfs_each(paths: list) -> None:
         dev = os.stat(p, follow_symlinks=False).st_dev
         if dev in done:
             continue
-        _tick("syncfs", p)
-        fd = _open_at(p, os.O_RDONLY)
-        try:
-            if _libc_syncfs(fd) != 0:
-                import ctypes
-
-                err = ctypes.get_errno()
-                raise OSError(err, os.strerror(err), str(p))
-        finally:
-            os.close(fd)
+        syncfs_at(p)
         done.add(dev)
+
+
+def syncfs_at(path: StrPath) -> None:
+    """One syncfs() of the file system holding `path` (a file or a folder): every write, name and
+    permission change on it is durable once it returns. NotImplementedError where there is none."""
+    if _load_syncfs() is None:
+        raise NotImplementedError("syncfs is not available")
+    _tick("syncfs", path)
+    fd = _open_at(path, os.O_RDONLY)
+    try:
+        if _libc_syncfs(fd) != 0:
+            import ctypes
+
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
+
+
+def folder_syncs(folders: Iterable[StrPath], *, syncfs_from: int) -> list[tuple[str, list]]:
+    """The steps that make the names in many folders durable, for `sync_step` to run one by one:
+    ("fsync_dir", [folder]) for each when there are fewer than `syncfs_from` (or no syncfs here),
+    else ("syncfs", the folders on one file system) for each file system they are on."""
+    folders = list(folders)
+    if len(folders) < syncfs_from or _load_syncfs() is None:
+        return [("fsync_dir", [f]) for f in folders]
+    by_dev: dict[int, list] = {}
+    for f in folders:
+        by_dev.setdefault(os.stat(f, follow_symlinks=False).st_dev, []).append(f)
+    return [("syncfs", group) for group in by_dev.values()]
+
+
+def sync_step(step: tuple[str, list]) -> None:
+    kind, group = step
+    (syncfs_at if kind == "syncfs" else fsync_dir)(group[0])
 
 
 # ---------------------------------------------------------------- reading helpers (not counted)

@@ -14,10 +14,12 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not hang the planner
 
 
-def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, str | None]:
+def disk_image(ws, rel: str, hasher, *, max_bytes: int,
+               memo=None) -> tuple[Image | None, str | None]:
     """The digest of what is on disk now, without storing it: (image, None) or (None, gap reason).
     Inside `.git` the answer is always the gap `git-internal`: no plan ever writes there. A folder
-    key (model/images.py) answers FOLDER or ABSENT."""
+    key (model/images.py) answers FOLDER or ABSENT. With a `memo` (travel/diskmemo.py), a file it
+    hashed before and that nothing touched since is not read again."""
     if is_folder_key(rel):
         return folder_image(ws, rel)
     if ws.git_internal(rel):
@@ -27,6 +29,12 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
     except SymlinkRefused as exc:
         return None, exc.data.get("reason", "symlink") if exc.data.get("reason") != "race" else "symlink"
     path = ws.abs_path(rel)
+    observed = 0
+    if memo is not None:
+        observed = memo.clock()  # before the open: the racy reference
+        known = _memo_lookup(memo, rel, path)
+        if known is not None:
+            return known, None
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except FileNotFoundError:
@@ -42,11 +50,24 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int) -> tuple[Image | None, s
         h = hasher.stream()
         for chunk in fsio.iter_read(fd, st.st_size):
             h.update(chunk)
-        return h.hexdigest(), None
+        digest = h.hexdigest()
+        if memo is not None:
+            memo.record(rel, st, digest, observed)
+        return digest, None
     except OSError:
         return None, "unreadable"
     finally:
         os.close(fd)
+
+
+def _memo_lookup(memo, rel: str, path) -> Image | None:
+    """The memo's image of a regular file whose stat identity is unchanged (an lstat: a link is
+    never one), without opening it."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return memo.lookup(rel, st) if statmod.S_ISREG(st.st_mode) else None
 
 
 def folder_image(ws, key: str) -> tuple[Image | None, str | None]:
@@ -109,14 +130,28 @@ def read_bytes(ws, rel: str, *, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def disk_images_job(ws, rels, hasher, *, max_bytes: int):
+def disk_images_job(ws, rels, hasher, *, max_bytes: int, memo=None):
     """`disk_image` of many paths as a job: it yields after each file, so hashing a large plan never
     holds a server's loop for long. Returns {rel: (image, problem)}."""
     out = {}
     for rel in rels:
-        out[rel] = disk_image(ws, rel, hasher, max_bytes=max_bytes)
+        out[rel] = disk_image(ws, rel, hasher, max_bytes=max_bytes, memo=memo)
         yield ("hash", len(out))
     return out
+
+
+def memo_image(ws, rel: str, memo) -> tuple[Image, int] | None:
+    """(image, permission bits) of a regular file the memo hashed and nothing touched since; None
+    when it must be read (travel/diskmemo.py)."""
+    if memo is None or is_folder_key(rel) or ws.git_internal(rel):
+        return None
+    try:
+        ws.check_components(rel)
+        st = os.lstat(ws.abs_path(rel))
+    except (OSError, SymlinkRefused):
+        return None
+    image = memo.lookup(rel, st) if statmod.S_ISREG(st.st_mode) else None
+    return None if image is None else (image, statmod.S_IMODE(st.st_mode))
 
 
 def drain(job):
@@ -176,6 +211,11 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
 # A batch of restores: its temp files are made durable in one pass before any is renamed.
 BATCH_FILES = 256
 BATCH_BYTES = 64 << 20
+# From this many folders written into on, one syncfs of the workspace's file system makes their
+# names durable instead of a fsync per folder: the store's threshold (store/objects.py). A syncfs
+# also writes back what other programs left dirty on that file system, so on a busy disk it costs
+# dozens of folder fsyncs (docs/performance.md, travel).
+SYNCFS_FOLDERS = 16
 
 
 @dataclass
@@ -189,7 +229,8 @@ class Put:
 def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
     """Make the disk hold every `Put`, with durability batched: each batch's temp files (and chmods)
     are made durable in one pass (`fsio.syncfs_or_fsync`: one syncfs, or an fsync each), then
-    renamed into place; every folder touched is synced once, at the end. A crash at any point
+    renamed into place; every folder touched is synced once, at the end (one syncfs of the file
+    system from `SYNCFS_FOLDERS` folders on). A crash at any point
     leaves each path with its old image or its new one (a temp file at most, which recovery removes).
 
     A job: it yields after every file and every durability step. Returns {rel: error sentence} for
@@ -249,16 +290,18 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
             for _rel, tmp, _final in left:  # not in place yet: they go, so no temp file is left
                 fsio.discard(tmp)
             raise
-    for folder in sorted(folders):  # the renames and removals are durable before the caller goes on
-        if not os.path.isdir(folder):
-            continue  # removed itself since (a folder the plan removed): its parent is synced
+    # The renames and removals are durable before the caller goes on. A folder the plan removed
+    # is gone: its parent, synced too, holds the removal.
+    live = [folder for folder in sorted(folders) if os.path.isdir(folder)]
+    for step in fsio.folder_syncs(live, syncfs_from=SYNCFS_FOLDERS):
         try:
-            fsio.fsync_dir(folder)
+            fsio.sync_step(step)
         except Exception as exc:  # noqa: BLE001
             if stop_on_error:
                 raise
-            for p in puts:  # what was renamed, removed or made in it is not proven durable
-                if not p.bits_only and _folder_of(ws, p) == folder:
+            doubt = set(step[1])  # what was renamed, removed or made in them is not proven durable
+            for p in puts:
+                if not p.bits_only and _folder_of(ws, p) in doubt:
                     errors.setdefault(p.rel, f"{type(exc).__name__}: {exc}")
         yield ("folder", len(puts), len(puts))
     return errors

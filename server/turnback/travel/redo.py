@@ -186,8 +186,9 @@ def prepare(store, codec, state: SessionState, current_head, ws, head_seq, *, ma
     return drain(prepare_job(store, codec, state, current_head, ws, head_seq, max_bytes=max_bytes))
 
 
-def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *, max_bytes: int):
-    """`prepare` as a job: it yields while it hashes the files on disk."""
+def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *, max_bytes: int,
+                memo=None):
+    """`prepare` as a job: it yields while it hashes the files on disk (`memo`: travel/diskmemo.py)."""
     if store.kind != "heads":
         raise NoHeads("this store keeps one sidecar record (PID lock) and has no published heads; "
                       "Redo needs a store with heads")
@@ -217,7 +218,7 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                    if rel not in target_state.known and image not in (ABSENT, UNKNOWN))
     created = {rel for rel in later if first_before(state, rel) == ABSENT}
     on_disk = yield from disk_images_job(ws, paths + sorted(created), store.objects.hasher,
-                                         max_bytes=max_bytes)
+                                         max_bytes=max_bytes, memo=memo)
     loose = _last_loose(state)
     want_mode = target_state.known.mode
     for rel in later:

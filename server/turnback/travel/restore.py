@@ -182,13 +182,14 @@ def derive_restore(state, ws, objects, specs, boundary, *, max_bytes: int, dirty
 
 
 def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, *, max_bytes: int,
-                       dirty=()):
-    """The candidate of a restore of `specs` to `boundary`, and the state it commits."""
+                       dirty=(), memo=None):
+    """The candidate of a restore of `specs` to `boundary`, and the state it commits (`memo`: the
+    disk images hashed before, travel/diskmemo.py)."""
     keep, images, at_modes = moment(state, boundary)
     rels, gaps, created = yield from expand_job(state, ws, specs, images, boundary)
     folders = _folders_to_make(state, images, rels)
     rels = sorted(set(rels) | folders)
-    on_disk = yield from disk_images_job(ws, rels, objects.hasher, max_bytes=max_bytes)
+    on_disk = yield from disk_images_job(ws, rels, objects.hasher, max_bytes=max_bytes, memo=memo)
     first_loose = keep if boundary["kind"] == "afterResponse" else keep + 1
     loose = _loose_changes(state, first_loose)
     files, changes, modes = [], [], {}

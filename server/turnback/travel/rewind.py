@@ -100,14 +100,15 @@ def derive(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int, 
 
 
 def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: int,
-               mode: str = "all", dirty=(), uncaptured=()):
+               mode: str = "all", dirty=(), uncaptured=(), memo=None):
     """`derive` as a job: it yields while it hashes the files on disk (the only slow part).
 
     `mode` is what the rewind puts back (docs/rewind.md, "Code only, conversation only"): `all`, the
     `files` alone (every turn stays), or the `conversation` alone (every file stays, listed `kept`).
     `dirty` names paths with unsaved changes in an editor: a plan that would write one is refused.
     `uncaptured` names paths whose disk differs from their last known image (travel/uncaptured.py):
-    with no recorded change since the boundary, the boundary's image is that last known one."""
+    with no recorded change since the boundary, the boundary's image is that last known one.
+    `memo`: the disk images hashed before (travel/diskmemo.py), reused while nothing touched them."""
     if mode not in MODES:
         raise InvalidParams("mode must be all, files or conversation", data={"field": "mode"})
     keep = keep_count(state, boundary)
@@ -119,7 +120,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             target[rel] = state.known.get(rel)
             target_modes[rel] = state.known.mode(rel)
     modes: dict = {}
-    on_disk = yield from disk_images_job(ws, sorted(target), objects.hasher, max_bytes=max_bytes)
+    on_disk = yield from disk_images_job(ws, sorted(target), objects.hasher, max_bytes=max_bytes,
+                                         memo=memo)
     loose = _loose_changes(state, keep + 1)
     transients = _transients(state, keep + 1)
     gaps: list[Gap] = []

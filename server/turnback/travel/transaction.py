@@ -38,7 +38,7 @@ from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
 from . import outcome as oc
-from .disk import Put, drain, folder_image, put_many_job
+from .disk import Put, drain, folder_image, memo_image, put_many_job
 from .folders import apply_order
 from .settle import missing_folders, remove_created_folders, settle_all
 
@@ -78,7 +78,7 @@ def run(book, ws, **kw) -> Outcome:
 
 def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_state,
             max_bytes: int, done: dict | None = None, modes: dict | None = None,
-            keep_before: bool = True):
+            keep_before: bool = True, memo=None):
     """Apply `changes` (path -> target image) and commit `new_state`, all or nothing. `modes`
     ((path, image) -> permission bits) names the bits each target is written with; the intent
     records them and each backup's bits, so a rollback or a recovery puts back both.
@@ -90,7 +90,9 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
 
     A job: it yields after every backup and every file it writes, so a server can answer reads
     between them; the caller holds the mutation lock for the whole job. `done`, when given, receives
-    the outcome as "outcome" also when the job was closed and finished on its own."""
+    the outcome as "outcome" also when the job was closed and finished on its own. `memo`: the
+    disk images the plan's derivation hashed (travel/diskmemo.py); a backup the store already holds
+    is not read again while nothing touched its file."""
     store = book.store
     book.require_owner()
     if book.dirty:
@@ -99,7 +101,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     new_state.last_op = max(new_state.last_op, book.state.last_op)
     try:
         body, backups, backup_modes, before = yield from _prepare(
-            book, ws, changes, new_state, max_bytes, keep_before)
+            book, ws, changes, new_state, max_bytes, keep_before, memo)
         if before is not None:  # the disk as it is now, for Redo (see the module doc)
             book.commit_body(*before, txn=BEFORE_MARK + txn)
     except OSError as exc:
@@ -157,7 +159,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     return result
 
 
-def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
+def _prepare(book, ws, changes, new_state, max_bytes, keep_before, memo=None):
     """Back up every file the plan touches and write the new state (and the before state, when the
     disk holds images the session never captured), in one durability batch."""
     objects = book.store.objects
@@ -174,6 +176,11 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before):
                                        f"({problem}); nothing was changed",
                                        data={"path": rel, "reason": problem})
                 backups[rel] = image
+                yield ("backup", len(backups), len(changes))
+                continue
+            reused = memo_image(ws, rel, memo)
+            if reused is not None and objects.has(reused[0]):
+                backups[rel], backup_modes[rel] = reused
                 yield ("backup", len(backups), len(changes))
                 continue
             read = read_image(ws, rel, objects, max_bytes=max_bytes)

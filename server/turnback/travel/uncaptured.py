@@ -23,10 +23,11 @@ from .disk import current_mode, disk_image, folder_image
 SLICE = 256
 
 
-def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None):
+def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None, memo=None):
     """The known paths whose disk image (or permission bits) differs from what the session last
     knew. `only`: look at these paths alone (a healthy watcher's dirty set; None: every known path).
-    `cache`: a StatCache whose fresh digests are trusted as a sweep trusts them."""
+    `cache`: a StatCache whose fresh digests are trusted as a sweep trusts them; `memo`: the
+    disk images hashed earlier (travel/diskmemo.py), filled with the ones read here."""
     if only is None:
         rels = list(state.known)
     else:
@@ -41,7 +42,7 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None):
         image = state.known.get(rel)
         if image in (None, UNKNOWN):
             continue
-        now, read = _disk(ws, rel, hasher, cache, max_bytes)
+        now, read = _disk(ws, rel, hasher, cache, max_bytes, memo)
         if read:  # a file read and hashed whole: a step of its own, whatever the count
             cheap = SLICE
         else:
@@ -55,7 +56,7 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None):
     return found
 
 
-def _disk(ws, rel: str, hasher, cache, max_bytes: int):
+def _disk(ws, rel: str, hasher, cache, max_bytes: int, memo=None):
     """(its image now or None, whether a file was read whole to know it)."""
     if is_folder_key(rel):
         return folder_image(ws, rel)[0], False
@@ -70,7 +71,7 @@ def _disk(ws, rel: str, hasher, cache, max_bytes: int):
             digest = cache.fresh(rel, st)
             if digest is not None:
                 return digest, False
-    image, problem = disk_image(ws, rel, hasher, max_bytes=max_bytes)
+    image, problem = disk_image(ws, rel, hasher, max_bytes=max_bytes, memo=memo)
     return (None if problem is not None else image), True
 
 

@@ -13,7 +13,7 @@ from ..travel.restore import derive_restore_job
 from ..travel.rewind import MODES
 from . import params as P
 from .agentlinks import annotate
-from .commit import commit_tail_job
+from .commit import commit_tail_job, disk_memo
 
 
 def dirty_rels(wb, p: dict) -> set[str]:
@@ -40,7 +40,7 @@ class RestoreFeature:
     def __init__(self, wb):
         self.wb = wb
 
-    def _derive_job(self, p: dict):
+    def _derive_job(self, p: dict, *, fresh: bool = False):
         wb = self.wb
         paths = P.field(p, "paths", list)
         if not paths or not all(isinstance(x, str) for x in paths):
@@ -48,7 +48,7 @@ class RestoreFeature:
                                 "paths and globs", data={"field": "paths"})
         return derive_restore_job(wb.state, wb.ws, wb.store.objects, paths,
                                   P.field(p, "boundary", dict), max_bytes=wb.options.max_file_bytes,
-                                  dirty=dirty_rels(wb, p))
+                                  dirty=dirty_rels(wb, p), memo=disk_memo(wb, fresh=fresh))
 
     def prepare(self, params) -> dict:
         return self.wb.run(self.prepare_job(params))
@@ -56,7 +56,7 @@ class RestoreFeature:
     def prepare_job(self, params):
         p = P.obj(params)
         settled = yield from self.wb.turns.settle_idle_job("restore")  # an idle agent turn
-        derived = yield from self._derive_job(p)
+        derived = yield from self._derive_job(p, fresh=True)
         return annotate(dict((yield from left_the_machine_job(self.wb, derived.candidate))), settled)
 
     def commit(self, params) -> dict:

@@ -18,7 +18,7 @@ from ..travel.settle import settle
 from ..travel.user_edits import keep_user_edits
 from . import params as P
 from .agentlinks import annotate
-from .commit import commit_tail_job
+from .commit import commit_tail_job, disk_memo
 from .restore import left_the_machine_job, rewind_args
 
 
@@ -38,7 +38,7 @@ def _keep_user_edits(p: dict) -> bool:
     return P.field(p, "keepUserEdits", bool, default=False)
 
 
-def uncaptured_edits_job(wb):
+def uncaptured_edits_job(wb, memo=None):
     """Known paths changed on disk since turnback last captured them (travel/uncaptured.py): a
     healthy watcher names where to look, else every known path, with the stat cache's help."""
     watcher = getattr(wb, "watcher", None)
@@ -48,19 +48,21 @@ def uncaptured_edits_job(wb):
     if cache is None and only is None:
         cache = StatCache.load(wb.store.cache_dir / "stat.cbor")
     return (yield from uncaptured_job(wb.state, wb.ws, wb.store.objects.hasher,
-                                      max_bytes=wb.options.max_file_bytes, cache=cache, only=only))
+                                      max_bytes=wb.options.max_file_bytes, cache=cache, only=only,
+                                      memo=memo))
 
 
 class RewindFeature:
     def __init__(self, wb):
         self.wb = wb
 
-    def _derive_job(self, boundary, mode: str = "all", dirty=()):
+    def _derive_job(self, boundary, mode: str = "all", dirty=(), *, fresh: bool = False):
         wb = self.wb
-        edits = yield from uncaptured_edits_job(wb)
+        memo = disk_memo(wb, fresh=fresh)
+        edits = yield from uncaptured_edits_job(wb, memo)
         return (yield from derive_job(wb.state, wb.ws, wb.store.objects, boundary,
                                       max_bytes=wb.options.max_file_bytes, mode=mode, dirty=dirty,
-                                      uncaptured=edits))
+                                      uncaptured=edits, memo=memo))
 
     def prepare(self, params) -> dict:
         return self.wb.run(self.prepare_job(params))
@@ -69,7 +71,7 @@ class RewindFeature:
         p = P.obj(params)
         args = rewind_args(self.wb, p)
         settled = yield from self.wb.turns.settle_idle_job("rewind")  # an idle agent turn
-        derived = yield from self._derive_job(*args)
+        derived = yield from self._derive_job(*args, fresh=True)
         candidate = yield from left_the_machine_job(self.wb, derived.candidate)
         return annotate(dict(candidate), settled)
 
@@ -127,10 +129,11 @@ class RedoFeature:
                                 if out["hidden"] else ""))
         return out
 
-    def _plan_job(self, head_seq):
+    def _plan_job(self, head_seq, *, fresh: bool = False):
         wb = self.wb
         return redo_plan.prepare_job(wb.store, wb.book.codec, wb.state, wb.book.head, wb.ws,
-                                     head_seq, max_bytes=wb.options.max_file_bytes)
+                                     head_seq, max_bytes=wb.options.max_file_bytes,
+                                     memo=disk_memo(wb, fresh=fresh))
 
     def prepare(self, params) -> dict:
         return self.wb.run(self.prepare_job(params))
@@ -139,7 +142,7 @@ class RedoFeature:
         p = P.obj(params)
         head_seq = P.field(p, "headSeq", int)
         settled = yield from self.wb.turns.settle_idle_job("redo")  # an idle agent turn
-        plan = yield from self._plan_job(head_seq)
+        plan = yield from self._plan_job(head_seq, fresh=True)
         return annotate(dict(plan.result), settled)
 
     def commit(self, params) -> dict:
