@@ -369,7 +369,7 @@ class TurnsFeature:
         seq = yield from waiting.binding_steps(self.book.iter_publish())  # settled: publish it
         self.wb.collection.schedule("settlement")
         self.wb.emit_status()
-        return {"headSeq": seq}
+        return {"headSeq": seq, "turn": turn.n}  # `turn`: which one, when the caller named none
 
     # -- log ------------------------------------------------------------------------------------
     def log(self, params=None, *, state=None) -> dict:
