@@ -128,6 +128,28 @@ def test_settle_takes_the_lean_path_and_prints_what_the_general_path_prints(owne
     assert lean_err.returncode == 1 and "no-turn-running" in lean_err.stderr
 
 
+def test_a_settle_without_a_turn_is_one_request_whose_answer_names_the_turn(owner, monkeypatch,
+                                                                            capsys):
+    """`turn settle` asked `session/info` for the running turn, then settled it: two round trips
+    and two wakes of the owner in a command-line turn. The owner's answer now names the turn."""
+    from turnback.cli import fast, turnwire
+
+    tb(owner, "turn", "begin", "--prompt", "one")
+    sent = []
+    real = turnwire._exchange
+    monkeypatch.setattr(turnwire, "_exchange",
+                        lambda sock, reader, request: sent.append(request) or real(sock, reader, request))
+    assert fast.main(["--workspace", str(owner), "turn", "settle"]) == 0
+    assert capsys.readouterr().out.startswith("turn 1 settled; published head")
+    assert len(sent) == 1 and b"turnback/turn/settle" in sent[0] and b'"turn"' not in sent[0]
+    # An older owner's answer names no turn: the command still reports the settle, unnamed.
+    message = {"result": {"headSeq": 3}}
+    params = {"status": "settled"}
+    assert turnwire._named_turn(message, params) is message and "turn" not in params
+    assert turnwire._named_turn({"error": {"message": "no", "data": {"code": "no-turn-running"}}},
+                                params) is None
+
+
 def test_without_an_owner_the_direct_path_runs_the_command(tmp_path):
     root = (tmp_path / "ws").resolve()
     root.mkdir()

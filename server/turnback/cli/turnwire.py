@@ -1,5 +1,5 @@
 """The leanest `turnback turn begin`, `turn capture` and `turn settle`: one request to the live owner
-(a settle without `--turn` asks the owner for the running turn first, on the same connection).
+(a settle without `--turn` settles the running turn, and the owner's answer names it).
 
 An agent's hooks and scripts run these on every prompt and every tool call, so what they cost is
 a process start plus one round trip, flat whatever the size of the workspace (the owner's watcher has
@@ -19,7 +19,6 @@ import sys
 EXIT_OK, EXIT_ERROR, EXIT_NOT_OWNER = 0, 1, 3
 NOTIFICATION = b'{"jsonrpc": "2.0", "method": '  # what the owner fans out to every connection
 BEGUN = b'{"jsonrpc": "2.0", "id": 1, "result": {"turn": '
-INFO = b'{"jsonrpc":"2.0","id":1,"method":"turnback/session/info","params":{}}'
 TIMEOUT_SECONDS = 600.0
 WATCH_SECONDS = 0.05  # how often a waiting command looks whether its owner was stopped or died
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
@@ -77,15 +76,11 @@ def run(args) -> int | None:
     try:
         sock.settimeout(WATCH_SECONDS)
         reader = _watching_reader(sock, pid)
-        if sub == "settle" and "turn" not in params:  # the running turn, named in what it prints
-            info = _exchange(sock, reader, framed(INFO)).get("result")
-            running = info.get("running") if isinstance(info, dict) else None
-            if not isinstance(running, int):
-                return None  # nothing runs: the general path says so in its own words
-            params["turn"] = running
-            request = ('{"jsonrpc":"2.0","id":1,"method":"turnback/turn/settle","params":%s}'
-                       % encode(params)).encode("utf-8")
         message = _exchange(sock, reader, framed(request))
+        if sub == "settle" and "turn" not in params:  # the owner settled the running turn
+            message = _named_turn(message, params)
+            if message is None:
+                return None  # nothing ran: the general path says so in its own words
     except _Unanswerable as exc:  # sent: it may run once the owner is woken, so not again here
         print(f"error [unresponsive]: {exc} (its socket {path}); it did not answer "
               f"turnback/turn/{sub}, which it may still run when it is woken", file=sys.stderr)
@@ -110,12 +105,28 @@ def run(args) -> int | None:
         return EXIT_OK
     if sub == "settle":
         head = result.get("headSeq")
-        print(f"turn {params['turn']} {params['status']}"
+        which = f"turn {params['turn']}" if "turn" in params else "the running turn"
+        print(f"{which} {params['status']}"
               + (f"; published head {head}" if head is not None else ""))
         return EXIT_OK
     for line in captured_lines(result, root):
         print(line)
     return EXIT_OK
+
+
+def _named_turn(message, params: dict):
+    """A settle sent without `turn` settles the running one, and its answer names it (one round
+    trip, where asking `session/info` first took two). None when no turn was running (the general
+    path words it); an owner that does not name it (an older one) leaves it unnamed."""
+    error = message.get("error") if isinstance(message, dict) else None
+    if isinstance(error, dict):
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        return None if data.get("code") == "no-turn-running" else message
+    result = message.get("result") if isinstance(message, dict) else None
+    turn = result.get("turn") if isinstance(result, dict) else None
+    if isinstance(turn, int):
+        params["turn"] = turn
+    return message
 
 
 def _exchange(sock, reader, request: bytes):
