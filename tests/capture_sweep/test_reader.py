@@ -69,6 +69,21 @@ def test_symlinked_parent(ws, mem_objects, tmp_path: Path):
     assert mem_objects.puts == 0
 
 
+def test_a_symlink_gap_says_it_is_a_link_once(ws, mem_objects, tmp_path: Path):
+    """The reason's words (model/gaps.py) already say "a symbolic link; turnback never follows or
+    restores links": the detail adds only which folder is the link, never the same sentence again
+    (both clients showed "… a symbolic link …: 'x' is a symbolic link …")."""
+    (ws.root / "inner.txt").write_bytes(b"inner")
+    (ws.root / "link").symlink_to("inner.txt")
+    (ws.root / "d").symlink_to(tmp_path)
+    for rel, detail in (("link", ""), ("d/f.txt", "its folder 'd' is the link")):
+        for check_parents in (True, False):
+            got = read_image(ws, rel, mem_objects, max_bytes=100, check_parents=check_parents)
+            if rel == "d/f.txt" and not check_parents:
+                continue  # only the parent check sees the folder (the sweep never walks into a link)
+            assert (got.status, got.detail or "") == ("symlink", detail)
+
+
 def test_not_a_file(ws, mem_objects):
     (ws.root / "dir").mkdir()
     assert read_image(ws, "dir", mem_objects, max_bytes=100).status == "not-a-file"

@@ -16,6 +16,7 @@ HEAVY = ("turnback.workbench", "turnback.timeline", "turnback.capture", "turnbac
          "turnback.store.layout", "turnback.store.objects", "pygls", "lsprotocol", "cbor2",
          "xxhash", "psutil", "pathspec", "zstandard", "argparse")
 LEAN = ("json", "socket", "re", "enum", "turnback.hooks.mapper", "turnback.hooks.runtime",
+        "turnback.hooks.fallback", "turnback.hooks.reply", "turnback.hooks.drain",
         "turnback.remote.client", "turnback.store")
 # The one store module the walk needs: whether a folder is the user's own (os and stat only).
 TRUST = ["turnback.store", "turnback.store.owned"]

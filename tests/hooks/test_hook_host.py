@@ -17,7 +17,7 @@ import threading
 import pytest
 from hookkit import TURNBACK, hook_log, prompts, replayed_by_new_owner, spooled, tb, tb_json
 
-from turnback.hooks import fallback
+from turnback.hooks import reply
 from turnback.remote import client
 
 
@@ -183,7 +183,7 @@ def test_what_the_owner_says_is_printed_with_its_exit_status(monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
-    assert fallback.emit({"exit": 2, "stdout": "", "stderr": "blocked\n"}) == 2
-    assert fallback.emit({"exit": 0, "stdout": '{"systemMessage": "m"}\n', "stderr": ""}) == 0
-    assert fallback.emit({"exit": 77}) == 0  # only the agent's two statuses pass through
+    assert reply.emit({"exit": 2, "stdout": "", "stderr": "blocked\n"}) == 2
+    assert reply.emit({"exit": 0, "stdout": '{"systemMessage": "m"}\n', "stderr": ""}) == 0
+    assert reply.emit({"exit": 77}) == 0  # only the agent's two statuses pass through
     assert (out.getvalue(), err.getvalue()) == ('{"systemMessage": "m"}\n', "blocked\n")

@@ -16,7 +16,14 @@ from pychild import run_python
 from sessionkit import assert_faulted
 
 from turnback.hooks import drain as drain_mod
+from turnback.hooks.runtime import handle
 from turnback.store import fsio, spool
+
+
+def replay(root, store, make_port, log, **kw):
+    """The spool's replay as the hook runs it: each frame through the live event's mapping."""
+    return drain_mod.drain(root, store, make_port, log, handle=handle, **kw)
+
 
 EVENTS = ["e0", "e1", "e2"]
 
@@ -75,14 +82,14 @@ def test_a_damaged_spool_is_kept_as_evidence_and_the_replay_goes_on(ws, monkeypa
     path.write_bytes(path.read_bytes()[:-3])  # the last append torn
     calls: list = []
     lines: list = []
-    drain_mod.drain(ws, ws / ".turnback", lambda c, r: ListPort(calls), lines.append)
+    replay(ws, ws / ".turnback", lambda c, r: ListPort(calls), lines.append)
     assert [c[1] for c in calls] == ["e0", "e0", "e1", "e1"]
     kept = [p for p in path.parent.iterdir() if ".damaged-" in p.name]
     assert len(kept) == 1 and not path.exists() and frames(ws) == []
     assert any("torn or damaged" in line for line in lines)
     assert any(kept[0].name in line for line in lines)
     (ws / ".turnback" / "agents" / "spool").write_bytes(b"not a spool at all")
-    drain_mod.drain(ws, ws / ".turnback", lambda c, r: ListPort(calls), lines.append)
+    replay(ws, ws / ".turnback", lambda c, r: ListPort(calls), lines.append)
     assert len([p for p in path.parent.iterdir() if ".damaged-" in p.name]) == 2
     assert len(calls) == 4
 
@@ -210,14 +217,14 @@ def test_a_replay_failed_at_any_operation_records_each_event_once_when_run_again
         calls: list = []
         with fsio.faults(fail_at=n) as fp:
             try:
-                drain_mod.drain(ws, ws / ".turnback", lambda c, r: ListPort(calls), lambda _: None)
+                replay(ws, ws / ".turnback", lambda c, r: ListPort(calls), lambda _: None)
             except OSError:
                 pass
         if not fp.faulted:
             assert calls == want and frames(ws) == []
             break
         faulted += 1
-        drain_mod.drain(ws, ws / ".turnback", lambda c, r: ListPort(calls), lambda _: None)
+        replay(ws, ws / ".turnback", lambda c, r: ListPort(calls), lambda _: None)
         assert calls == want, (n, fp.log[-3:], calls)  # in order, each once
         assert frames(ws) == [], n
     assert faulted >= 6 and faulted >= 0.8 * (n - 1)
@@ -260,12 +267,13 @@ import sys
 from pathlib import Path
 import turnback.hooks.mapper as mapper
 from turnback.hooks import drain
+from turnback.hooks.runtime import handle
 from turnback.store.agentrecord import AgentRecord
 
 root = Path(sys.argv[1])
 mapper.Mapper = TwoPartMapper
 drain.drain(root, root / ".turnback", lambda c, r: FilePort(root),
-            AgentRecord(root / ".turnback").log)
+            AgentRecord(root / ".turnback").log, handle=handle)
 """
 
 
@@ -283,7 +291,7 @@ def replay_here(ws, monkeypatch) -> None:
 
     names = stand_ins()
     monkeypatch.setattr(mapper, "Mapper", names["TwoPartMapper"])
-    drain_mod.drain(ws, ws / ".turnback", lambda c, r: names["FilePort"](ws),
+    replay(ws, ws / ".turnback", lambda c, r: names["FilePort"](ws),
                     AgentRecord(ws / ".turnback").log)
 
 

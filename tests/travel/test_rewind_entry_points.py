@@ -150,7 +150,10 @@ def test_git_head_and_index_are_named_as_a_gap(agent):
     (a.root / ".git").mkdir()
     four_turns(a)
     c = a.wb.rewind.prepare({"boundary": {"kind": "afterResponse", "turn": 1}})
-    assert any(g["reason"] == "git-head-and-index" for g in c["gaps"])
+    git = [g for g in c["gaps"] if g["reason"] == "git-head-and-index"]
+    # The reason's words say it; no detail says it again (both clients showed it twice).
+    assert git == [{"uri": None, "turn": None, "reason": "git-head-and-index",
+                    "words": "git's HEAD and index are not part of a rewind"}]
 
 
 def test_symlinked_folder_leading_out_is_refused_with_no_write_outside(agent, tmp_path):

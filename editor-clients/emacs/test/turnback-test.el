@@ -395,6 +395,28 @@ BINDINGS let-bound around the start (e.g. turnback-initialization-options)."
         (let ((turnback--servers (list (cons root server) (cons "/nonexistent/" nil))))
           (should-not (turnback-mode-line)))))))
 
+;; The reason's words already say "a symbolic link; turnback never follows or
+;; restores links": the real server's gap adds no second sentence saying it again.
+(ert-deftest turnback-test-symlink-gap-said-once ()
+  "A symlink's gap line says it is a symbolic link once."
+  (turnback-test--with-workspace ('(("notes.txt" . "small\n")))
+    (make-symbolic-link (expand-file-name "notes.txt" root) (expand-file-name "latest" root))
+    (let* ((capture nil)
+           (turn (turnback-test--turn
+                  server "link"
+                  (lambda ()
+                    (setq capture (turnback--request
+                                   server :turnback/turn/capture
+                                   (list :uris (vector (concat "file://" root "latest"))))))))
+           (gaps (append (plist-get capture :gaps) nil))
+           (line (turnback-format-gap (car gaps) root)))
+      (should (numberp turn))
+      (should (equal (mapcar (lambda (g) (plist-get g :reason)) gaps) '("symlink")))
+      (should (string-prefix-p "latest: symlink, a symbolic link" line))
+      (with-temp-buffer
+        (insert line)
+        (should (= 1 (count-matches "symbolic link" (point-min) (point-max))))))))
+
 (ert-deftest turnback-test-directives ()
   "Directive overlays follow their state; rewinding before an attempt."
   (turnback-test--with-workspace ('(("a.txt" . "one\nanchor\nthree\n")))

@@ -112,7 +112,7 @@ def read_image(ws: Workspace, rel: str, objects, *, max_bytes: int,
         except SymlinkRefused as exc:
             if exc.data.get("reason") == "not-a-directory":
                 return ImageRead(rel, "absent", detail=exc.message)
-            return ImageRead(rel, "symlink", detail=exc.message)
+            return ImageRead(rel, "symlink", detail=_link_detail(rel, exc.data.get("component")))
     path = ws.root / rel
     last: ImageRead | None = None
     for _ in range(ATTEMPTS):
@@ -122,6 +122,14 @@ def read_image(ws: Workspace, rel: str, objects, *, max_bytes: int,
         last = ImageRead(rel, "unreadable", detail="changing: the file changed on every read attempt")
     assert last is not None
     return last
+
+
+def _link_detail(rel: str, component: str | None) -> str:
+    """What a symlink gap adds to its reason's words, which already say "a symbolic link; turnback
+    never follows or restores links": nothing when the path is the link, else which folder is."""
+    if not component or component == rel:
+        return ""
+    return f"its folder {component!r} is the link"
 
 
 def _attempt(rel: str, path, objects, max_bytes: int) -> ImageRead | None:
@@ -134,7 +142,7 @@ def _attempt(rel: str, path, objects, max_bytes: int) -> ImageRead | None:
         return ImageRead(rel, "absent")
     except OSError as exc:
         if exc.errno == _errno.ELOOP:
-            return ImageRead(rel, "symlink", detail="the file is a symbolic link; it is never followed")
+            return ImageRead(rel, "symlink")  # the reason's words (model/gaps.py) say all there is
         if exc.errno in (_errno.ENXIO, _errno.EOPNOTSUPP):  # a socket, or a FIFO on some systems
             return ImageRead(rel, "not-a-file", detail=os.strerror(exc.errno))
         return _unreadable(rel, exc)
@@ -206,7 +214,7 @@ def _read_via_store(rel, path, fd, before, objects, max_bytes) -> ImageRead | No
         return None  # no longer a regular file at that name: look again
     except OSError as exc:
         if exc.errno == _errno.ELOOP:
-            return ImageRead(rel, "symlink", detail="the file became a symbolic link")
+            return ImageRead(rel, "symlink", detail="it became one while it was being read")
         if isinstance(exc, FileNotFoundError) and exc.filename == str(path):
             return None
         if exc.filename == str(path):

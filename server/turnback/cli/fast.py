@@ -135,7 +135,15 @@ def _hook(argv: list[str]) -> int | None:
         event = argv[3]
     from ..hooks.fast import run
 
-    return run(argv[1], event=event)
+    return run(argv[1], event=event, slower=_slower_hook)
+
+
+def _slower_hook(*args, **kwargs) -> int:
+    """The hook's slower path (hooks/fallback.py), passed in to `hooks.fast.run`: fallback sits
+    above fast, and the usual event never loads it."""
+    from ..hooks.fallback import parsed
+
+    return parsed(*args, **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:

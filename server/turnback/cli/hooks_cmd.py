@@ -40,9 +40,10 @@ def add_parsers(sub, add) -> None:
 
 def run(args) -> int:
     if args.command == "hook":
+        from ..hooks.fallback import parsed
         from ..hooks.fast import run as run_hook
 
-        return run_hook(args.agent, event=args.event)
+        return run_hook(args.agent, event=args.event, slower=parsed)
     from .context import Context
 
     ctx = Context(args)

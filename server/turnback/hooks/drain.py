@@ -19,8 +19,11 @@ import os
 from pathlib import Path
 
 from ..store import fsio, spool
-from .fast import cwd_of, find_workspace, parse
+from .fast import budget, cwd_of, find_workspace, parse
 
+# An event waits this long for the agent record's lock, then goes to the spool (the variable is
+# for tests that hold the lock on purpose).
+LOCK_SECONDS = budget("TURNBACK_HOOK_LOCK_SECONDS", 3.0)
 DELIVERED_KEEP = 256  # ids of the latest events recorded, kept in the agent record
 KEY, CURSOR = "delivered", "spool"
 
@@ -80,11 +83,15 @@ def _save(record, data: dict) -> None:
     fsio.write_atomic(record.state_path, json.dumps(data, sort_keys=True).encode())
 
 
-def drain(root: Path, store: Path, make_port, log, *, stop=None, lock_seconds=None) -> dict:
-    """Record every spooled event of this workspace, oldest first; what was done. Stops (keeping
-    the rest) at the first event that cannot be recorded now."""
-    from .runtime import LOCK_SECONDS, Deferred, handle
+class Deferred(Exception):
+    """A replayed event that could not be recorded now: the replay stops and keeps it."""
 
+
+def drain(root: Path, store: Path, make_port, log, *, handle, stop=None, lock_seconds=None) -> dict:
+    """Record every spooled event of this workspace, oldest first, each through `handle` (the
+    live event's own mapping, `runtime.handle`, passed in: runtime drains before an event, so it
+    sits above this module); what was done. Stops (keeping the rest) at the first event that
+    cannot be recorded now (`handle` raises `Deferred`)."""
     done = {"replayed": 0, "passed": 0, "kept": 0}
     root = Path(root)
     while True:

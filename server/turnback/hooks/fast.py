@@ -11,11 +11,11 @@ The common case costs no `json`, `socket` or `re` import (each pulls in `enum`; 
 most of a hook's start-up): the workspace is found from the hook's own folder, the payload travels
 base64-encoded in a request put together by hand, and the usual answer (exit 0, nothing to print) is
 recognised byte for byte (the status notifications that may come first, by their opening bytes).
-Anything else is parsed properly (`fallback.answer`). The owner checks that the payload's `cwd`
+Anything else is parsed properly (`reply.answer`). The owner checks that the payload's `cwd`
 is in its workspace; when it is not, or no owner listens, or the payload is not JSON, the hook
-takes the slower path: `fallback.parsed` (the payload read, its own `cwd` followed), then
-`runtime.run` (a background owner started, or the store opened in this process), which logs
-whatever goes wrong.
+takes the slower path (passed in by `cli/fast.py`): `fallback.parsed` (the payload read, its own `cwd`
+followed), then `runtime.run` (a background owner started, or the store opened in this process),
+which logs whatever goes wrong.
 
 Never in the agent's way, whatever happens: the workspace is trusted only when it is the user's own
 (`store/trust.py`); the hook never waits on an owner that is stopped or gone (its pid, from the
@@ -31,9 +31,9 @@ import os
 import sys
 import time
 
-EXIT_OK, EXIT_BLOCK = 0, 2
+from . import EXIT_OK, NO_OWNER, Missed
+
 HOOK_METHOD = "turnback/hook/event"
-ELSEWHERE = "other-workspace"  # the owner's error code: the payload's cwd is not in its workspace
 # The owner's answer to an event that prints nothing (its socket encodes with json.dumps defaults).
 QUIET_REPLY = b'{"jsonrpc": "2.0", "id": 1, "result": {"exit": 0, "stdout": "", "stderr": ""}}'
 NOTIFICATION = b'{"jsonrpc": "2.0", "method": '  # what the owner fans out to every connection
@@ -63,18 +63,6 @@ def start_clock() -> None:
 
 def remaining() -> float:
     return max(0.0, DEADLINE[0] - time.monotonic())
-
-
-class Missed:
-    """The event did not reach an owner that answered: why, and whether its bytes were sent (then
-    the owner may still record it, and the id it carries keeps it from being recorded twice)."""
-
-    def __init__(self, why: str, sent: bool):
-        self.why = why
-        self.sent = sent
-
-
-NO_OWNER, OLDER_OWNER, OTHER_PLACE = "no-owner", "older-owner", "other-place"
 
 
 class _GaveUp(Exception):
@@ -153,16 +141,18 @@ def locate(cwd: str | None):
     return None, None
 
 
-def run(agent: str, event: str | None = None) -> int:
-    """The hook, start to exit; never a traceback, never an exit status the agent did not ask for."""
+def run(agent: str, event: str | None = None, *, slower) -> int:
+    """The hook, start to exit; never a traceback, never an exit status the agent did not ask for.
+    `slower` is the slower path (`fallback.parsed`), passed in by the command: fallback sits above
+    this module, and the usual event never loads it."""
     start_clock()
     try:
-        return _run(agent, event)
+        return _run(agent, event, slower)
     except Exception:  # noqa: BLE001 - the promise: exit 0, print nothing, whatever happened
         return EXIT_OK
 
 
-def _run(agent: str, event: str | None) -> int:
+def _run(agent: str, event: str | None, slower) -> int:
     body = read_body(sys.stdin.buffer)
     try:
         here = os.getcwd()
@@ -176,9 +166,7 @@ def _run(agent: str, event: str | None) -> int:
         if isinstance(outcome, int):
             return outcome
         tried = (place, outcome)
-    from .fallback import parsed
-
-    return parsed(agent, body, event, event_id, here, tried=tried)
+    return slower(agent, body, event, event_id, here, tried=tried)
 
 
 def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, event_id: str):
@@ -225,7 +213,7 @@ def send(place, agent: str, body: bytes, event: str | None, cwd: str | None, eve
             reply = reader.body()
         if reply == QUIET_REPLY:
             return EXIT_OK
-        from .fallback import answer
+        from .reply import answer
 
         return answer(reply, reader)
     except _GaveUp as exc:

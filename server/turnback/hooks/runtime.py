@@ -29,21 +29,16 @@ from pathlib import Path
 from ..store.agentrecord import AgentRecord
 from .agents import ADAPTERS
 from .event import BadPayload
-from .fast import EXIT_BLOCK, EXIT_OK, budget, cwd_of, find_workspace, parse, read_body
+from .drain import LOCK_SECONDS, Deferred
+from .fast import cwd_of, find_workspace, parse, read_body
+from . import EXIT_BLOCK, EXIT_OK, NO_OWNER, OLDER_OWNER, OTHER_PLACE, Missed
 
 PAYLOAD_LOG_LIMIT = 4096
-# An event waits this long for the agent record's lock, then goes to the spool (the variable is
-# for tests that hold the lock on purpose).
-LOCK_SECONDS = budget("TURNBACK_HOOK_LOCK_SECONDS", 3.0)
 # Failures that say "not now" rather than "not this event": such an event is kept in the spool.
 NOT_NOW = frozenset({"lock-timeout", "shutting-down", "not-owner", "timeout", "unreachable",
                      "recovery-pending", "cancelled", "not-initialized", "unsafe-socket",
                      "too-many-connections", "over-budget", "idle", "stalled"})
 READS = frozenset({"turnback/session/info", "turnback/session/log"})
-
-
-class Deferred(Exception):
-    """A replayed event that could not be recorded now: the replay stops and keeps it."""
 
 
 def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = None,
@@ -76,7 +71,7 @@ def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = No
         outcome = _through_started_owner(place, agent, body, event, event_id, cwd_of(raw, ""))
         if isinstance(outcome, int):
             return outcome
-        if isinstance(outcome, fast.Missed):
+        if isinstance(outcome, Missed):
             return undelivered(agent, raw, body, event, event_id, place, outcome)
     from .port import DirectPort, RemotePort
 
@@ -89,7 +84,7 @@ def run(agent: str, stdin=None, stdout=None, stderr=None, event: str | None = No
 
     if not _replay_spool(root, store, in_process):  # earlier events still wait: join them
         return undelivered(agent, raw, body, event, event_id, place,
-                           fast.Missed("earlier events still wait in the spool", sent=False),
+                           Missed("earlier events still wait in the spool", sent=False),
                            stderr)
     return handle(agent, raw, body, root, store, in_process, stdout, stderr, event_id=event_id,
                   lock_seconds=min(LOCK_SECONDS, fast.remaining()), hook_parent=os.getppid())
@@ -105,13 +100,13 @@ def _through_started_owner(place, agent, body, event, event_id, cwd):
     try:
         client.ensure_owner(place[0], place[1], timeout=wait)
     except client.OwnerStarting as exc:  # still importing or recovering: never race it for the lease
-        return fast.Missed(f"no owner answered within {wait:g} s: {exc}", sent=False)
+        return Missed(f"no owner answered within {wait:g} s: {exc}", sent=False)
     except client.NoOwner as exc:
         from ..store import ownership
 
         held = _held_by_other(ownership, place[1])
         if held:  # an owner is on its way (or cannot be reached): do not open the store here
-            return fast.Missed(f"no owner answered within {wait:g} s ({held}): {exc}", sent=False)
+            return Missed(f"no owner answered within {wait:g} s ({held}): {exc}", sent=False)
         AgentRecord(place[1]).log(f"could not start a background sidecar ({exc}); "
                                   "using the direct path")
         return None
@@ -120,8 +115,8 @@ def _through_started_owner(place, agent, body, event, event_id, cwd):
                                   "using the direct path")
         return None
     outcome = fast.send(place, agent, body, event, cwd, event_id)
-    if outcome in (fast.NO_OWNER, fast.OLDER_OWNER, fast.OTHER_PLACE):
-        return fast.Missed(f"the started owner could not take the event ({outcome})", sent=False)
+    if outcome in (NO_OWNER, OLDER_OWNER, OTHER_PLACE):
+        return Missed(f"the started owner could not take the event ({outcome})", sent=False)
     return outcome
 
 
@@ -157,7 +152,7 @@ def _replay_spool(root: Path, store: Path, make_port) -> bool:
 
     record = AgentRecord(store)
     try:
-        drain(root, store, make_port, record.log)
+        drain(root, store, make_port, record.log, handle=handle)
     except Exception as exc:  # noqa: BLE001 - the spool stays for the next owner
         record.log(f"the spool was not replayed now: {exc}")
     return not spool.pending(store)
@@ -267,7 +262,7 @@ def _keep(store, record: AgentRecord, ev, raw, body, event_id: str, exc) -> bool
 
 def undelivered(agent: str, raw, body: bytes, event: str | None, event_id: str, place,
                 missed, stderr=None) -> int:
-    """The hook could not hand the event to an owner that answered (`fast.Missed`), or earlier
+    """The hook could not hand the event to an owner that answered (`Missed`), or earlier
     events wait in the spool: it goes to the spool, to be recorded by the next owner in order,
     unless the user asked such events to be blocked."""
     from ..store import spool, trust

@@ -124,7 +124,8 @@ async def handle_event(server, params) -> dict:
     waiting = not await drain_spool(server)  # what no owner could take comes first, in order
 
     def work() -> dict:
-        from ..hooks.fast import Missed, cwd_of, locate
+        from ..hooks.fast import cwd_of, locate
+        from ..hooks import Missed
         from ..hooks.runtime import handle, undelivered
 
         place, refused = locate(cwd_of(raw, cwd))
@@ -221,10 +222,11 @@ async def drain_spool(server) -> bool:
 
         def work() -> dict:
             from ..hooks.drain import drain
+            from ..hooks.runtime import handle
             from ..store.agentrecord import AgentRecord
 
             return drain(root, store, lambda config, record: OwnerPort(server, loop),
-                         AgentRecord(store).log, stop=lambda: _stopping(server, loop),
+                         AgentRecord(store).log, handle=handle, stop=lambda: _stopping(server, loop),
                          lock_seconds=DRAIN_LOCK_SECONDS)
 
         try:

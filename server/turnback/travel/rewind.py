@@ -158,8 +158,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
         gaps.extend(g for g in turn.gaps if g.reason != "unknown-before-image" or g.rel not in target)
     gaps.extend(g for g in state.live_gaps.values() if g.turn is None or g.turn <= keep)
     if os.path.isdir(ws.root / ".git"):
-        gaps.append(Gap("", "git-head-and-index", None,
-                        "a rewind does not restore Git HEAD or the index"))
+        gaps.append(Gap("", "git-head-and-index"))  # its words say all; a detail would repeat them
     gaps = _unique(gaps)
     for f in files:
         f["mode"] = target_modes.get(f["path"]) if f["to"] != ABSENT else None

@@ -260,6 +260,8 @@ describe("gaps: the status bar from real turnback/status notifications", () => {
         assert.equal(v.text, "$(warning) turnback: 2 gaps");
         assert.match(v.tooltip, /data\/big\.csv — too-large, the file is over the capture size limit/);  // the server's words
         assert.match(v.tooltip, /data\/latest — symlink/);
+        const linkLine = v.tooltip.split("\n").find((l) => l.includes("data/latest")) ?? "";
+        assert.equal(linkLine.match(/symbolic link/g)?.length, 1, `the link said once: ${linkLine}`);
         artifact("status-gaps.txt", `status bar: ${v.text}   (warning background)\n\ntooltip:\n${v.tooltip}\n`);
 
         const picks = gapPicks(s.state.status, s.root);
