@@ -254,13 +254,14 @@ class Machine(RuleBasedStateMachine):
         if keep == self.s.turns and mode != "files":
             return  # the boundary is the current state: nothing to rewind
         unseen = self.s.unseen(target)
-        target = dict(target, **{p: self.s.tree[p] for p in unseen})
+        shadowed = self.s.shadowed(target, unseen)
+        target = self.s.left_in_place(target, unseen)
         planned = changed(with_folders(overlay_untracked(target, self.s.tree)), self.s.tree)
         cand = self.js("rewind", *flag)["candidate"]
         what = f"rewind {' '.join(flag)}{' keeping edits' if keep_edits else ''}"
         listed = {f["path"] for f in cand["files"]
                   if f["action"] in (("kept",) if mode == "conversation" else ("restore", "delete"))}
-        if listed != planned and not (self.OWNER and listed ^ planned <= unseen):
+        if listed != planned and not (self.OWNER and listed ^ planned <= unseen | set(shadowed)):
             raise Divergence(f"{what}: the plan lists {sorted(listed)}, the model "
                              f"{sorted(planned)}")
         flagged = {f["path"] for f in cand["files"] if f.get("userEdit")}
@@ -276,9 +277,9 @@ class Machine(RuleBasedStateMachine):
             raise Divergence(f"{what}: {out['commit']}")
         self.left(h0, out["commit"].get("headSeq"), planned if mode != "conversation" else set())
         self.apply_rewind(keep, target, planned, mode, flagged if keep_edits else set(), what,
-                          unseen)
+                          unseen, shadowed)
 
-    def apply_rewind(self, keep, target, planned, mode, kept, what, unseen=()):
+    def apply_rewind(self, keep, target, planned, mode, kept, what, unseen=(), shadowed=None):
         s = self.s
         if mode == "conversation":
             self.compare(s.tree, what)
@@ -286,6 +287,8 @@ class Machine(RuleBasedStateMachine):
             expected = overlay_untracked(target, s.tree)
             # with a live owner, a path the user made may have been captured since, or not yet
             allowed = {p: {s.tree[p], None} for p in unseen} if self.OWNER else {}
+            if self.OWNER:
+                allowed.update({p: {v, None} for p, v in (shadowed or {}).items()})
             touched = s.touched_by_turns(keep)
             for p in kept:
                 if p in touched:

@@ -87,7 +87,8 @@ class OwnerSteps:
         n = 1 + (n - 1) % s.turns
         keep, target = n - 1, s.C[n]
         unseen = s.unseen(target)
-        target = dict(target, **{p: s.tree[p] for p in unseen})
+        shadowed = s.shadowed(target, unseen)
+        target = s.left_in_place(target, unseen)
         planned = changed(target, s.tree)
         old = s.copy()
         h0 = self.head_before()
@@ -113,6 +114,8 @@ class OwnerSteps:
         if info["turnCount"] == keep and keep != s.turns:
             self.left(h0, info["headSeq"], planned)
             maybe = {p: {s.tree[p], None} for p in unseen} if self.OWNER else {}
+            if self.OWNER:
+                maybe.update({p: {v, None} for p, v in shadowed.items()})
             diff = Loose(new_tree, maybe).differences(actual)
             if diff:
                 raise Divergence(f"{what}: committed, but the workspace is not the new state:\n  "

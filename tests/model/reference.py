@@ -95,6 +95,20 @@ class Session:
         undo: anything never captured)."""
         return {p for p in tracked(self.tree) if p not in self.seen and p not in target}
 
+    def left_in_place(self, target: dict, unseen: set[str]) -> dict:
+        """The target of a rewind with the user's paths turnback never saw left where they are:
+        a recorded folder (and what it held) where the user put such a file is a gap
+        (`not-a-folder`), never made over it (docs/rewind.md, "Exact trees")."""
+        target = dict(target, **{p: self.tree[p] for p in unseen})
+        files = [u for u in unseen if not u.endswith("/")]
+        return {q: v for q, v in target.items() if not any(q.startswith(u + "/") for u in files)}
+
+    def shadowed(self, target: dict, unseen: set[str]) -> dict:
+        """What `left_in_place` leaves out of `target` (with a live owner the watcher may have
+        captured the user's file, and the plan then swaps it for the folder)."""
+        kept = self.left_in_place(target, unseen)
+        return {q: v for q, v in target.items() if q not in kept}
+
     def user_changed(self, before: dict, owner: bool) -> None:
         """The user changed the disk between turns (from `before` to `self.tree`)."""
         paths = changed(before, self.tree)

@@ -271,3 +271,20 @@ def test_a_turn_that_swaps_a_file_and_a_folder_is_rewound_and_redone(tmp_path, h
     assert tree(tmp_path) == before
     ok(tmp_path, "redo", "--head", "2", "--yes")
     assert tree(tmp_path) == after
+
+
+def test_a_file_the_user_put_where_a_recorded_folder_was_is_a_gap(tmp_path):
+    """Seed 1001 of the long run: a recorded empty folder the user replaced with a file of their
+    own (never captured) was left out of a rewind's plan without a word; it is a gap
+    `not-a-folder` now, and the user's file stays (docs/rewind.md, "Exact trees")."""
+    write(tmp_path, "a.txt", "1\n")
+    turn(tmp_path, "p1", lambda: (tmp_path / "p").mkdir())
+    turn(tmp_path, "p2")
+    (tmp_path / "p").rmdir()
+    write(tmp_path, "p", "mine\n")
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "2")
+    cand = json.loads(out)["candidate"]
+    assert [(g["reason"], g["uri"].endswith("/p/") or g["uri"].endswith("/p")) for g in cand["gaps"]
+            ] == [("not-a-folder", True)], cand["gaps"]
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--yes")
+    assert (tmp_path / "p").read_text() == "mine\n"

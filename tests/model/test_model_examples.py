@@ -110,13 +110,11 @@ def test_a_folder_the_user_made_again_in_a_conversation_only_plan(machine):
     m.rewind(n=8, after=False, mode="conversation", keep_edits=True)
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 43's long run, seed 1001): a file the user put "
-                   "where a recorded folder was is not in the plan (uncaptured.py skips a folder "
-                   "key it cannot read); the rule (a gap, or the folder made over the user's "
-                   "file, listed) is not decided yet")
 def test_a_file_the_user_put_where_a_recorded_folder_was(machine):
+    """Seed 1001 of the long run: the user's file stands where a recorded folder was; the plan
+    lists the folder as a gap and leaves the file (it said nothing before)."""
     m = machine()
     m.turn([("mkdir", "p/")])
     m.turn([])
     m.user_edit([("write", "p", "binary")])
-    m.rewind(n=2, after=False, mode="all", keep_edits=False)  # plan [], the model ['p/']
+    m.rewind(n=2, after=False, mode="all", keep_edits=False)
