@@ -288,3 +288,16 @@ def test_a_file_the_user_put_where_a_recorded_folder_was_is_a_gap(tmp_path):
             ] == [("not-a-folder", True)], cand["gaps"]
     ok(tmp_path, "rewind", "--before-prompt", "2", "--yes")
     assert (tmp_path / "p").read_text() == "mine\n"
+
+
+def test_a_restore_of_a_file_whose_place_holds_a_folder_says_so_and_leaves_it(tmp_path):
+    """Seeds 2021 and 2031 of the long run: `restore p` where the user has put a folder in the
+    file's place is a gap (not-a-file), the folder stays; the command said "every file named
+    already is as it was" (docs/rewind.md, "Restore")."""
+    write(tmp_path, "a.txt", "1\n")
+    turn(tmp_path, "p1", lambda: write(tmp_path, "p", "P\n"))
+    turn(tmp_path, "p2", lambda: (tmp_path / "p").unlink())
+    (tmp_path / "p").mkdir()
+    out = ok(tmp_path, "restore", str(tmp_path / "p"), "--turn", "1", "--yes")
+    assert "already is as it was" not in out and "not-a-file" in out, out
+    assert (tmp_path / "p").is_dir()
