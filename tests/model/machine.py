@@ -177,12 +177,14 @@ class Machine(RuleBasedStateMachine):
 
     def left(self, h0: int, commit_seq: int | None, planned: set[str]) -> None:
         """The group a transaction leaves: its newest head is the state now with the disk images
-        of what the plan overwrites (the *before* head over uncaptured edits)."""
+        of what the plan overwrites (the *before* head over uncaptured edits), published after
+        h0; head h0 itself stays the state it was (the model gave it the disk's images, and a Redo
+        to it expected the user's uncaptured edit back: seed 2008)."""
         snap = self.s.copy()
         now = tracked(self.s.tree)
         for p in planned:
             snap.captured[p] = frozenset([now.get(p)])
-        for seq in range(h0, (commit_seq or h0 + 1)):
+        for seq in range(h0 + 1, (commit_seq or h0 + 1)):
             self.heads[seq] = snap
 
     def teardown(self):

@@ -138,9 +138,13 @@ class Session:
         return out & planned
 
     def may_flag(self, keep: int) -> set[str]:
+        """What something other than a turn touched after the boundary: what the steps recorded,
+        and any net change between turns (by definition no turn's; the steps missed the folders
+        a kept file kept, seeds 2020, 2029, 2060, 3004)."""
         out = set()
         for k in range(keep + 1, self.turns + 1):
-            out |= self.loose[k]
+            end = self.C[k + 1] if k + 1 <= self.turns else self.tree
+            out |= self.loose[k] | changed(self.E[k], end)
         return out
 
     def touched_by_turns(self, keep: int) -> set[str]:

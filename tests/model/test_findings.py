@@ -301,3 +301,41 @@ def test_a_restore_of_a_file_whose_place_holds_a_folder_says_so_and_leaves_it(tm
     out = ok(tmp_path, "restore", str(tmp_path / "p"), "--turn", "1", "--yes")
     assert "already is as it was" not in out and "not-a-file" in out, out
     assert (tmp_path / "p").is_dir()
+
+
+@pytest.mark.parametrize("how", ["file-to-folder", "folder-to-file"])
+def test_a_killed_rewind_of_a_file_folder_swap_recovers_to_old_or_new(tmp_path, how):
+    """Seed 2014 of the long run: a rewind that swaps a file and a folder back, killed after its
+    first removal, rolled back without the folder (or the file): settling the files one by one
+    judged each against a disk where the other still stood in its way ("not-a-folder"), and left
+    it out. Every sampled kill recovers to the tree before or the tree a whole rewind leaves."""
+    import shutil
+
+    base = tmp_path / "base"
+    base.mkdir()
+    write(base, "a.txt", "a\n")
+    if how == "file-to-folder":  # turn 1 makes the file p, turn 2 an empty folder p/ in its place
+        turn(base, "p1", lambda: write(base, "p", "P\n"))
+        turn(base, "p2", lambda: ((base / "p").unlink(), (base / "p").mkdir()))
+    else:  # turn 1 makes p/q.txt, turn 2 the file p in the folder's place
+        turn(base, "p1", lambda: write(base, "p/q.txt", "q\n"))
+        turn(base, "p2", lambda: (shutil.rmtree(base / "p"), write(base, "p", "P\n")))
+    old = tree(base)
+    whole = tmp_path / "whole"
+    shutil.copytree(base, whole, symlinks=True)
+    ok(whole, "rewind", "--before-prompt", "2", "--yes")
+    new = tree(whole)
+    assert new != old
+    seen = set()
+    for n in range(20, 80, 3):
+        work = tmp_path / f"kill{n}"
+        shutil.copytree(base, work, symlinks=True)
+        env = dict(os.environ, TURNBACK_CRASH_AT=str(n))
+        proc = subprocess.run([*TB, "--workspace", str(work), "rewind", "--before-prompt", "2",
+                               "--yes"], env=env, capture_output=True, text=True, timeout=120)
+        ok(work, "gc")  # the next process that takes the store recovers (info only looks)
+        got = tree(work)
+        assert got in (old, new), (n, proc.returncode, got, old, new)
+        seen.add("old" if got == old else "new")
+        shutil.rmtree(work)
+    assert seen == {"old", "new"}, seen  # the sample crossed the commit point
