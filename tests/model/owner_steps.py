@@ -12,7 +12,7 @@ import time
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 from machine import Divergence, actions
-from reference import Loose, changed, overlay_untracked, read_tree, tracked
+from reference import Loose, changed, overlay_untracked, read_tree, tracked, with_folders
 
 
 class OwnerSteps:
@@ -89,7 +89,8 @@ class OwnerSteps:
         unseen = s.unseen(target)
         shadowed = s.shadowed(target, unseen)
         target = s.left_in_place(target, unseen)
-        planned = changed(target, s.tree)
+        # a folder the boundary lacks that holds a file the user made stays, with it (as rewind)
+        planned = changed(with_folders(overlay_untracked(target, s.tree)), s.tree)
         old = s.copy()
         h0 = self.head_before()
         what = (f"rewind --before-prompt {n} killed at operation {at}" if not self.owner
@@ -109,7 +110,7 @@ class OwnerSteps:
             self.owner = False
         self.cli("gc")  # the next process that takes the store recovers (info only looks)
         info = self.info()
-        new_tree = overlay_untracked(target, s.tree)
+        new_tree = with_folders(overlay_untracked(target, s.tree))
         actual = read_tree(self.root)
         if info["turnCount"] == keep and keep != s.turns:
             self.left(h0, info["headSeq"], planned)

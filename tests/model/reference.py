@@ -237,4 +237,6 @@ def redo_expectation(s: Session, head: Session) -> Loose:
                     expected[p] = v
         else:
             allowed[p] = set(want) | {now.get(p)}
-    return Loose(expected, allowed)  # links stay as they are: never captured, never planned
+    # a folder the head lacks that still holds what stays (a file the user made since) is left,
+    # with it: a gap `folder-not-empty` (docs/rewind.md, "Exact trees"; seeds 2014, 2061, 2072)
+    return Loose(with_folders(expected), allowed)  # links stay: never captured, never planned
