@@ -73,6 +73,9 @@ def act(root: Path, action) -> None:
         os.chmod(path, args[1])
     elif kind == "rename" and path.is_file() and args[0] != args[1] \
             and not args[1].startswith(args[0] + "/"):  # (a file cannot move into itself)
+        if args[0].startswith(args[1] + "/"):  # p/q.txt -> p: out of the folder it replaces
+            os.rename(path, root / ".model-aside")
+            path = root / ".model-aside"
         _clear_way(root, args[1])
         dst = root / args[1]
         if dst.is_dir():
@@ -309,11 +312,11 @@ class Machine(RuleBasedStateMachine):
             s.captured[p] = s.captured.get(p, frozenset([None])) | {now.get(p)}
         if mode == "files":
             s.loose[s.turns] |= planned
+            s.restored[s.turns] |= planned - kept  # recorded as a restore (travel/filestate.py)
         else:
-            del s.C[keep + 1:]
-            del s.E[keep + 1:]
-            del s.loose[keep + 1:]
+            s.truncate(keep)
             s.loose[keep] |= planned if mode == "conversation" else (kept & planned)
+            s.restored[keep] -= planned if mode == "conversation" else (kept & planned)
         self.check_turns(what)
 
     # -- restore ---------------------------------------------------------------------------------
@@ -361,6 +364,7 @@ class Machine(RuleBasedStateMachine):
             s.captured[p] = frozenset([tracked(s.tree).get(p)])
         s.seen |= planned
         s.loose[s.turns] |= planned
+        s.restored[s.turns] |= planned
         self.check_turns(what)
 
     # -- Redo ------------------------------------------------------------------------------------
@@ -388,6 +392,7 @@ class Machine(RuleBasedStateMachine):
         new = head.copy()
         new.tree = actual
         new.loose[new.turns] |= changed(head.tree, actual)
+        new.restored[new.turns] -= changed(head.tree, actual)
         self.s = new
         self.check_turns(what)
 

@@ -125,9 +125,7 @@ class OwnerSteps:
             for p in planned:
                 s.captured[p] = frozenset([tracked(actual).get(p)])
             s.seen |= planned
-            del s.C[keep + 1:]
-            del s.E[keep + 1:]
-            del s.loose[keep + 1:]
+            s.truncate(keep)
         else:
             diff = Loose(old.tree).differences(actual)
             if diff or info["turnCount"] != old.turns:

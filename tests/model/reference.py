@@ -71,6 +71,9 @@ class Session:
     C: list = field(default_factory=lambda: [None])  # C[k], k >= 1
     E: list = field(default_factory=list)  # E[k], k >= 0
     loose: list = field(default_factory=lambda: [set()])  # loose[k], k >= 0
+    # restored[k]: paths whose latest change after turn k was turnback's own restore (not the
+    # user's edit: a later plan undoes it unflagged, docs/rewind.md "Restore"; seed 5001)
+    restored: list = field(default_factory=lambda: [set()])
     captured: dict = field(default_factory=dict)  # path -> frozenset of images (None: absent)
     seen: set = field(default_factory=set)  # paths surely in turnback's known map
 
@@ -113,6 +116,7 @@ class Session:
         """The user changed the disk between turns (from `before` to `self.tree`)."""
         paths = changed(before, self.tree)
         self.loose[self.turns] |= paths
+        self.restored[self.turns] -= paths
         if owner:  # the watcher may have taken any of them, or not yet
             now = tracked(self.tree)
             for p in paths:
@@ -127,15 +131,29 @@ class Session:
         self.sweep()
         self.E.append(copy.deepcopy(self.tree))
         self.loose.append(set())
+        self.restored.append(set())
 
     # -- what a rewind must flag ---------------------------------------------------------------------
     def must_flag(self, keep: int, planned: set[str]) -> set[str]:
-        """Planned paths the user changed (net) after the boundary: flagged, captured or not."""
+        """Planned paths the user changed (net) after the boundary: flagged, captured or not;
+        unless the latest such change was turnback's own restore."""
         out = set()
         for k in range(keep + 1, self.turns + 1):
             end = self.C[k + 1] if k + 1 <= self.turns else self.tree
             out |= changed(self.E[k], end)
+        for p in set(out):
+            last = max((k for k in range(keep + 1, self.turns + 1) if p in self.loose[k]),
+                       default=None)
+            if last is not None and p in self.restored[last]:
+                out.discard(p)
         return out & planned
+
+    def truncate(self, keep: int) -> None:
+        """Turns after `keep` discarded."""
+        del self.C[keep + 1:]
+        del self.E[keep + 1:]
+        del self.loose[keep + 1:]
+        del self.restored[keep + 1:]
 
     def may_flag(self, keep: int) -> set[str]:
         """What something other than a turn touched after the boundary: what the steps recorded,

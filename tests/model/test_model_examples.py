@@ -118,3 +118,21 @@ def test_a_file_the_user_put_where_a_recorded_folder_was(machine):
     m.turn([])
     m.user_edit([("write", "p", "binary")])
     m.rewind(n=2, after=False, mode="all", keep_edits=False)
+
+
+def test_a_restore_is_not_the_users_edit_on_a_later_files_only_rewind(machine):
+    """Seed 5001 of the long run (the model was wrong): a file turnback's restore put back last is
+    undone unflagged by a later plan (docs/rewind.md, "Restore"); the model wanted it flagged."""
+    m = machine()
+    m.turn([("chmod", "a.txt", 0o600), ("write", "new\nline.txt", "text-5")])
+    m.turn([])
+    m.restore(k=1, at_end=False, pick=0)
+    m.turn([("write", "d/x.txt", "empty")])
+    m.rewind(n=2, after=False, mode="files", keep_edits=True)
+
+
+def test_a_file_renamed_onto_its_own_folder(machine):
+    """Seed 5001 with an owner: the machine's own rename of p/q.txt onto p removed its source."""
+    m = machine()
+    m.turn([("write", "p/q.txt", "text"), ("rename", "p/q.txt", "p")])
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)
