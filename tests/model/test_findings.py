@@ -339,3 +339,20 @@ def test_a_killed_rewind_of_a_file_folder_swap_recovers_to_old_or_new(tmp_path, 
         seen.add("old" if got == old else "new")
         shutil.rmtree(work)
     assert seen == {"old", "new"}, seen  # the sample crossed the commit point
+
+
+def test_a_file_created_on_another_line_and_removed_is_no_part_of_a_redone_line(tmp_path):
+    """Seed 2016 of the long run: a Redo to a line that never had `p`, made on the current line
+    and removed by the user since (not captured), kept p's last image with no change record, and
+    a rewind of the redone line then recreated a file it never had."""
+    write(tmp_path, "a.txt", "a\n")
+    turn(tmp_path, "p1", lambda: write(tmp_path, "q.txt", "q\n"))
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")  # head 2: the line with q.txt
+    turn(tmp_path, "p1b", lambda: write(tmp_path, "p", "P\n"))
+    (tmp_path / "p").unlink()
+    ok(tmp_path, "redo", "--head", "2", "--yes")
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "1")
+    plan = {f["path"]: f["action"] for f in json.loads(out)["candidate"]["files"]}
+    assert plan == {"q.txt": "delete"}, plan
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert not (tmp_path / "p").exists() and not (tmp_path / "q.txt").exists()
