@@ -73,6 +73,9 @@ def act(root: Path, action) -> None:
         os.chmod(path, args[1])
     elif kind == "rename" and path.is_file() and args[0] != args[1] \
             and not args[1].startswith(args[0] + "/"):  # (a file cannot move into itself)
+        if args[0].startswith(args[1] + "/"):  # p/q.txt -> p: out of the folder it replaces
+            os.rename(path, root / ".model-aside")
+            path = root / ".model-aside"
         _clear_way(root, args[1])
         dst = root / args[1]
         if dst.is_dir():
@@ -177,12 +180,14 @@ class Machine(RuleBasedStateMachine):
 
     def left(self, h0: int, commit_seq: int | None, planned: set[str]) -> None:
         """The group a transaction leaves: its newest head is the state now with the disk images
-        of what the plan overwrites (the *before* head over uncaptured edits)."""
+        of what the plan overwrites (the *before* head over uncaptured edits), published after
+        h0; head h0 itself stays the state it was (the model gave it the disk's images, and a Redo
+        to it expected the user's uncaptured edit back: seed 2008)."""
         snap = self.s.copy()
         now = tracked(self.s.tree)
         for p in planned:
             snap.captured[p] = frozenset([now.get(p)])
-        for seq in range(h0, (commit_seq or h0 + 1)):
+        for seq in range(h0 + 1, (commit_seq or h0 + 1)):
             self.heads[seq] = snap
 
     def teardown(self):
@@ -254,13 +259,14 @@ class Machine(RuleBasedStateMachine):
         if keep == self.s.turns and mode != "files":
             return  # the boundary is the current state: nothing to rewind
         unseen = self.s.unseen(target)
-        target = dict(target, **{p: self.s.tree[p] for p in unseen})
+        shadowed = self.s.shadowed(target, unseen)
+        target = self.s.left_in_place(target, unseen)
         planned = changed(with_folders(overlay_untracked(target, self.s.tree)), self.s.tree)
         cand = self.js("rewind", *flag)["candidate"]
         what = f"rewind {' '.join(flag)}{' keeping edits' if keep_edits else ''}"
         listed = {f["path"] for f in cand["files"]
                   if f["action"] in (("kept",) if mode == "conversation" else ("restore", "delete"))}
-        if listed != planned and not (self.OWNER and listed ^ planned <= unseen):
+        if listed != planned and not (self.OWNER and listed ^ planned <= unseen | set(shadowed)):
             raise Divergence(f"{what}: the plan lists {sorted(listed)}, the model "
                              f"{sorted(planned)}")
         flagged = {f["path"] for f in cand["files"] if f.get("userEdit")}
@@ -276,9 +282,9 @@ class Machine(RuleBasedStateMachine):
             raise Divergence(f"{what}: {out['commit']}")
         self.left(h0, out["commit"].get("headSeq"), planned if mode != "conversation" else set())
         self.apply_rewind(keep, target, planned, mode, flagged if keep_edits else set(), what,
-                          unseen)
+                          unseen, shadowed)
 
-    def apply_rewind(self, keep, target, planned, mode, kept, what, unseen=()):
+    def apply_rewind(self, keep, target, planned, mode, kept, what, unseen=(), shadowed=None):
         s = self.s
         if mode == "conversation":
             self.compare(s.tree, what)
@@ -286,6 +292,8 @@ class Machine(RuleBasedStateMachine):
             expected = overlay_untracked(target, s.tree)
             # with a live owner, a path the user made may have been captured since, or not yet
             allowed = {p: {s.tree[p], None} for p in unseen} if self.OWNER else {}
+            if self.OWNER:
+                allowed.update({p: {v, None} for p, v in (shadowed or {}).items()})
             touched = s.touched_by_turns(keep)
             for p in kept:
                 if p in touched:
@@ -304,11 +312,11 @@ class Machine(RuleBasedStateMachine):
             s.captured[p] = s.captured.get(p, frozenset([None])) | {now.get(p)}
         if mode == "files":
             s.loose[s.turns] |= planned
+            s.restored[s.turns] |= planned - kept  # recorded as a restore (travel/filestate.py)
         else:
-            del s.C[keep + 1:]
-            del s.E[keep + 1:]
-            del s.loose[keep + 1:]
+            s.truncate(keep)
             s.loose[keep] |= planned if mode == "conversation" else (kept & planned)
+            s.restored[keep] -= planned if mode == "conversation" else (kept & planned)
         self.check_turns(what)
 
     # -- restore ---------------------------------------------------------------------------------
@@ -329,12 +337,16 @@ class Machine(RuleBasedStateMachine):
         else:
             chosen = [spec]
         what = f"restore {spec!r} {'--turn' if at_end else '--before-prompt'} {k}"
+        # a file whose place holds a folder now (or a file where its folder goes) is a gap: what
+        # stands there stays (docs/rewind.md, "Exact trees"); the others are restored
+        blocked = {p for p in chosen if _blocked(s.tree, p)}
         expected = dict(s.tree)
         for p in chosen:
-            expected[p] = moment[p]
+            if p not in blocked:
+                expected[p] = moment[p]
         expected = with_folders(expected)
         planned = changed(expected, s.tree)
-        conflict = any(_blocked(s.tree, p) for p in chosen)
+        conflict = bool(blocked)
         h0 = self.head_before()
         rc, out, err = self.cli("--json", "restore", str(self.root / spec.rstrip("/")),
                                 "--turn" if at_end else "--before-prompt", str(k), "--yes",
@@ -352,6 +364,7 @@ class Machine(RuleBasedStateMachine):
             s.captured[p] = frozenset([tracked(s.tree).get(p)])
         s.seen |= planned
         s.loose[s.turns] |= planned
+        s.restored[s.turns] |= planned
         self.check_turns(what)
 
     # -- Redo ------------------------------------------------------------------------------------
@@ -379,6 +392,7 @@ class Machine(RuleBasedStateMachine):
         new = head.copy()
         new.tree = actual
         new.loose[new.turns] |= changed(head.tree, actual)
+        new.restored[new.turns] -= changed(head.tree, actual)
         self.s = new
         self.check_turns(what)
 

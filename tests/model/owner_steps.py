@@ -12,7 +12,7 @@ import time
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 from machine import Divergence, actions
-from reference import Loose, changed, overlay_untracked, read_tree, tracked
+from reference import Loose, changed, overlay_untracked, read_tree, tracked, with_folders
 
 
 class OwnerSteps:
@@ -87,8 +87,10 @@ class OwnerSteps:
         n = 1 + (n - 1) % s.turns
         keep, target = n - 1, s.C[n]
         unseen = s.unseen(target)
-        target = dict(target, **{p: s.tree[p] for p in unseen})
-        planned = changed(target, s.tree)
+        shadowed = s.shadowed(target, unseen)
+        target = s.left_in_place(target, unseen)
+        # a folder the boundary lacks that holds a file the user made stays, with it (as rewind)
+        planned = changed(with_folders(overlay_untracked(target, s.tree)), s.tree)
         old = s.copy()
         h0 = self.head_before()
         what = (f"rewind --before-prompt {n} killed at operation {at}" if not self.owner
@@ -108,11 +110,13 @@ class OwnerSteps:
             self.owner = False
         self.cli("gc")  # the next process that takes the store recovers (info only looks)
         info = self.info()
-        new_tree = overlay_untracked(target, s.tree)
+        new_tree = with_folders(overlay_untracked(target, s.tree))
         actual = read_tree(self.root)
         if info["turnCount"] == keep and keep != s.turns:
             self.left(h0, info["headSeq"], planned)
             maybe = {p: {s.tree[p], None} for p in unseen} if self.OWNER else {}
+            if self.OWNER:
+                maybe.update({p: {v, None} for p, v in shadowed.items()})
             diff = Loose(new_tree, maybe).differences(actual)
             if diff:
                 raise Divergence(f"{what}: committed, but the workspace is not the new state:\n  "
@@ -121,9 +125,7 @@ class OwnerSteps:
             for p in planned:
                 s.captured[p] = frozenset([tracked(actual).get(p)])
             s.seen |= planned
-            del s.C[keep + 1:]
-            del s.E[keep + 1:]
-            del s.loose[keep + 1:]
+            s.truncate(keep)
         else:
             diff = Loose(old.tree).differences(actual)
             if diff or info["turnCount"] != old.turns:

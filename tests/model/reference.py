@@ -71,6 +71,9 @@ class Session:
     C: list = field(default_factory=lambda: [None])  # C[k], k >= 1
     E: list = field(default_factory=list)  # E[k], k >= 0
     loose: list = field(default_factory=lambda: [set()])  # loose[k], k >= 0
+    # restored[k]: paths whose latest change after turn k was turnback's own restore (not the
+    # user's edit: a later plan undoes it unflagged, docs/rewind.md "Restore"; seed 5001)
+    restored: list = field(default_factory=lambda: [set()])
     captured: dict = field(default_factory=dict)  # path -> frozenset of images (None: absent)
     seen: set = field(default_factory=set)  # paths surely in turnback's known map
 
@@ -95,10 +98,25 @@ class Session:
         undo: anything never captured)."""
         return {p for p in tracked(self.tree) if p not in self.seen and p not in target}
 
+    def left_in_place(self, target: dict, unseen: set[str]) -> dict:
+        """The target of a rewind with the user's paths turnback never saw left where they are:
+        a recorded folder (and what it held) where the user put such a file is a gap
+        (`not-a-folder`), never made over it (docs/rewind.md, "Exact trees")."""
+        target = dict(target, **{p: self.tree[p] for p in unseen})
+        files = [u for u in unseen if not u.endswith("/")]
+        return {q: v for q, v in target.items() if not any(q.startswith(u + "/") for u in files)}
+
+    def shadowed(self, target: dict, unseen: set[str]) -> dict:
+        """What `left_in_place` leaves out of `target` (with a live owner the watcher may have
+        captured the user's file, and the plan then swaps it for the folder)."""
+        kept = self.left_in_place(target, unseen)
+        return {q: v for q, v in target.items() if q not in kept}
+
     def user_changed(self, before: dict, owner: bool) -> None:
         """The user changed the disk between turns (from `before` to `self.tree`)."""
         paths = changed(before, self.tree)
         self.loose[self.turns] |= paths
+        self.restored[self.turns] -= paths
         if owner:  # the watcher may have taken any of them, or not yet
             now = tracked(self.tree)
             for p in paths:
@@ -113,20 +131,38 @@ class Session:
         self.sweep()
         self.E.append(copy.deepcopy(self.tree))
         self.loose.append(set())
+        self.restored.append(set())
 
     # -- what a rewind must flag ---------------------------------------------------------------------
     def must_flag(self, keep: int, planned: set[str]) -> set[str]:
-        """Planned paths the user changed (net) after the boundary: flagged, captured or not."""
+        """Planned paths the user changed (net) after the boundary: flagged, captured or not;
+        unless the latest such change was turnback's own restore."""
         out = set()
         for k in range(keep + 1, self.turns + 1):
             end = self.C[k + 1] if k + 1 <= self.turns else self.tree
             out |= changed(self.E[k], end)
+        for p in set(out):
+            last = max((k for k in range(keep + 1, self.turns + 1) if p in self.loose[k]),
+                       default=None)
+            if last is not None and p in self.restored[last]:
+                out.discard(p)
         return out & planned
 
+    def truncate(self, keep: int) -> None:
+        """Turns after `keep` discarded."""
+        del self.C[keep + 1:]
+        del self.E[keep + 1:]
+        del self.loose[keep + 1:]
+        del self.restored[keep + 1:]
+
     def may_flag(self, keep: int) -> set[str]:
+        """What something other than a turn touched after the boundary: what the steps recorded,
+        and any net change between turns (by definition no turn's; the steps missed the folders
+        a kept file kept, seeds 2020, 2029, 2060, 3004)."""
         out = set()
         for k in range(keep + 1, self.turns + 1):
-            out |= self.loose[k]
+            end = self.C[k + 1] if k + 1 <= self.turns else self.tree
+            out |= self.loose[k] | changed(self.E[k], end)
         return out
 
     def touched_by_turns(self, keep: int) -> set[str]:
@@ -219,4 +255,6 @@ def redo_expectation(s: Session, head: Session) -> Loose:
                     expected[p] = v
         else:
             allowed[p] = set(want) | {now.get(p)}
-    return Loose(expected, allowed)  # links stay as they are: never captured, never planned
+    # a folder the head lacks that still holds what stays (a file the user made since) is left,
+    # with it: a gap `folder-not-empty` (docs/rewind.md, "Exact trees"; seeds 2014, 2061, 2072)
+    return Loose(with_folders(expected), allowed)  # links stay: never captured, never planned

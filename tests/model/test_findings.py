@@ -271,3 +271,88 @@ def test_a_turn_that_swaps_a_file_and_a_folder_is_rewound_and_redone(tmp_path, h
     assert tree(tmp_path) == before
     ok(tmp_path, "redo", "--head", "2", "--yes")
     assert tree(tmp_path) == after
+
+
+def test_a_file_the_user_put_where_a_recorded_folder_was_is_a_gap(tmp_path):
+    """Seed 1001 of the long run: a recorded empty folder the user replaced with a file of their
+    own (never captured) was left out of a rewind's plan without a word; it is a gap
+    `not-a-folder` now, and the user's file stays (docs/rewind.md, "Exact trees")."""
+    write(tmp_path, "a.txt", "1\n")
+    turn(tmp_path, "p1", lambda: (tmp_path / "p").mkdir())
+    turn(tmp_path, "p2")
+    (tmp_path / "p").rmdir()
+    write(tmp_path, "p", "mine\n")
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "2")
+    cand = json.loads(out)["candidate"]
+    assert [(g["reason"], g["uri"].endswith("/p/") or g["uri"].endswith("/p")) for g in cand["gaps"]
+            ] == [("not-a-folder", True)], cand["gaps"]
+    ok(tmp_path, "rewind", "--before-prompt", "2", "--yes")
+    assert (tmp_path / "p").read_text() == "mine\n"
+
+
+def test_a_restore_of_a_file_whose_place_holds_a_folder_says_so_and_leaves_it(tmp_path):
+    """Seeds 2021 and 2031 of the long run: `restore p` where the user has put a folder in the
+    file's place is a gap (not-a-file), the folder stays; the command said "every file named
+    already is as it was" (docs/rewind.md, "Restore")."""
+    write(tmp_path, "a.txt", "1\n")
+    turn(tmp_path, "p1", lambda: write(tmp_path, "p", "P\n"))
+    turn(tmp_path, "p2", lambda: (tmp_path / "p").unlink())
+    (tmp_path / "p").mkdir()
+    out = ok(tmp_path, "restore", str(tmp_path / "p"), "--turn", "1", "--yes")
+    assert "already is as it was" not in out and "not-a-file" in out, out
+    assert (tmp_path / "p").is_dir()
+
+
+@pytest.mark.parametrize("how", ["file-to-folder", "folder-to-file"])
+def test_a_killed_rewind_of_a_file_folder_swap_recovers_to_old_or_new(tmp_path, how):
+    """Seed 2014 of the long run: a rewind that swaps a file and a folder back, killed after its
+    first removal, rolled back without the folder (or the file): settling the files one by one
+    judged each against a disk where the other still stood in its way ("not-a-folder"), and left
+    it out. Every sampled kill recovers to the tree before or the tree a whole rewind leaves."""
+    import shutil
+
+    base = tmp_path / "base"
+    base.mkdir()
+    write(base, "a.txt", "a\n")
+    if how == "file-to-folder":  # turn 1 makes the file p, turn 2 an empty folder p/ in its place
+        turn(base, "p1", lambda: write(base, "p", "P\n"))
+        turn(base, "p2", lambda: ((base / "p").unlink(), (base / "p").mkdir()))
+    else:  # turn 1 makes p/q.txt, turn 2 the file p in the folder's place
+        turn(base, "p1", lambda: write(base, "p/q.txt", "q\n"))
+        turn(base, "p2", lambda: (shutil.rmtree(base / "p"), write(base, "p", "P\n")))
+    old = tree(base)
+    whole = tmp_path / "whole"
+    shutil.copytree(base, whole, symlinks=True)
+    ok(whole, "rewind", "--before-prompt", "2", "--yes")
+    new = tree(whole)
+    assert new != old
+    seen = set()
+    for n in range(20, 80, 3):
+        work = tmp_path / f"kill{n}"
+        shutil.copytree(base, work, symlinks=True)
+        env = dict(os.environ, TURNBACK_CRASH_AT=str(n))
+        proc = subprocess.run([*TB, "--workspace", str(work), "rewind", "--before-prompt", "2",
+                               "--yes"], env=env, capture_output=True, text=True, timeout=120)
+        ok(work, "gc")  # the next process that takes the store recovers (info only looks)
+        got = tree(work)
+        assert got in (old, new), (n, proc.returncode, got, old, new)
+        seen.add("old" if got == old else "new")
+        shutil.rmtree(work)
+    assert seen == {"old", "new"}, seen  # the sample crossed the commit point
+
+
+def test_a_file_created_on_another_line_and_removed_is_no_part_of_a_redone_line(tmp_path):
+    """Seed 2016 of the long run: a Redo to a line that never had `p`, made on the current line
+    and removed by the user since (not captured), kept p's last image with no change record, and
+    a rewind of the redone line then recreated a file it never had."""
+    write(tmp_path, "a.txt", "a\n")
+    turn(tmp_path, "p1", lambda: write(tmp_path, "q.txt", "q\n"))
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")  # head 2: the line with q.txt
+    turn(tmp_path, "p1b", lambda: write(tmp_path, "p", "P\n"))
+    (tmp_path / "p").unlink()
+    ok(tmp_path, "redo", "--head", "2", "--yes")
+    rc, out, err = turnback(tmp_path, "--json", "rewind", "--before-prompt", "1")
+    plan = {f["path"]: f["action"] for f in json.loads(out)["candidate"]["files"]}
+    assert plan == {"q.txt": "delete"}, plan
+    ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+    assert not (tmp_path / "p").exists() and not (tmp_path / "q.txt").exists()

@@ -226,13 +226,15 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             gaps.append(Gap(rel, "unknown-before-image", None,
                             "the state Redo brings back never saw this file, and turnback cannot "
                             "tell whether it existed then; it is left as it is"))
+    gone: set[str] = set()
     for rel in sorted(created):
         now, problem = on_disk[rel]
         if problem is not None:
             gaps.append(Gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, ABSENT, False))
         elif now == ABSENT:
-            continue  # already gone
+            gone.add(rel)  # already gone: the new state knows it absent too (below)
+            continue
         else:
             external = changed_behind(state, ws, rel, now)
             changes.append((rel, ABSENT))
@@ -283,7 +285,10 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     # it becomes the new state as it is, with no copy of every turn.
     new_state = target_state
     unreachable |= {g.rel for g in gaps if g.reason not in ("unknown-before-image",)}
-    deleted = {rel for rel, to in changes if rel in created}
+    # created later and deleted now, or already gone (the user removed it, not captured yet): the
+    # head's tree never had it. Kept with its image, it had no change record, and every earlier
+    # checkpoint took it as there all along: a rewind recreated it (issue 43's long run, seed 2016)
+    deleted = {rel for rel, to in changes if rel in created} | gone
     head_saw = set(target_state.known)
     for rel, image in state.known.items():
         if rel in deleted:

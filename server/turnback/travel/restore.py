@@ -235,6 +235,11 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
 
 def restore_summary(c: dict) -> str:
     where = boundary_words(c["boundary"])
+    if c.get("noop") and c["gaps"]:  # what stands in the way stays (docs/rewind.md, "Restore")
+        said = "; ".join(f"{g['uri'].rsplit('/', 1)[-1] or g['uri']}: {g['reason']}"
+                         for g in c["gaps"][:5])
+        return (f"Nothing restored: {len(c['gaps'])} path(s) cannot be put back to how they were "
+                f"{where} and stay as they are ({said}). Every turn and the conversation stay.")
     if c.get("noop"):
         return (f"Nothing to restore: every file named already is as it was {where}. Every turn "
                 "and the conversation stay.")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat as statmod
 
-from ..model.images import ABSENT, UNKNOWN, folder_key, is_digest, is_folder_key
+from ..model.images import ABSENT, FOLDER, UNKNOWN, folder_key, is_digest, is_folder_key
 from .disk import current_mode, disk_image, folder_image
 
 SLICE = 256
@@ -43,6 +43,9 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None, 
         if image in (None, UNKNOWN):
             continue
         now, read = _disk(ws, rel, hasher, cache, max_bytes, memo)
+        if now is None and image == FOLDER:  # a file (or a link) stands where the folder was:
+            found.add(rel)  # the plan lists it as a gap and leaves it (docs/rewind.md, Exact trees)
+            continue
         if read:  # a file read and hashed whole: a step of its own, whatever the count
             cheap = SLICE
         else:
@@ -59,7 +62,7 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None, 
 def _disk(ws, rel: str, hasher, cache, max_bytes: int, memo=None):
     """(its image now or None, whether a file was read whole to know it)."""
     if is_folder_key(rel):
-        return folder_image(ws, rel)[0], False
+        return folder_image(ws, rel)[0], False  # None: something other than a folder is there
     if cache is not None:
         try:
             st = os.lstat(ws.abs_path(rel))
