@@ -137,30 +137,3 @@ def test_a_batch_of_a_few_loose_objects_syncs_twice_not_once_per_folder(tmp_path
     assert len(renames) == 8, ops
     assert [ops[i] for i in syncs] == ["syncfs", "syncfs"], ops
     assert syncs[0] < renames[0] and syncs[1] > renames[-1], ops
-
-
-def test_a_begin_and_a_settle_each_sync_the_journal_once(tmp_path):
-    """The sweep before a begin or a settle records what it found; its own journal sync was a
-    second one on the way to an answer that syncs (a begin) or publishes (a settle) anyway. The
-    power cuts above show a settle whose sweep is not synced still ends running or settled."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    _pristine(root)
-    a = Agent(root)
-    try:
-        (root / FILES[0]).write_text("# changed between turns: the begin's sweep records it\n")
-        fd = a.wb.book.journal._require_open()
-        with fsio.faults() as plan:
-            n = a.wb.run(a.wb.turns.begin_job({"prompt": "one"}))["turn"]
-            begun = len(plan.log)
-            (root / FILES[1]).write_text("# edited in the turn: the settle's sweep records it\n")
-            a.wb.run(a.wb.turns.settle_job({"turn": n}))
-        ops = list(plan.log)
-        turn = a.wb.state.turn(n)
-        assert turn.state == "settled" and FILES[1] in turn.files
-        assert FILES[0] in a.wb.state.between.get(n - 1, {})  # recorded by the begin's sweep
-    finally:
-        a.close()
-    journal = [i for i, line in enumerate(ops) if line == f"fsync {fd}"]
-    assert len([i for i in journal if i < begun]) == 1, ops[:begun]
-    assert len([i for i in journal if i >= begun]) == 1, ops[begun:]  # the emptying after the head

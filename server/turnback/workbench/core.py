@@ -369,9 +369,8 @@ class Workbench:
         return None
 
     # -- sweeps ---------------------------------------------------------------------------------
-    def sweep_job(self, *, caller_syncs: bool = False) -> Job:
-        """The pre-turn (and settle) sweep: a job that yields every few files. `caller_syncs`: the
-        caller syncs the journal (or publishes) before it answers (`Recorder.iter_apply_sweep`)."""
+    def sweep_job(self) -> Job:
+        """The pre-turn (and settle) sweep: a job that yields every few files."""
         if not self.options.sweep or not self.is_owner:
             return 0
         self.book.require_owner()  # before the sweep stores a single object
@@ -407,7 +406,7 @@ class Workbench:
         # journal sync finishes its own records if cut off, but does not make the caller's steps
         # binding before the caller's own change.
         changed = yield from waiting.unbound_steps(self.recorder.iter_apply_sweep(
-            result, self.rules.snapshot() if full else None, caller_syncs=caller_syncs))
+            result, self.rules.snapshot() if full else None))
         if result.walked >= 10_000:
             # A big sweep's tables: not kept resident in a live owner. Freeing them and trimming
             # the heap take tens of ms at 20,000 files: a helper thread does both (the loop's

@@ -46,7 +46,7 @@ class TurnsFeature:
                            data={"directiveId": directive_id})
         settled = yield from self.settle_idle_job("turn/begin")
         self._require_idle()
-        yield from self.wb.sweep_job(caller_syncs=True)  # the begin's own sync covers the sweep's
+        yield from self.wb.sweep_job()
         snapshot = {name: self.wb.store.objects.put(text.encode()) for name, text in instructions.items()}
         n = self.state.turn_count + 1
         started = time.time()
@@ -362,7 +362,7 @@ class TurnsFeature:
         turn = self._running_turn(p)
         status = P.field(p, "status", str, default="settled", choices=TURN_STATES[1:])
         # A settle sweep attributes what a shell command changed behind our back to this turn.
-        yield from self.wb.sweep_job(caller_syncs=True)  # the publication below makes it durable
+        yield from self.wb.sweep_job()
         self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
         if turn.directive_id:
             self.wb.directives.refresh(turn.directive_id)
