@@ -2,11 +2,14 @@
 clients show them. Their own tables are a fallback for an older server; this ties the three
 together, and checks that the server does send its words in a plan and with a gap."""
 
+import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 from sessionkit import Agent
+from travelkit import ok, turnback
 from turnback.effects.partition import BUCKETS
 from turnback.effects.words import BUCKET_WORDS
 from turnback.model.gaps import GAP_REASONS, GAP_WORDS
@@ -64,3 +67,34 @@ def test_the_server_says_its_words_in_the_plan_and_with_each_gap(tmp_path):
         assert committed["status"] == "committed"  # the words are outside the plan hash
     finally:
         a.wb.close()
+
+
+def test_a_shape_in_the_way_says_what_happened_not_that_the_file_cannot_be_read(tmp_path):
+    """A file the user put where a recorded folder was (`not-a-folder`, a rewind) and a folder of a
+    restored file that is a file now (`not-a-directory`, a restore): each gap says what stands in
+    the way, in words of its own, and carries no generic "cannot be read or written" detail
+    (issue 43's long run; docs/rewind.md, "Exact trees" and "Restore")."""
+    def gaps_of(*args):
+        rc, out, err = turnback(tmp_path, "--json", *args)
+        return [(g["reason"], g.get("words"), g.get("detail")) for g in json.loads(out)["candidate"]["gaps"]]
+
+    (tmp_path / "a.txt").write_text("1\n")
+    ok(tmp_path, "turn", "begin", "--prompt", "p1")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("f\n")
+    ok(tmp_path, "turn", "settle")
+    ok(tmp_path, "turn", "begin", "--prompt", "p2")
+    ok(tmp_path, "turn", "settle")
+    (tmp_path / "p").rmdir()
+    (tmp_path / "p").write_text("mine\n")
+    assert gaps_of("rewind", "--before-prompt", "2") == [
+        ("not-a-folder", GAP_WORDS["not-a-folder"], None)]
+    assert "file" in GAP_WORDS["not-a-folder"] and "stays" in GAP_WORDS["not-a-folder"]
+    shutil.rmtree(tmp_path / "d")
+    (tmp_path / "d").write_text("mine\n")
+    assert ("not-a-directory", GAP_WORDS["not-a-directory"], None) in gaps_of(
+        "restore", str(tmp_path / "d"), "--turn", "1")
+    out = ok(tmp_path, "restore", str(tmp_path / "d"), "--turn", "1", "--yes")
+    assert GAP_WORDS["not-a-directory"] in out and "cannot be read" not in out, out
+    assert (tmp_path / "d").read_text() == "mine\n"

@@ -519,6 +519,19 @@ lists them."
 
 ;;;; Restore one file to a turn
 
+(defun turnback--nothing-restored (candidate name root)
+  "Why the restore CANDIDATE of NAME (relative to ROOT) changes nothing.
+Every file already is as it was, or gaps stand in the way (a folder
+where the file was, a file where its folder was: docs/rewind.md,
+\"Restore\"): then the server's summary, which names each gap in its
+words; an older server's gaps in their own lines."
+  (let ((gaps (turnback--list (plist-get candidate :gaps)))
+        (summary (plist-get candidate :summary)))
+    (cond ((null gaps) (format "nothing to restore: %s already is as it was then" name))
+          ((and (stringp summary) (string-prefix-p "Nothing restored" summary)) summary)
+          (t (format "nothing restored: %s"
+                     (mapconcat (lambda (g) (turnback-format-gap g root)) gaps "; "))))))
+
 ;;;###autoload
 (defun turnback-restore-file (file)
   "Restore FILE to how it was at a turn; the conversation and the other files stay.
@@ -543,7 +556,9 @@ first; Redo can undo the restore."
            (candidate (turnback--request server :turnback/restore/prepare
                                          (append target (list :dirty (turnback--dirty-uris server))))))
       (if (turnback--true-p (plist-get candidate :noop))
-          (progn (message "turnback: nothing to restore: %s already is as it was then" name) nil)
+          (progn (message "turnback: %s"
+                          (turnback--nothing-restored candidate name (turnback--root server)))
+                 nil)
         (turnback--confirm server 'restore target (turnback--annotate server candidate))))))
 
 (provide 'turnback-confirm)

@@ -566,11 +566,14 @@ left out, a last entry (value `all') offers every state."
 (defun turnback-restore-choices (log uri &optional folder)
   "Where a restore of URI can go, from LOG: (LABEL . BOUNDARY), newest first.
 The turns that changed URI (every turn for a FOLDER), each as it was
-after the turn and before it."
+after the turn and before it.  A file that was a folder in a turn (its
+folder key or a file in it) counts as changed by that turn."
   (cl-loop for turn in (reverse (turnback--list (plist-get log :turns)))
            for n = (plist-get turn :turn)
            for prompt = (turnback--one-line (plist-get turn :prompt) 50)
-           when (or folder (cl-some (lambda (f) (equal (plist-get f :uri) uri))
+           when (or folder (cl-some (lambda (f)
+                                      (let ((u (plist-get f :uri)))
+                                        (or (equal u uri) (string-prefix-p (concat uri "/") u))))
                                     (turnback--list (plist-get turn :files))))
            append (list (cons (format "as it was after turn %s “%s”" n prompt)
                               (list :kind "afterResponse" :turn n))

@@ -5,6 +5,7 @@ import { errorCode, errorMessage } from "./protocol";
 import type { Boundary, Candidate, CommitOptions, CommitResult, RedoCommitResult, RedoGroup, RedoPlan, RewindMode, TurnbackApi } from "./protocol";
 import { displayPath, KEEP_WITH_MARKERS, modeOfButton, plural, quote, renderCandidate, renderRedoPlan, redoUnavailableMessage } from "./render";
 import type { Confirmation } from "./render";
+import { gapLine } from "./text";
 
 export interface FlowUi {
     /**
@@ -220,6 +221,21 @@ function commitExtras(choice: Choice, dirty: string[], mode: RewindMode = "all")
 
 export const NOTHING_TO_RESTORE = "Nothing to restore: every file already is as it was there.";
 
+/** Why a restore changes nothing: every file already is as it was, or gaps stand in the way (a
+ *  folder where the file was, a file where its folder was: docs/rewind.md, "Restore"). Then the
+ *  server's summary names them in its words; an older server's candidate, its gaps in ours. */
+export function nothingRestored(candidate: Candidate | undefined, root?: string): string {
+    const gaps = candidate?.gaps ?? [];
+    if (!gaps.length) {
+        return NOTHING_TO_RESTORE;
+    }
+    if (candidate?.summary?.startsWith("Nothing restored")) {
+        return candidate.summary;
+    }
+    return `Nothing restored: ${plural(gaps.length, "path")} cannot be put back (` +
+        gaps.map((g) => gapLine(g, root)).join("; ") + "). Every turn and the conversation stay.";
+}
+
 /** "Restore to Turn…": prepare → confirm → commit a restore of `paths` (the conversation stays). */
 export async function restoreFlow(api: TurnbackApi, paths: string[], boundary: Boundary, ui: FlowUi, opts: FlowContext = {}): Promise<FlowOutcome> {
     const shown: Confirmation[] = [];
@@ -228,7 +244,7 @@ export async function restoreFlow(api: TurnbackApi, paths: string[], boundary: B
     let stale = false;
     for (let round = 0; round < MAX_STALE_ROUNDS; round++) {
         if (candidate.noop) {
-            return { status: "nothing-to-do", message: NOTHING_TO_RESTORE, shown };
+            return { status: "nothing-to-do", message: nothingRestored(candidate, opts.root), shown };
         }
         const conf = renderCandidate({ ...candidate, operation: "restore", boundary: candidate.boundary ?? boundary },
             { root: opts.root, stale });
@@ -250,7 +266,7 @@ export async function restoreFlow(api: TurnbackApi, paths: string[], boundary: B
             };
         }
         if (result.status === "nothing-to-do") {
-            return { status: "nothing-to-do", shown, result, message: NOTHING_TO_RESTORE };
+            return { status: "nothing-to-do", shown, result, message: nothingRestored(result.candidate, opts.root) };
         }
         if (result.status === "stale") {
             candidate = result.candidate ?? (await api.restorePrepare(paths, boundary, { dirty: dirty() }));

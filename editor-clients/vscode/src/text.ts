@@ -60,6 +60,7 @@ const GAP_REASONS: Record<string, string> = {
     "not-in-head": "its image is missing from the saved state",
     "git-internal": "inside a .git folder (git's own files are never restored)",
     "not-a-folder": "something other than a folder is where a folder was",
+    "not-a-directory": "one of the folders on its path is a file now",
     "folder-not-empty": "a folder that holds uncaptured files: it stays, with them",
     "submodule-uninitialised": "a submodule left uninitialised (the parent never checked it out)",
 };

@@ -17,6 +17,7 @@ GAP_REASONS = (
     "not-in-head",
     "git-internal",
     "not-a-folder",  # a folder key's path holds a file (or something else) now
+    "not-a-directory",  # a file's folder is a file (or something else) now
     "folder-not-empty",  # a folder a plan would remove holds what turnback never captured
     "submodule-uninitialised",  # a worktree fork's submodule the parent never checked out
 )
@@ -31,14 +32,27 @@ GAP_WORDS = {
     "symlink": "a symbolic link; turnback never follows or restores links",
     "step-scope-unknown": "a step did not say where its effect went; assume it cannot be undone",
     "git-head-and-index": "git's HEAD and index are not part of a rewind",
-    "not-a-file": "not a regular file",
+    "not-a-file": "not a regular file (a folder, a pipe or a device is there); it stays as it is",
     "not-in-head": "the image is missing from the saved state",
     "git-internal": "inside a .git folder: git's own files are never captured or restored",
-    "not-a-folder": "a folder of the state, where something other than a folder is now",
+    "not-a-folder": "a file (or a link) stands where this folder was; it stays as it is, and the "
+                    "folder is not made over it",
+    "not-a-directory": "one of the folders on its path is a file (or a link) now; what stands "
+                       "there stays, and this file is not written",
     "folder-not-empty": "a folder that would go holds files turnback never captured; it stays, with them",
     "submodule-uninitialised": "a submodule the parent never checked out: left empty, uninitialised",
 }
 assert tuple(GAP_WORDS) == GAP_REASONS
+
+# Why a path on disk cannot be planned, beyond the reason's words: a shape in the way (a folder
+# where a file was, a file where a folder was) says it all in its words, so it carries no detail.
+SHAPE_REASONS = ("not-a-file", "not-a-folder", "not-a-directory")
+
+
+def disk_gap(rel: str, problem: str) -> "Gap":
+    """The gap of a path a plan cannot read or write now (travel/disk.py's problem)."""
+    return Gap(rel, problem, None, "" if problem in SHAPE_REASONS
+               else "the file cannot be read or written safely now")
 
 
 @dataclass(frozen=True)

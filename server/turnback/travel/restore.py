@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from ..errors import InvalidParams, NoMatch, UnknownPath
-from ..model.gaps import Gap
+from ..model.gaps import Gap, disk_gap
 from ..model.images import ABSENT, FOLDER, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint, checkpoint_modes
@@ -198,7 +198,7 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
         want = at_modes.get(rel) if rel in images else state.known.mode(rel)
         now, problem = on_disk[rel]
         if problem is not None:
-            gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))
+            gaps.append(disk_gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False, mode=None))
             continue
         external = changed_behind(state, ws, rel, now)
@@ -233,13 +233,18 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
     return Derived(candidate, rebuild(changes), changes, modes, rebuild=rebuild)
 
 
+def _gap_name(uri: str) -> str:
+    """A gap's path by its last name (a folder's too: `p/` is `p`)."""
+    return uri.rstrip("/").rsplit("/", 1)[-1] or uri
+
+
 def restore_summary(c: dict) -> str:
     where = boundary_words(c["boundary"])
     if c.get("noop") and c["gaps"]:  # what stands in the way stays (docs/rewind.md, "Restore")
-        said = "; ".join(f"{g['uri'].rsplit('/', 1)[-1] or g['uri']}: {g['reason']}"
+        said = "; ".join(f"{_gap_name(g['uri'])}: {g.get('words') or g['reason']}"
                          for g in c["gaps"][:5])
         return (f"Nothing restored: {len(c['gaps'])} path(s) cannot be put back to how they were "
-                f"{where} and stay as they are ({said}). Every turn and the conversation stay.")
+                f"{where} ({said}). Every turn and the conversation stay.")
     if c.get("noop"):
         return (f"Nothing to restore: every file named already is as it was {where}. Every turn "
                 "and the conversation stay.")

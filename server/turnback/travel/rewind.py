@@ -21,7 +21,7 @@ from ..directives import rules as directive_rules
 from ..effects.partition import partition
 from ..effects.words import describe, effect_words
 from ..errors import InvalidParams, TurnRunning, UnknownTurn, UnsavedChanges
-from ..model.gaps import Gap
+from ..model.gaps import Gap, disk_gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState, clone
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
@@ -134,7 +134,7 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
             now, problem = ABSENT, None
         if problem is not None:
             unreachable.add(rel)
-            gaps.append(Gap(rel, problem, None, "the file cannot be read or written safely now"))
+            gaps.append(disk_gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False))
             continue
         external = changed_behind(state, ws, rel, now)

@@ -156,6 +156,43 @@ describe("the keep that merges, the modes, restore, diffs (issue 26, issue 23 it
     });
 });
 
+describe("a restore that gaps stand in the way of says so (issue 43's long run)", () => {
+    let s: Session;
+    before(async () => {
+        s = await startSession(tempWorkspace());
+        await turn(s, "write p and d/f", { "p": "P\n", "d/f": "f\n" });
+        await s.sync();
+        fs.rmSync(s.file("p"));
+        fs.mkdirSync(s.file("p"));  // the user's folder where the file was
+        fs.rmSync(s.file("d"), { recursive: true });
+        fs.writeFileSync(s.file("d"), "mine\n");  // the user's file where the folder was
+    });
+    after(async () => {
+        await s?.close();
+    });
+
+    for (const [name, rel, reason] of [["a folder where the file was", "p", "not-a-file"],
+        ["a file where its folder was", "d", "not-a-directory"]]) {
+        test(`${name}: the server's summary and its gap's words, not "every file already is as it was"`, async () => {
+            const boundary = { kind: "afterResponse", turn: 1 } as const;
+            const plan = await s.api.restorePrepare([s.uri(rel)], boundary, {});
+            const gap = plan.gaps.find((g) => g.reason === reason);
+            assert.ok(plan.noop && gap?.words, JSON.stringify(plan.gaps));
+            const ui = answering("Restore");
+            const out = await restoreFlow(s.api, [s.uri(rel)], boundary, ui, { root: s.root });
+            assert.equal(out.status, "nothing-to-do");
+            assert.equal(ui.shown.length, 0, "nothing to confirm");
+            assert.doesNotMatch(out.message, /already is as it was/);
+            assert.equal(out.message, plan.summary);
+            assert.ok(out.message.includes(gap!.words!), out.message);
+        });
+    }
+    test("the user's folder and file stay", () => {
+        assert.ok(fs.statSync(s.file("p")).isDirectory());
+        assert.equal(s.read("d"), "mine\n");
+    });
+});
+
 describe("conflicts, a too-large file, directives from the editor", () => {
     let s: Session;
     before(async () => {

@@ -80,7 +80,7 @@ test("mentionsPath finds a file line of the confirmation, not a prefix or a prom
 test("every gap reason the server sends has words", () => {
     for (const reason of ["unknown-before-image", "too-large", "unreadable", "outside-workspace", "symlink",
         "step-scope-unknown", "git-head-and-index", "not-a-file", "not-in-head", "git-internal",
-        "not-a-folder", "folder-not-empty", "submodule-uninitialised"]) {
+        "not-a-folder", "not-a-directory", "folder-not-empty", "submodule-uninitialised"]) {
         assert.notEqual(gapReasonText(reason), reason, reason);
     }
 });
