@@ -84,7 +84,7 @@ def test_a_killed_rewind_after_such_a_redo_recovers_to_old_or_new(tmp_path):
         env = dict(os.environ, TURNBACK_CRASH_AT=str(n))
         proc = subprocess.run([*TB, "--workspace", str(work), "rewind", "--before-prompt", "1",
                                "--yes"], env=env, capture_output=True, text=True, timeout=120)
-        ok(work, "info")  # the next open recovers
+        ok(work, "gc")  # the next process that takes the store recovers (info only looks)
         got = tree(work)
         assert got in (old, new), (n, proc.returncode, got)
         seen.add("old" if got == old else "new")
@@ -357,3 +357,121 @@ def test_a_file_created_on_another_line_and_removed_is_no_part_of_a_redone_line(
     assert plan == {"q.txt": "delete"}, plan
     ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
     assert not (tmp_path / "p").exists() and not (tmp_path / "q.txt").exists()
+
+
+def users_folder_in_a_files_place(root: Path, how: str) -> list[str]:
+    """Seed 5027: a plan (a rewind, or a Redo) that puts the file `p` back where the folder `p/`
+    stands, with a file of the user's own in it. Returns the command's arguments, without --yes."""
+    write(root, "a.txt", "a\n")
+    turn(root, "p1", lambda: write(root, "p", "P\n"))  # head 2: the file p
+    turn(root, "p2", lambda: ((root / "p").unlink(), write(root, "p/q.txt", "q\n")))
+    args = ["rewind", "--before-prompt", "2"]
+    if how == "redo":  # back to the file, then forward to the folder: head 5 has the file p
+        ok(root, "rewind", "--before-prompt", "2", "--yes")
+        ok(root, "redo", "--head", "4", "--yes")
+        assert (root / "p/q.txt").is_file()
+        args = ["redo", "--head", "5"]
+    write(root, "p/u.txt", "mine\n")  # the user's own file, never captured
+    return args
+
+
+@pytest.mark.parametrize("how", ["rewind", "redo"])
+def test_a_file_whose_place_keeps_a_folder_of_the_users_files_is_a_gap(tmp_path, how):
+    """Seed 5027 of the long run: a plan that puts the file `p` back where a turn made the folder
+    `p/` counted the way cleared by the folder's removal (`folders.cleared_by_plan`), but the user
+    had put a file of their own in `p/`, so the folder stays (`folder-not-empty`) and the write of
+    `p` failed at the commit (Redo: IsADirectoryError; rewind: backup-failed), rolled back. Now
+    `p` is a gap `not-a-file`, the folder stays with the user's file, and the rest is done."""
+    args = users_folder_in_a_files_place(tmp_path, how)
+    rc, out, err = turnback(tmp_path, "--json", *args)
+    plan = json.loads(out)
+    plan = plan.get("candidate") or plan["plan"]  # rewind answers a candidate, Redo a plan
+    actions = {f["path"]: f["action"] for f in plan["files"]}
+    assert actions == {"p": "unchanged", "p/": "unchanged", "p/q.txt": "delete"}, actions
+    reasons = sorted(g["reason"] for g in plan["gaps"]
+                     if g["reason"] in ("not-a-file", "folder-not-empty"))
+    assert reasons == ["folder-not-empty", "not-a-file"], plan["gaps"]
+    ok(tmp_path, *args, "--yes")
+    assert sorted(tree(tmp_path)) == ["a.txt", "p/u.txt"], tree(tmp_path)
+    assert (tmp_path / "p/u.txt").read_text() == "mine\n"
+    ok(tmp_path, "fsck")
+
+
+# Seed 5027's plan committed by the workbench, as the crash loops run it (sessionkit.run_child).
+SWAP_BACK_CHILD = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind="heads"))
+if sys.argv[2] == "rewind":
+    b = {"kind": "beforePrompt", "turn": 2}
+    c = wb.rewind.prepare({"boundary": b})
+    assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
+else:
+    p = wb.redo.prepare({"headSeq": 5})
+    assert wb.redo.commit({"headSeq": 5, "planHash": p["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["rewind", "redo"])
+def test_a_file_whose_place_keeps_a_folder_of_the_users_files_is_old_or_new_under_faults(
+        tmp_path, how):
+    """Seed 5027's plan failed at every operation of its commit, and killed at every operation of
+    a real process: the tree and the log are the old ones or the new ones, the store is sound."""
+    import shutil
+
+    from sessionkit import Agent, crash_every_operation, normalised_log
+
+    from turnback.errors import TurnbackError
+    from turnback.store import fsio
+
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    users_folder_in_a_files_place(pristine, how)
+
+    def snapshot(root):
+        a = Agent(root, store_kind="heads")  # opening recovers what a fault left
+        try:
+            return tree(a.root), normalised_log(a.log())
+        finally:
+            a.close()
+
+    outcomes = crash_every_operation(tmp_path / "crash", pristine, SWAP_BACK_CHILD, (how,),
+                                     snapshot)
+    assert outcomes["old"] and outcomes["new"]
+    before = snapshot(pristine)
+    n, after, failed = 0, None, 0
+    while after is None:
+        n += 1
+        work = tmp_path / f"fail{n}"
+        shutil.copytree(pristine, work, symlinks=True)
+        a = Agent(work, store_kind="heads")
+        try:
+            if how == "rewind":
+                b = {"kind": "beforePrompt", "turn": 2}
+                c = a.wb.rewind.prepare({"boundary": b})
+                commit = lambda: a.wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})
+            else:
+                c = a.wb.redo.prepare({"headSeq": 5})
+                commit = lambda: a.wb.redo.commit({"headSeq": 5, "planHash": c["planHash"]})
+            with fsio.faults(fail_at=n) as plan:
+                try:
+                    status = commit()["status"]
+                except TurnbackError as exc:
+                    status = exc.code
+        finally:
+            a.close()
+        got = snapshot(work)
+        if plan.count < n:  # finished before operation n: every earlier one was failed
+            assert status == "committed" and got != before
+            after = got
+        elif status == "committed":
+            assert got != before
+        else:
+            assert got == before, (n, status)
+            failed += 1
+        assert fsck.fsck(work / ".turnback").ok, n
+        shutil.rmtree(work)
+    assert sorted(after[0]) == ["a.txt", "p/u.txt"], after[0]
+    assert failed > 1, failed

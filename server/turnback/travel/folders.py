@@ -17,23 +17,31 @@ from .disk import empties_after
 
 NOT_EMPTY = ("it holds files or folders turnback never captured (ignored ones, or never seen); the "
              "folder is left as it is, with them")
+BLOCKED = ("a folder stands in this file's place and keeps files turnback never captured; the folder "
+           "stays, with them, and the file is not written")
 
 
 def keep_full_folders(ws, changes: list, files: list[dict], gaps: list) -> set[str]:
     """Drop from `changes` every folder removal that would not leave the folder empty; mark its
-    FilePlan entry `unchanged` and add a `folder-not-empty` gap. Returns the folder keys kept."""
+    FilePlan entry `unchanged` and add a `folder-not-empty` gap. A file to be written in a kept
+    folder's place is dropped likewise, with a `not-a-file` gap. Returns the paths left as they are."""
     going = {rel for rel, to in changes if to == ABSENT}
     kept = {rel for rel, to in changes
             if to == ABSENT and is_folder_key(rel) and not empties_after(ws, rel, going)}
     if not kept:
         return kept
-    changes[:] = [(rel, to) for rel, to in changes if rel not in kept]
+    # A file the plan writes in a kept folder's place (a swap `cleared_by_plan` counted on) cannot
+    # be written either: it is a gap like any file a folder blocks (docs/rewind.md, "Exact trees").
+    blocked = {rel for rel, to in changes
+               if to != ABSENT and not is_folder_key(rel) and folder_key(rel) in kept}
+    changes[:] = [(rel, to) for rel, to in changes if rel not in kept and rel not in blocked]
     for f in files:
-        if f["path"] in kept:
+        if f["path"] in kept or f["path"] in blocked:
             f.update(action="unchanged", userEdit=False)
             f.pop("userEditBy", None)
     gaps.extend(Gap(rel, "folder-not-empty", None, NOT_EMPTY) for rel in sorted(kept))
-    return kept
+    gaps.extend(Gap(rel, "not-a-file", None, BLOCKED) for rel in sorted(blocked))
+    return kept | blocked
 
 
 def cleared_by_plan(rel: str, problem: str, target: dict, on_disk: dict) -> bool:
