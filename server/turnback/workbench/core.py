@@ -336,7 +336,8 @@ class Workbench:
         if not self.options.sweep or not self.is_owner:
             return 0
         self.book.require_owner()  # before the sweep stores a single object
-        from ..capture.sweep import KeptCache, iter_sweep
+        from ..capture.statcache import KeptCache
+        from ..capture.sweep import iter_sweep
 
         if getattr(self, "_stat_cache", None) is None:
             self._stat_cache = KeptCache(self.store.cache_dir / "stat.cbor")
@@ -380,7 +381,7 @@ class Workbench:
         # The cache is rebuildable: saved after a full walk and at close, never after a watcher's
         # small sweep (encoding 250,000 entries held the loop 0.4 s; a lost one costs re-hashing
         # only the files changed since, which the racy-git rule finds). With a healthy watcher it
-        # is not even held between full walks (capture/sweep.KeptCache).
+        # is not even held between full walks (capture/statcache.KeptCache).
         if plan is None or plan.full:  # encoding 20,000 entries: on a helper thread, waited for
             watching = getattr(self, "watcher", None)
             yield from waiting.wait_in_slices(waiting.in_thread(
