@@ -123,7 +123,8 @@ _NAMES = ["a", "b", "c", "x1", "x2", "foo", "doc", "build", "deep", "keep", "kee
        files=st.lists(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4).map("/".join),
                       min_size=1, max_size=12))
 def test_walk_agrees_with_git(tmp_path_factory, root_rules, sub_rules, sub, files):
-    from turnback.capture.sweep import StatCache, sweep
+    from turnback.capture.statcache import StatCache
+    from turnback.capture.sweep import sweep
     from sweepkit import real_objects
 
     root = tmp_path_factory.mktemp("gitdiff", numbered=True)
@@ -175,7 +176,8 @@ def test_the_kept_rules_of_a_full_sweep_judge_every_path_as_the_disk_did(
     path (walked, under an ignored folder, or not there at all) the verdict the rules on disk gave,
     and it no longer reads the disk once the rule files change."""
     from turnback.capture import lastrules
-    from turnback.capture.sweep import StatCache, sweep
+    from turnback.capture.statcache import StatCache
+    from turnback.capture.sweep import sweep
     from sweepkit import real_objects
 
     root = tmp_path_factory.mktemp("kept", numbered=True)

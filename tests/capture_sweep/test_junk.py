@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from turnback.capture.ignore import DEFAULT_IGNORE, IgnoreRules
-from turnback.capture.sweep import StatCache, sweep
+from turnback.capture.statcache import StatCache
+from turnback.capture.sweep import sweep
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sessionkit import Agent  # noqa: E402

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 
 from turnback.capture.sealed import seal
-from turnback.capture.sweep import CacheEntry, KeptCache, StatCache, iter_dirty, sweep
+from turnback.capture.statcache import CacheEntry, KeptCache, StatCache
+from turnback.capture.sweep import iter_dirty, sweep
 from turnback.capture.ignore import IgnoreRules
 
 D1, D2 = "1" * 32, "2" * 32

@@ -12,7 +12,8 @@ from sessionkit import assert_faulted
 
 from turnback.capture import parallel
 from turnback.capture.parallel import ParallelReader
-from turnback.capture.sweep import StatCache, iter_sweep, sweep
+from turnback.capture.statcache import StatCache
+from turnback.capture.sweep import iter_sweep, sweep
 from turnback.store import fsio
 from turnback.store.layout import Store
 from turnback.workspace import Workspace

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turnback.capture import reader, sweep as sweep_mod
-from turnback.capture.sweep import (RACY_MARGIN_NS, StatCache, SweepProgress, SweepResult,
-                                    iter_sweep, sweep)
+from turnback.capture.statcache import RACY_MARGIN_NS, StatCache
+from turnback.capture.sweep import SweepProgress, SweepResult, iter_sweep, sweep
 from turnback.workspace import Workspace
 
 OLD_NS = 1_600_000_000 * 10**9  # 2020: comfortably outside the racy window
@@ -395,7 +395,8 @@ def test_property_sweep_matches_disk(tmp_path_factory, before, after):
 def test_emacs_lock_links_are_not_gaps(ws, objects):
     import os
 
-    from turnback.capture.sweep import StatCache, sweep
+    from turnback.capture.statcache import StatCache
+    from turnback.capture.sweep import sweep
 
     os.symlink("user@host.1234:1700000000", ws.root / ".#notes.txt")  # how Emacs writes its locks
     os.symlink("/etc/passwd", ws.root / "real-link")

@@ -15,7 +15,8 @@ from turnback.store import fsio, journal as journal_mod
 from turnback.store.digest import is_digest
 from turnback.store.fsck import fsck
 from turnback.store.records import read_record, write_record
-from turnback.timeline.codec import StateCodec, state_refs
+from turnback.timeline.codec import StateCodec
+from turnback.timeline.staterefs import state_refs
 from turnback.workbench import Options, Workbench
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import time
 import pytest
 from sessionkit import assert_faulted
 
-from turnback.collect import repack
+from turnback.collect import repack, repackplan
 from turnback.store import fsio
 from turnback.store.layout import Store
 from turnback.store.packformat import DELTA, NONE
@@ -79,7 +79,7 @@ def test_a_collection_packs_loose_objects_and_stores_versions_as_deltas(ws):
 def _pack_then_garbage(ws, monkeypatch, before: int, after: int):
     """Turns, saves between turns, a collection that packs them; then new saves (the first ones
     become garbage in that pack) and more turns. Returns the workbench and the first pack."""
-    monkeypatch.setattr(repack, "DEAD_SHARE", 0.01)
+    monkeypatch.setattr(repackplan, "DEAD_SHARE", 0.01)
     wb = open_wb(ws)
     for t in range(before):
         turn(wb, ws, f"t{t}", edits("turn", t))
@@ -150,8 +150,8 @@ def template(fast_tmp, monkeypatch):
     """A store with a pack holding deltas, later turns that made much of it garbage, and new loose
     objects: the next collection repacks, rewrites the pack, deletes it, and drops loose copies.
     Small on purpose (the loops run it a hundred times): the thresholds are lowered to match."""
-    monkeypatch.setattr(repack, "MIN_LOOSE", 16)
-    monkeypatch.setattr(repack, "DEAD_SHARE", 0.01)
+    monkeypatch.setattr(repackplan, "MIN_LOOSE", 16)
+    monkeypatch.setattr(repackplan, "DEAD_SHARE", 0.01)
     ws = fast_tmp / "template"
     ws.mkdir()
     wb = open_wb(ws)
@@ -239,10 +239,10 @@ def test_every_operation_of_a_repacking_collection_fails(template, monkeypatch, 
 
 CRASH = """
 import sys
-from turnback.collect import repack
+from turnback.collect import repackplan
 from turnback.store import fsio
 from turnback.workbench import Options, Workbench
-repack.DEAD_SHARE, repack.MIN_LOOSE = 0.01, 16
+repackplan.DEAD_SHARE, repackplan.MIN_LOOSE = 0.01, 16
 wb = Workbench.open({ws!r}, Options(grace_heads=0, grace_seconds=0.0, publish_interval=0.0))
 fsio.install(fsio.FaultPlan(crash_at={n}, lose_unsynced={lose}))
 wb.collection.run()
@@ -308,11 +308,11 @@ def test_a_small_pack_with_a_fifth_of_it_garbage_is_rewritten_even_alone(ws, sha
     did one past MERGE_BELOW (64 MiB raw) below half."""
     wb, pack = _one_pack(ws)
     try:
-        plan = repack.make_plan(wb.store.objects, _keeping(pack, *share), [], time.time() + 60,
-                                0.0, {}, {})
+        plan = repackplan.make_plan(wb.store.objects, _keeping(pack, *share), [], time.time() + 60,
+                                    0.0, {}, {})
         assert plan.rewrite == [pack]
-        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.05, 0.2), [], time.time() + 60,
-                                0.0, {}, {})
+        plan = repackplan.make_plan(wb.store.objects, _keeping(pack, 0.05, 0.2), [], time.time() + 60,
+                                    0.0, {}, {})
         assert plan.empty  # a tenth: not worth a rewrite
     finally:
         wb.close()
@@ -320,13 +320,13 @@ def test_a_small_pack_with_a_fifth_of_it_garbage_is_rewritten_even_alone(ws, sha
 
 def test_a_big_pack_waits_for_half_of_it_to_be_garbage(ws, monkeypatch):
     wb, pack = _one_pack(ws)
-    monkeypatch.setattr(repack, "CHEAP_REWRITE", 1)  # every pack is big
+    monkeypatch.setattr(repackplan, "CHEAP_REWRITE", 1)  # every pack is big
     try:
-        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.5), [], time.time() + 60,
-                                0.0, {}, {})
+        plan = repackplan.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.5), [], time.time() + 60,
+                                    0.0, {}, {})
         assert plan.empty
-        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.5, 0.8), [], time.time() + 60,
-                                0.0, {}, {})
+        plan = repackplan.make_plan(wb.store.objects, _keeping(pack, 0.5, 0.8), [], time.time() + 60,
+                                    0.0, {}, {})
         assert plan.rewrite == [pack]
     finally:
         wb.close()
@@ -337,10 +337,10 @@ def test_a_pack_past_the_merge_size_is_still_cheap_to_rewrite(ws, monkeypatch):
     still rewrites it: with the cheap rule bounded by MERGE_BELOW, `long-session-edits` at 300
     turns kept all its superseded metadata (its packs had grown past 64 MiB raw)."""
     wb, pack = _one_pack(ws)
-    monkeypatch.setattr(repack, "MERGE_BELOW", 1)
+    monkeypatch.setattr(repackplan, "MERGE_BELOW", 1)
     try:
-        plan = repack.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.3), [], time.time() + 60,
-                                0.0, {}, {})
+        plan = repackplan.make_plan(wb.store.objects, _keeping(pack, 0.2, 0.3), [], time.time() + 60,
+                                    0.0, {}, {})
         assert plan.rewrite == [pack]
     finally:
         wb.close()
@@ -363,7 +363,7 @@ def test_a_rewritten_pack_keeps_its_deltas(ws):
     try:
         before = _deltas_of(pack.doc)
         assert len(before) >= 10
-        plan = repack.Plan(rewrite=[pack])
+        plan = repackplan.Plan(rewrite=[pack])
         built = repack.build(wb.store.objects, plan, lambda d: True)
         try:
             after = {d: base for d, (_seg, _start, _n, base) in built.writer.objects.items()
@@ -383,7 +383,7 @@ def test_a_delta_whose_base_is_garbage_becomes_a_delta_of_the_next_version_that_
         # v0 -> v1 -> v2: v1 (a delta itself) is garbage; v0 is written against v2
         v0, v1 = next((d, b) for d, b in sorted(bases.items()) if b in bases)
         v2 = bases[v1]
-        plan = repack.Plan(rewrite=[pack])
+        plan = repackplan.Plan(rewrite=[pack])
         built = repack.build(wb.store.objects, plan, lambda d: d != v1)
         try:
             assert v1 not in built.writer

@@ -6,7 +6,7 @@ Found by the real-editor suite: a live owner's background repack made every Redo
 
 from __future__ import annotations
 
-from turnback.collect import repack
+from turnback.collect import repackplan
 
 from .conftest import age_objects, open_wb, rewind, turn
 
@@ -27,7 +27,7 @@ def _streamed_turn(wb, root, t: int) -> None:
 
 
 def test_a_publication_after_a_repack_writes_the_same_turns_and_redo_still_counts_them(ws, monkeypatch):
-    monkeypatch.setattr(repack, "MIN_LOOSE", 1)  # a small session's objects are packed too
+    monkeypatch.setattr(repackplan, "MIN_LOOSE", 1)  # a small session's objects are packed too
     wb = open_wb(ws)
     for t in range(3):
         _streamed_turn(wb, ws, t)

@@ -10,7 +10,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from turnback.collect.roots import StateRefs
 from turnback.model.session import SessionState
-from turnback.timeline.codec import state_refs
+from turnback.timeline.staterefs import state_refs
 from turnback.timeline.reducer import apply
 
 RELS = [f"src/f{i}.py" for i in range(12)]

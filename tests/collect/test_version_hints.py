@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from turnback.collect.repack import HINT_STEP, iter_version_hints
+from turnback.collect.repackplan import HINT_STEP, iter_version_hints
 from turnback.model.session import SessionState
 from turnback.timeline.reducer import apply
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from hookkit import hook_log, replay_fixture, tb, tb_json, workspace_files
 
-from turnback.hooks import install
+from turnback.hooks import install, installstatus
 
 DIRECT = {"TURNBACK_HOOK_DIRECT": "1"}
 
@@ -36,7 +36,7 @@ def test_install_merges_status_reports_and_uninstall_removes_exactly(tmp_path, h
                                               {"command": "turnback hook cursor"}]
     assert data["hooks"]["stop"] == [{"command": "turnback hook cursor"}]
     assert install.install("cursor", "project", root, command="turnback hook cursor")["alreadyInstalled"]
-    status = next(s for s in install.status(root) if s["agent"] == "cursor" and s["scope"] == "project")
+    status = next(s for s in installstatus.status(root) if s["agent"] == "cursor" and s["scope"] == "project")
     assert status["installed"] and status["complete"] and status["missing"] == []
     assert install.uninstall("cursor", "project", root)["removed"]
     assert json.loads((root / ".cursor" / "hooks.json").read_text()) == mine

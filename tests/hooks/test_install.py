@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hookkit import tb, tb_json
 
-from turnback.hooks import install
+from turnback.hooks import install, installstatus
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_user_install_honours_the_agents_config_folder_variable(tmp_path, home, 
     assert (moved / rel).is_file()
     assert not any(p.is_file() for p in home.rglob("*") if ".state" not in p.parts), \
         "nothing may land in the home folder the agent no longer reads"
-    row = {(r["agent"], r["scope"]): r for r in install.status(tmp_path)}[(agent, "user")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(tmp_path)}[(agent, "user")]
     assert row["path"] == str(moved / rel) and row["complete"]
     install.uninstall(agent, "user", tmp_path)
     assert not (moved / rel).exists()
@@ -176,7 +176,7 @@ def test_status_says_when_the_installed_command_no_longer_exists(tmp_path, home)
     root.mkdir()
     gone = tmp_path / "old-venv" / "bin" / "turnback"
     install.install("claude-code", "project", root, command=shlex.quote(str(gone)))
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("claude-code", "project")]
     assert row["complete"] and row["commandMissing"] == f"{gone} no longer exists"
     env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state")}
     out = tb(root, "hooks", "status", env=env).stdout
@@ -186,7 +186,7 @@ def test_status_says_when_the_installed_command_no_longer_exists(tmp_path, home)
     gone.parent.mkdir(parents=True)
     gone.write_text("#!/bin/sh\n")
     gone.chmod(0o755)
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("claude-code", "project")]
     assert "commandMissing" not in row and row["command"] == f"{gone} hook claude-code"
 
 
@@ -205,7 +205,7 @@ def test_codex_status_without_codex_reads_config_toml(tmp_path, home, monkeypatc
     root.mkdir()
     codex_home = _no_codex(monkeypatch, tmp_path)
     install.install("codex", "project", root, command="turnback")
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("codex", "project")]
     assert row["codex"]["checkedWith"] is None
     assert "not a trusted project" in row["codex"]["blocked"], row["codex"]
     assert "turnback hooks install codex --trust" in row["codex"]["step"]
@@ -213,14 +213,14 @@ def test_codex_status_without_codex_reads_config_toml(tmp_path, home, monkeypatc
     hooks_file = root / ".codex" / "hooks.json"
     trusted = [f'[projects."{tmp_path}"]\ntrust_level = "trusted"\n']  # a parent folder counts
     codex_home.joinpath("config.toml").write_text("".join(trusted))
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("codex", "project")]
     assert "untrusted" in row["codex"]["blocked"], row["codex"]
 
     for event in install.EVENTS["codex"]:
         key = f"{hooks_file}:{install_snake(event)}:0:0"
         trusted.append(f'[hooks.state."{key}"]\ntrusted_hash = "sha256:abc"\n')
     codex_home.joinpath("config.toml").write_text("\n".join(trusted))
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("codex", "project")]
     assert row["codex"]["blocked"] is None, row["codex"]
     env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".state"),
            "CODEX_HOME": str(codex_home), "PATH": str(tmp_path / "empty-bin")}
@@ -240,7 +240,7 @@ def test_codex_status_with_a_broken_config_toml_says_so(tmp_path, home, monkeypa
     codex_home = _no_codex(monkeypatch, tmp_path)
     codex_home.joinpath("config.toml").write_text("[projects\nbroken =")
     install.install("codex", "project", root, command="turnback")
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("codex", "project")]
     assert "config.toml is unreadable" in row["codex"]["blocked"], row["codex"]
 
 
@@ -276,7 +276,7 @@ def test_installing_again_mends_an_old_command_instead_of_adding_a_second(tmp_pa
     data = json.loads((root / ".github/hooks/turnback.json").read_text())
     assert data["hooks"]["preToolUse"] == [{"type": "command", "timeoutSec": 30,
                                            "bash": "/opt/tb/bin/turnback hook copilot --event preToolUse"}]
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("claude-code", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("claude-code", "project")]
     assert row["commandMissing"] == "/opt/tb/bin/turnback no longer exists"
     # and uninstall still removes exactly turnback's entries
     install.uninstall("claude-code", "project", root)
@@ -299,7 +299,7 @@ def test_installing_again_mends_a_codex_timeout_codex_would_clamp(tmp_path, home
     data["hooks"]["Interrupt"][0]["hooks"][0]["timeout"] = "3"
     data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 45  # Stop is not clamped: the user's choice
     path.write_text(json.dumps(data))
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("codex", "project")]
     assert row["timeoutClamped"] == ["Interrupt", "SessionEnd"]
     assert "SessionEnd: a timeout codex clamps" in tb(root, "hooks", "status").stdout.replace(
         "Interrupt, ", "")
@@ -310,7 +310,7 @@ def test_installing_again_mends_a_codex_timeout_codex_would_clamp(tmp_path, home
     assert [h["timeout"] for e in ("SessionEnd", "Interrupt") for g in hooks[e] for h in g["hooks"]] \
         == [3, 3]
     assert hooks["Stop"][0]["hooks"][0]["timeout"] == 45
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("codex", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("codex", "project")]
     assert "timeoutClamped" not in row
     assert install.install("codex", "project", root)["alreadyInstalled"]
 
@@ -328,7 +328,7 @@ def test_gemini_status_says_when_gemini_will_not_run_the_hooks(tmp_path, home, m
     gem.mkdir()
 
     def blocked():
-        row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("gemini", "project")]
+        row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("gemini", "project")]
         return row["gemini"]["blocked"]
 
     assert "not trusted by Gemini" in blocked()
@@ -364,10 +364,10 @@ def test_opencode_plugin_install_status_uninstall(tmp_path, home, monkeypatch):
     assert result["added"] and plugin.read_text() == opencodeplugin.render(result["command"])
     assert opencodeplugin.installed_command(plugin.read_text()) == result["command"]
     assert install.install("opencode", "project", root)["alreadyInstalled"]
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("opencode", "project")]
     assert row["complete"] and "edited" not in row
     plugin.write_text(plugin.read_text().replace("TIMEOUT_MS = 30000", "TIMEOUT_MS = 5"))
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("opencode", "project")]
     assert row["installed"] and not row["complete"] and "edited" in row["edited"]
     again = install.install("opencode", "project", root)
     assert again["updated"] and "TIMEOUT_MS = 5" in Path(again["editedKept"]).read_text()
@@ -381,7 +381,7 @@ def test_opencode_plugin_install_status_uninstall(tmp_path, home, monkeypatch):
     with pytest.raises(Exception, match="not turnback's plugin"):
         install.install("opencode", "project", root)
     assert not install.uninstall("opencode", "project", root)["removed"] and plugin.exists()
-    row = {(r["agent"], r["scope"]): r for r in install.status(root)}[("opencode", "project")]
+    row = {(r["agent"], r["scope"]): r for r in installstatus.status(root)}[("opencode", "project")]
     assert not row["installed"] and "not turnback's" in row["problem"]
 
 

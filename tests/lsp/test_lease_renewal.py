@@ -11,7 +11,7 @@ from turnback.errors import NotOwner
 from turnback.lsp.server import TurnbackServer
 from turnback.store.ownership import Lease
 from turnback.workbench import Workbench
-from turnback.workbench.core import Options
+from turnback.workbench.options import Options
 
 TTL = 1.5  # the loop renews every TTL / 3 = 0.5 s
 

@@ -18,9 +18,9 @@ from tests.collect.conftest import assert_sound, expire_lease, fast_tmp, open_wb
 from tests.collect.test_repack import age, edits
 
 CHILD = """
-from turnback.collect import repack
+from turnback.collect import repackplan
 from turnback.workbench import Options, Workbench
-repack.MIN_LOOSE = 16
+repackplan.MIN_LOOSE = 16
 wb = Workbench.open({ws!r}, Options(grace_heads=0, grace_seconds=0.0, publish_interval=0.0))
 wb.collection.run()
 wb.close()

@@ -42,7 +42,7 @@ def test_the_root_packs_its_digests_and_reads_back(tmp_path):
 def test_a_root_with_hex_lists_still_reads_back(tmp_path, monkeypatch):
     store = Store.open(tmp_path / ".turnback")
     state = _state(store)
-    monkeypatch.setattr(codec_mod, "_pack_ordered", list)  # the writer before format 2
+    monkeypatch.setattr(codec_mod, "pack_ordered", list)  # the writer before format 2
     body = StateCodec(store.objects).write(state)
     monkeypatch.undo()
     assert isinstance(_root(store, body)["turns"], list)

@@ -7,7 +7,7 @@ from turnback.model.images import ABSENT, FOLDER, UNKNOWN
 from turnback.model.steps import Step
 from turnback.model.turns import FileEntry, Turn
 from turnback.timeline.book import new_session
-from turnback.timeline.codec import state_refs
+from turnback.timeline.staterefs import state_refs
 
 
 def _d(i: int) -> str:

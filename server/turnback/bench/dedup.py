@@ -17,7 +17,8 @@ import time
 from ..model.session import SessionState
 from ..store.layout import Store
 from ..model.known import KnownMap
-from ..timeline.codec import StateCodec, state_refs
+from ..timeline.codec import StateCodec
+from ..timeline.staterefs import state_refs
 
 
 def _digest(i: int) -> str:

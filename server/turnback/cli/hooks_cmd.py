@@ -95,11 +95,12 @@ def _print_blocked(ctx, agent: str, state: dict | None, indent: str) -> None:
 
 def _codex_after_install(ctx, scope: str, trust: bool) -> dict:
     from ..hooks import install as inst
+    from ..hooks.installstatus import codex_state
 
     if trust:
         return inst.codex_trust(ctx.root, scope)
-    return inst.codex_state(ctx.root, inst.settings_path("codex", scope, ctx.root), scope,
-                            inst.EVENTS["codex"])
+    return codex_state(ctx.root, inst.settings_path("codex", scope, ctx.root), scope,
+                       inst.EVENTS["codex"])
 
 
 def codextrust_config() -> str:
@@ -147,7 +148,7 @@ def _uninstall(ctx) -> int:
 
 
 def _status(ctx) -> int:
-    from ..hooks.install import status
+    from ..hooks.installstatus import status
 
     rows = status(ctx.root)
     if ctx.json:

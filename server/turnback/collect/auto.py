@@ -49,7 +49,7 @@ def threshold() -> int:
 
 def loose_estimate(store: Path) -> int:
     """Loose objects a collection would pack, estimated from SAMPLE fan-out folders. Those over
-    RAW_LOOSE_MAX stay loose whatever runs (collect/repack.REPACK_MAX): counted, a store with many
+    RAW_LOOSE_MAX stay loose whatever runs (collect/repackplan.REPACK_MAX): counted, a store with many
     big files would run a collection after every command and never get below the threshold."""
     objects = Path(store) / "objects"
     count = 0

@@ -39,7 +39,7 @@ import cbor2
 from ..errors import TurnbackError
 from ..store.digest import is_digest
 from ..store import fsio, lineage
-from . import repack, roots
+from . import repack, repackplan, roots
 from .cache import HeadCache
 from .retention import Decision, decide, kept_for
 from .scan import HeadFacts, facts_of, list_heads, observe
@@ -76,7 +76,7 @@ class Collector:
         """`quick`: its new pack at the put-time level, no rewrite for the layout alone (the
         command line's automatic run); `deadline` (monotonic): stop (CollectionStopped) at the
         first pause past it, never while a helper thread works for it. `pack_all`: every small
-        pack merged into its new one (`turnback gc`; collect/repack.make_plan)."""
+        pack merged into its new one (`turnback gc`; collect/repackplan.make_plan)."""
         self.wb = wb
         self.quick = quick
         self.pack_all = pack_all
@@ -551,7 +551,7 @@ class Collector:
                 if self._keeps(digest) or st.st_mtime >= cutoff:
                     self.stats["objectsKept"] += 1
                     self.stats["bytesKept"] += st.st_size
-                    if st.st_mtime < cutoff and st.st_size <= repack.REPACK_MAX:
+                    if st.st_mtime < cutoff and st.st_size <= repackplan.REPACK_MAX:
                         self.loose_kept.append((digest, st.st_size))
                 else:
                     doomed.append((digest, st.st_size))

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..store import fsio, journal as journal_mod
 from ..store.digest import is_digest
 from ..store.records import read_record
-from ..timeline.codec import NOT_DIGESTS
+from ..timeline.staterefs import NOT_DIGESTS
 
 
 def digests_in(value, out: set[str]) -> set[str]:
@@ -35,7 +35,7 @@ def digests_in(value, out: set[str]) -> set[str]:
 
 
 class StateRefs:
-    """The live state's objects (`timeline.codec.state_refs`) for a collection that looks again after
+    """The live state's objects (`staterefs.state_refs`) for a collection that looks again after
     every change: it reads only the parts that may have changed since its last look, in steps (a
     storm's every hook made each whole look hold the owner's loop 22 to 26 ms at 20,000 files, and a
     first look reads everything). Pins never shrink in a run, so what a look adds is added to what

@@ -109,24 +109,6 @@ def this_turnback() -> str:
     return f"{shlex.quote(sys.executable)} -m turnback"
 
 
-def missing_command(command: str) -> str | None:
-    """Why an installed hook command cannot run any more (its program is gone), or None."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return f"cannot read the command {command!r}"
-    if not words:
-        return "the command is empty"
-    program = words[0]
-    if os.sep in program:
-        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
-            return f"{program} no longer exists"
-        return None
-    if shutil.which(program) is None:
-        return f"{program} is not on this PATH (the agent's own PATH may differ)"
-    return None
-
-
 def _entry(agent: str, event: str, command: str) -> dict:
     """The block for one event, in the agent's own shape."""
     if agent == "copilot":
@@ -332,26 +314,6 @@ def _uninstall_plugin(path: Path, scope: str) -> dict:
                else {})}
 
 
-def _plugin_status(path: Path) -> dict:
-    from . import opencodeplugin
-
-    st = opencodeplugin.state(path)
-    ours = bool(st.get("ours"))
-    row = {"agent": "opencode", "path": str(path), "exists": st["exists"], "installed": ours,
-           "complete": ours and not st.get("edited"), "events": EVENTS["opencode"] if ours else [],
-           "missing": []}
-    if st.get("problem"):
-        row["problem"] = st["problem"]
-    if st["exists"] and not ours and not st.get("problem"):
-        row["problem"] = "a file of that name that is not turnback's plugin"
-    if st.get("edited"):
-        row["edited"] = ("edited since turnback wrote it; `turnback hooks install opencode` "
-                         "writes it again (keeping the edited copy beside it)")
-    if ours:
-        row.update(_command_state([st["command"]]))
-    return row
-
-
 def uninstall(agent: str, scope: str, root: Path) -> dict:
     _check(agent, scope)
     path = settings_path(agent, scope, root)
@@ -406,54 +368,8 @@ def uninstall(agent: str, scope: str, root: Path) -> dict:
     return {"agent": agent, "scope": scope, "path": key, "removed": sorted(set(removed))}
 
 
-def status(root: Path) -> list[dict]:
-    out = []
-    for agent in FILES:
-        for scope in ("project", "user"):
-            path = settings_path(agent, scope, root)
-            if agent == "opencode":
-                out.append({**_plugin_status(path), "scope": scope})
-                continue
-            try:
-                data = _read(path)
-                problem = None
-            except InvalidParams as exc:
-                data, problem = None, exc.message
-            events, commands, clamped = [], [], []
-            if data and isinstance(data.get("hooks"), dict):
-                for event, groups in data["hooks"].items():
-                    ours = [h for h in _hooks_of(agent, groups) if _ours(agent, h, None)] \
-                        if isinstance(groups, list) else []
-                    if ours:
-                        events.append(event)
-                    commands += [_command_of(agent, h) for h in ours]
-                    clamped += [event for h in ours if over_cap(agent, event, h)][:1]
-            missing = [e for e in EVENTS[agent] if e not in events]
-            row = {"agent": agent, "scope": scope, "path": str(path),
-                   "exists": data is not None, "installed": bool(events),
-                   "complete": bool(events) and not missing, "events": events,
-                   "missing": missing if events else [], **({"problem": problem} if problem else {}),
-                   **({"timeoutClamped": clamped} if clamped else {})}
-            row.update(_command_state(commands))
-            if agent == "codex" and events:
-                row["codex"] = codex_state(root, path, scope, events)
-            if agent == "gemini" and events:
-                from . import geminitrust
-
-                row["gemini"] = geminitrust.check(root)
-            out.append(row)
-    return out
-
-
 def _is_codex_hook(command: str) -> bool:
     return _ours("codex", {"command": command}, None)
-
-
-def codex_state(root: Path, path: Path, scope: str, events: list[str]) -> dict:
-    """Whether Codex will run the hooks in `path` (hooks/codextrust.py)."""
-    from . import codextrust
-
-    return codextrust.check(root, path, scope, events, _is_codex_hook)
 
 
 def codex_trust(root: Path, scope: str) -> dict:
@@ -462,21 +378,6 @@ def codex_trust(root: Path, scope: str) -> dict:
 
     return codextrust.trust(root, settings_path("codex", scope, root), scope, EVENTS["codex"],
                             _is_codex_hook)
-
-
-def _command_of(agent: str, hook: dict) -> str:
-    text = hook.get("bash") if agent == "copilot" else hook.get("command")
-    return re.sub(r" --event \S+$", "", text) if isinstance(text, str) else ""
-
-
-def _command_state(commands: list[str]) -> dict:
-    """The command the installed hooks run, and why it cannot run any more (`commandMissing`)."""
-    if not commands:
-        return {}
-    distinct = sorted(set(commands))
-    gone = next((why for why in map(missing_command, distinct) if why), None)
-    return {"command": distinct[0] if len(distinct) == 1 else distinct,
-            **({"commandMissing": gone} if gone else {})}
 
 
 def _hooks_of(agent: str, groups: list) -> list[dict]:

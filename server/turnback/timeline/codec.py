@@ -15,12 +15,13 @@ import cbor2
 from ..errors import CorruptStore, NewerFormat
 from ..model.directives import Directive
 from ..model.gaps import Gap
-from ..model.images import ABSENT, FOLDER, UNKNOWN, is_digest, is_folder_key
+from ..model.images import is_digest, is_folder_key
 from ..model.known import SHARDS, KnownMap
 from ..model.session import AgentTranscript, SessionState
 from ..model.turns import Turn
 from ..store import waiting
 from .parsed import ParsedCache
+from .staterefs import digest_list, pack_ordered, pack_sorted, turn_images, unpack_digests
 
 OBJECT_FORMAT = 2  # the newest object format this version reads
 # Objects that hold folder keys (model/images.py: `src/empty/` -> "folder") say format 2, so a
@@ -109,7 +110,7 @@ class StateCodec:
         turn_digests, lists = [], []
         for turn in state.turns:
             doc = turn.to_dict()
-            turn_refs: set[str] = set(_turn_images(turn))
+            turn_refs: set[str] = set(turn_images(turn))
             doc["responseChunks"] = self._response_chunks(state.session_id, turn, turn_refs)
             del doc["response"]
             digest = self._put(dumps("turn", doc, _version(turn.files)))
@@ -127,10 +128,10 @@ class StateCodec:
             "sessionId": state.session_id, "created": state.created, "config": state.config,
             # Packed 16-byte digests in order (a hex list in stores written before format 2): the
             # root is rewritten by every publication, so its size is paid 2,850 times a long session.
-            "turns": _pack_ordered(turn_digests), "between": between,
+            "turns": pack_ordered(turn_digests), "between": between,
             **({"betweenModes": between_modes} if between_modes else {}),
             "betweenBy": [[k, rel, by] for (k, rel), by in state.between_by.items()],
-            "known": _pack_ordered(known_digests),  # position is the shard number
+            "known": pack_ordered(known_digests),  # position is the shard number
             "directives": put("directives", {"items": [d.to_dict() for d in state.directives.values()]}),
             "workflow": put("workflow", {k: list(v) for k, v in state.workflow.items()}),
             "agents": put("agents", {"items": [a.to_dict() for a in state.agents.values()]}),
@@ -146,8 +147,8 @@ class StateCodec:
         # The body names the small things directly and every turn's and shard's reference list by
         # the list object's digest: those lists are shared by every publication whose turn or shard
         # is unchanged, so a publication writes O(change) bytes, not O(state).
-        return self._put(dumps("body", {"root": root_digest, "refs": _pack(refs),
-                                        "lists": _pack(set(lists))}))
+        return self._put(dumps("body", {"root": root_digest, "refs": pack_sorted(refs),
+                                        "lists": pack_sorted(set(lists))}))
 
     def _ref_list(self, key: str, refs: set[str]) -> str:
         """The digest of the reference-list object for a turn or shard object `key` (cached: the list
@@ -155,7 +156,7 @@ class StateCodec:
         cached = self._lists_by_key.get(key)
         if cached is not None and self._present(cached):
             return cached
-        digest = self._put(dumps("refs", {"refs": _pack(refs)}))
+        digest = self._put(dumps("refs", {"refs": pack_sorted(refs)}))
         self._lists_by_key[key] = digest
         return digest
 
@@ -264,8 +265,8 @@ class StateCodec:
         and that list's contents. A list in `skip` (a marker's set of objects already marked, whose
         contents were marked with it) is named but not read again."""
         body = loads(self.objects.get(body_digest), "body", f"object {body_digest}")
-        refs = _unpack(body.get("refs", b""), body_digest)
-        for ref_list in _unpack(body.pop("lists", b""), body_digest):
+        refs = unpack_digests(body.get("refs", b""), body_digest)
+        for ref_list in unpack_digests(body.pop("lists", b""), body_digest):
             refs.append(ref_list)
             if ref_list not in skip:
                 refs.extend(self.list_contents(ref_list))
@@ -274,7 +275,7 @@ class StateCodec:
 
     def list_contents(self, digest: str) -> list[str]:
         doc = loads(self.objects.get(digest), "refs", f"object {digest}")
-        return _unpack(doc["refs"], digest)
+        return unpack_digests(doc["refs"], digest)
 
     def read(self, body_digest: str) -> SessionState:
         # Only the root is needed: the reference lists (every digest the state reaches, 250,000 of
@@ -284,13 +285,13 @@ class StateCodec:
         state = SessionState(session_id=root["sessionId"], created=root["created"],
                              config=dict(root.get("config", {})))
         state.turns = [self._read_turn(state.session_id, d)
-                       for d in _digests(root["turns"], body_digest)]
+                       for d in digest_list(root["turns"], body_digest)]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
         state.between_modes = {int(k): dict(v) for k, v in root.get("betweenModes", {}).items()}
         state.between_by = {(int(k), rel): by for k, rel, by in root.get("betweenBy", [])}
         state.known = known = KnownMap()  # shard by shard: no second copy of 250,000 paths
-        for shard in _digests(root["known"], body_digest):
+        for shard in digest_list(root["known"], body_digest):
             images, modes = self.known_doc(shard)
             known.update(images)
             for rel, mode in modes.items():  # format 1 stores carry none: unknown
@@ -329,7 +330,8 @@ class StateCodec:
         cached = self.parsed.get(key)
         if cached is None:
             root = self._get(self._root_of(body_digest), "session")
-            cached = (_digests(root["turns"], body_digest), _digests(root["known"], body_digest))
+            cached = (digest_list(root["turns"], body_digest),
+                      digest_list(root["known"], body_digest))
             self.parsed.put(key, cached, 1 + (len(cached[0]) + len(cached[1])) // 64)
         return list(cached[0]), list(cached[1])
 
@@ -392,66 +394,5 @@ class _EveryList:
 _EVERY_LIST = _EveryList()
 
 
-def _pack(digests) -> bytes:
-    """Digests as sorted raw 16-byte values: deterministic, and half the size of hex text."""
-    return b"".join(bytes.fromhex(d) for d in sorted(digests))
-
-
-def _pack_ordered(digests) -> bytes:
-    return b"".join(bytes.fromhex(d) for d in digests)
-
-
-def _digests(value, where: str) -> list[str]:
-    """A root's ordered digest list: packed bytes, or a list of hex digests (older roots)."""
-    if isinstance(value, list):
-        if not all(is_digest(d) for d in value):
-            raise CorruptStore(f"object {where}: a digest list holds something else")
-        return list(value)
-    return _unpack(value, where)
-
-
-def _unpack(packed, where: str) -> list[str]:
-    if isinstance(packed, list):
-        return list(packed)
-    if not isinstance(packed, (bytes, bytearray)) or len(packed) % 16:
-        raise CorruptStore(f"object {where}: a reference list is not whole digests")
-    return [packed[i:i + 16].hex() for i in range(0, len(packed), 16)]
-
-
-def _turn_images(turn: Turn):
-    for entry in turn.files.values():
-        for image in (entry.before, entry.after):
-            if is_digest(image):
-                yield image
-    for step in turn.steps:
-        if step.result:
-            yield step.result
-    for digest in turn.instructions.values():
-        yield digest
-
-
 def _turn_weight(doc: dict, text: bytes | None) -> int:
     return 1 + len(doc.get("files", ())) + len(doc.get("steps", ())) + len(text or b"") // 256
-
-
-NOT_DIGESTS = (ABSENT, UNKNOWN, FOLDER, None, "")  # what `is_digest` says no to
-
-
-def state_refs(state: SessionState) -> set[str]:
-    """Image and result objects a state references (without writing it): used for journal pins.
-    Everything is gathered and the markers taken out at the end (a test per image cost 25 ms a
-    look at 20,000 files, on the loop: the collector looks again after every change)."""
-    refs: set[str] = set()
-    add = refs.add
-    for turn in state.turns:
-        for entry in turn.files.values():
-            add(entry.before)
-            add(entry.after)
-        refs.update(step.result for step in turn.steps if step.result)
-        refs.update(turn.instructions.values())
-    refs.update(state.known.values())
-    for changes in state.between.values():
-        for pair in changes.values():
-            refs.update(pair)
-    refs.difference_update(NOT_DIGESTS)
-    return refs

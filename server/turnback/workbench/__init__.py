@@ -1,5 +1,6 @@
 """The facade both faces (server and command line) call."""
 
-from .core import Options, Workbench
+from .core import Workbench
+from .options import Options
 
 __all__ = ["Options", "Workbench"]

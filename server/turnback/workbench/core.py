@@ -29,52 +29,13 @@ from .diffs import DiffFeature
 from .directives import DirectivesFeature
 from .fork import ForkFeature
 from .keepalive import Keepalive
+from .options import Options
 from .restore import RestoreFeature
 from .sessions import SessionsFeature
 from .travel import RecoveryFeature, RedoFeature, RewindFeature
 from .turns import TurnsFeature
 
 Job = Generator[object, None, object]
-
-
-@dataclass
-class Options:
-    store_kind: str = "heads"
-    store_path: str | None = None
-    max_file_bytes: int = 16 * 1024 * 1024
-    sweep: bool = True
-    grace_heads: int = 8
-    grace_seconds: float = 600.0
-    lease_ttl: float = 30.0
-    publish_interval: float = 15.0  # debounced publication inside long turns (heads stores)
-    default_ignore: tuple | None = None  # None: capture.ignore.DEFAULT_IGNORE; () turns it off
-    lease_clock: Callable[[], float] | None = None  # wall clock for lease expiry; tests inject one
-
-    @classmethod
-    def from_init(cls, init: dict | None) -> "Options":
-        """Options from the contract's `initializationOptions` shape."""
-        from .params import field as f, obj, str_list
-
-        init = obj(init, "initializationOptions")
-        store = obj(init.get("store"), "store")
-        capture = obj(init.get("capture"), "capture")
-        collect = obj(init.get("collect"), "collect")
-        return cls(
-            store_kind=f(store, "kind", str, default="heads", choices=("heads", "pid")),
-            store_path=f(store, "path", str, default=None, allow_none=True),
-            max_file_bytes=f(capture, "maxFileBytes", int, default=16 * 1024 * 1024),
-            sweep=f(capture, "sweep", bool, default=True),
-            grace_heads=f(collect, "graceHeads", int, default=8),
-            grace_seconds=float(f(collect, "graceSeconds", (int, float), default=600.0)),
-            default_ignore=(tuple(str_list(capture, "defaultIgnore"))
-                            if capture.get("defaultIgnore") is not None else None),
-        )
-
-    def ownership_kwargs(self, kind: str) -> dict:
-        """How this workbench asks for a store's ownership (a lease's TTL and clock)."""
-        if kind != "heads":
-            return {}
-        return {"ttl": self.lease_ttl, **({"clock": self.lease_clock} if self.lease_clock else {})}
 
 
 @dataclass
@@ -374,7 +335,8 @@ class Workbench:
         if not self.options.sweep or not self.is_owner:
             return 0
         self.book.require_owner()  # before the sweep stores a single object
-        from ..capture.sweep import KeptCache, iter_sweep
+        from ..capture.statcache import KeptCache
+        from ..capture.sweep import iter_sweep
 
         if getattr(self, "_stat_cache", None) is None:
             self._stat_cache = KeptCache(self.store.cache_dir / "stat.cbor")
@@ -418,7 +380,7 @@ class Workbench:
         # The cache is rebuildable: saved after a full walk and at close, never after a watcher's
         # small sweep (encoding 250,000 entries held the loop 0.4 s; a lost one costs re-hashing
         # only the files changed since, which the racy-git rule finds). With a healthy watcher it
-        # is not even held between full walks (capture/sweep.KeptCache).
+        # is not even held between full walks (capture/statcache.KeptCache).
         if plan is None or plan.full:  # encoding 20,000 entries: on a helper thread, waited for
             watching = getattr(self, "watcher", None)
             yield from waiting.wait_in_slices(waiting.in_thread(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..capture.sweep import StatCache
+from ..capture.statcache import StatCache
 from ..errors import CorruptStore, NotFound, TurnbackError
 from ..store import fsio
 from ..store.records import read_record
