@@ -596,12 +596,8 @@ def sync_folders(folders: Iterable[StrPath], *, at_least: int = _SYNCFS_MIN) -> 
     """Make the names in these folders durable: with `at_least` folders or more on Linux, one
     syncfs() per file system (which also makes every file's contents durable), otherwise one
     fsync per folder."""
-    folders = sorted({Path(f) for f in folders})
-    if len(folders) >= at_least and _load_syncfs() is not None:
-        _syncfs_each(folders)
-        return
-    for folder in folders:
-        fsync_dir(folder)
+    for step in folder_syncs(sorted({Path(f) for f in folders}), syncfs_from=at_least):
+        sync_step(step)
 
 
 def _syncfs_each(paths: list) -> None:
