@@ -60,6 +60,18 @@ class Cli:
         return out
 
 
+# a process that opens the store, owns it, says "ready" and holds it until a line on its stdin
+HOLDER = """
+import sys
+from turnback.workbench import Workbench
+wb = Workbench.open(sys.argv[1])
+assert wb.is_owner
+print("ready", flush=True)
+sys.stdin.readline()
+wb.close()
+"""
+
+
 def turnback_exe() -> list[str]:
     exe = VENV_BIN / "turnback"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "turnback"]

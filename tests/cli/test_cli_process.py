@@ -13,7 +13,7 @@ from turnback.cli import demo as demo_mod
 from turnback.cli.commands import ProgressBar
 from turnback.workbench import Workbench
 
-from cli_helpers import cli, run_turnback, ws  # noqa: F401  (fixtures)
+from cli_helpers import HOLDER, cli, run_turnback, ws  # noqa: F401  (fixtures)
 
 
 def test_demo_exits_zero(cli):
@@ -63,17 +63,6 @@ def test_python_dash_m_turnback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "turnback", "--workspace", str(tmp_path), "fsck"],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "not a store folder" in proc.stdout
-
-
-HOLDER = """
-import sys, time
-from turnback.workbench import Workbench
-wb = Workbench.open(sys.argv[1])
-assert wb.is_owner
-print("ready", flush=True)
-sys.stdin.readline()
-wb.close()
-"""
 
 
 def test_mutations_refuse_with_exit_3_when_another_process_owns_the_store(cli, ws):

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 
-from cli_helpers import turnback_exe
+from cli_helpers import HOLDER, turnback_exe
 
 
 def _run(ws, *args, start: bool):
@@ -50,17 +50,6 @@ def test_without_the_setting_a_turn_command_starts_nothing(tmp_path):
     assert _run(ws, "turn", "begin", "--prompt", "first", start=False).returncode == 0
     assert not _owner(ws).get("running")
     assert _run(ws, "turn", "settle", start=False).returncode == 0
-
-
-HOLDER = """
-import sys
-from turnback.workbench import Workbench
-wb = Workbench.open(sys.argv[1])
-assert wb.is_owner
-print("ready", flush=True)
-sys.stdin.readline()
-wb.close()
-"""
 
 
 def test_a_store_held_by_a_command_that_serves_nothing_is_said_at_once_not_waited_for(tmp_path):
