@@ -140,7 +140,7 @@ def test_a_settle_without_a_turn_is_one_request_whose_answer_names_the_turn(owne
     monkeypatch.setattr(turnwire, "_exchange",
                         lambda sock, reader, request: sent.append(request) or real(sock, reader, request))
     assert fast.main(["--workspace", str(owner), "turn", "settle"]) == 0
-    assert capsys.readouterr().out.startswith("turn 1 settled; published head")
+    assert capsys.readouterr().out.startswith("turn 1 settled; its head is published next")
     assert len(sent) == 1 and b"turnback/turn/settle" in sent[0] and b'"turn"' not in sent[0]
     # An older owner's answer names no turn: the command still reports the settle, unnamed.
     message = {"result": {"headSeq": 3}}

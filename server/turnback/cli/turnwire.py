@@ -1,5 +1,6 @@
 """The leanest `turnback turn begin`, `turn capture` and `turn settle`: one request to the live owner
-(a settle without `--turn` settles the running turn, and the owner's answer names it).
+(a settle without `--turn` settles the running turn, and the owner's answer names it; it answers
+once the settle is durable, and publishes the head right after, before any other change).
 
 An agent's hooks and scripts run these on every prompt and every tool call, so what they cost is
 a process start plus one round trip, flat whatever the size of the workspace (the owner's watcher has
@@ -37,8 +38,8 @@ def run(args) -> int | None:
         return None
     workspace = args.workspace or os.getcwd()
     root = os.path.realpath(workspace)
-    if sub == "settle":
-        params = {"status": "cancelled" if args.cancelled else "settled"}
+    if sub == "settle":  # answered once durable: the owner publishes its head right after
+        params = {"status": "cancelled" if args.cancelled else "settled", "answer": "durable"}
         if args.turn is not None:
             params["turn"] = args.turn
     elif sub == "begin":
@@ -107,7 +108,8 @@ def run(args) -> int | None:
         head = result.get("headSeq")
         which = f"turn {params['turn']}" if "turn" in params else "the running turn"
         print(f"{which} {params['status']}"
-              + (f"; published head {head}" if head is not None else ""))
+              + (f"; published head {head}" if head is not None else "")
+              + ("; its head is published next" if result.get("publishing") else ""))
         return EXIT_OK
     for line in captured_lines(result, root):
         print(line)
@@ -145,7 +147,7 @@ class _Unanswerable(Exception):
 def _cannot_answer(pid) -> str | None:
     """Why process `pid` cannot answer now ("... is stopped", "... has exited"), or None: the
     hook's own look (/proc/PID/stat), so the two faces give an owner up alike."""
-    from ..hooks.fast import owner_gone
+    from ..remote.paths import owner_gone
 
     return owner_gone(pid)
 

@@ -31,6 +31,7 @@ import os
 import sys
 import time
 
+from ..remote.paths import owner_gone
 from . import EXIT_OK, NO_OWNER, Missed
 
 HOOK_METHOD = "turnback/hook/event"
@@ -239,26 +240,6 @@ def _peer_pid(sock) -> int | None:
         return None
     pid = int.from_bytes(cred[:4], sys.byteorder)
     return pid or None
-
-
-def owner_gone(pid: int | None) -> str | None:
-    """Why waiting on process `pid` is pointless (stopped, or exited), or None (running, or not
-    knowable here)."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except FileNotFoundError:
-        return f"the owner (pid {pid}) has exited"
-    except OSError:
-        return None
-    state = stat[stat.rfind(b")") + 2:][:1]
-    if state in (b"T", b"t"):
-        return f"the owner (pid {pid}) is stopped"
-    if state in (b"Z", b"X"):
-        return f"the owner (pid {pid}) has exited"
-    return None
 
 
 def _waited(pid) -> None:

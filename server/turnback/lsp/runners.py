@@ -5,6 +5,8 @@ runner here, and the table's completeness is checked at import.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..errors import InvalidParams
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from ..workbench import Workbench
     from .server import TurnbackServer
 
+log = logging.getLogger(__name__)
 Runner = Callable[["TurnbackServer", Method, "Workbench", Any], Awaitable[Any]]
 
 
@@ -47,6 +50,8 @@ async def run_mutate(server: TurnbackServer, spec: Method, wb: Workbench, params
 async def run_job_request(server: TurnbackServer, spec: Method, wb: Workbench, params: Any) -> Any:
     if spec.kind is not Kind.READ_JOB:  # a read in slices may read a frozen or parked session
         wb.sessions.guard(params)
+    if isinstance(params, dict) and params.get("answer") == "durable":
+        return await _answer_before_the_end(server, spec, wb, params)
     token = token_of(params)
     async with server.lock:
         job = _call(spec, wb, params)
@@ -58,6 +63,50 @@ async def run_job_request(server: TurnbackServer, spec: Method, wb: Workbench, p
             server.work_progress.end(token, "done")
     server.kick_collection()
     return result
+
+
+async def _answer_before_the_end(server: TurnbackServer, spec: Method, wb: Workbench,
+                                 params: Any) -> Any:
+    """A job that may answer before its end (a settle asked to answer once durable): its early
+    answer (`early_answer` on a yielded value) is sent at once, and the rest of the job runs on in
+    a task that still holds the mutation lock, so the next mutating request (a begin, a rewind)
+    waits for it. Cancelled before the early answer, it behaves as any job (slices.run_job)."""
+    token = token_of(params)
+    await server.lock.acquire()
+    try:
+        job = _call(spec, wb, params)
+        server.work_progress.begin(token, spec.title)
+    except BaseException:
+        server.lock.release()
+        raise
+    answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    report = server.work_progress.job_reporter(token)
+
+    def on_step(value: Any) -> None:
+        if report is not None:
+            report(value)
+        early = getattr(value, "early_answer", None)
+        if early is not None and not answered.done():
+            answered.set_result(early)
+
+    runner = asyncio.ensure_future(run_job(job, on_step=on_step, gate=Gate.for_method(spec.name)))
+
+    def ended(task: asyncio.Future[Any]) -> None:
+        server.work_progress.end(token, "done")
+        server.lock.release()
+        server.kick_collection()
+        if answered.done() and not task.cancelled() and task.exception() is not None:
+            log.error("%s failed after its answer: %s", spec.name, task.exception())
+
+    runner.add_done_callback(ended)
+    try:
+        await asyncio.wait({runner, answered}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        runner.cancel()  # as a cancel reaches any job: closed unless past its binding point
+        return await runner
+    if answered.done():
+        return answered.result()
+    return runner.result()
 
 
 async def run_collect(server: TurnbackServer, spec: Method, wb: Workbench, params: Any) -> Any:

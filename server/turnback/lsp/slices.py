@@ -93,10 +93,16 @@ class Gate:
     """Test support: a gate on a job (`TURNBACK_JOB_GATE=METHOD:FOLDER`). When a METHOD request
     starts and FOLDER/step holds N, the step file is taken, and at the job's Nth yield the server
     makes FOLDER/paused and waits, answering everything else, until FOLDER/go appears (it removes
-    both then). A cancel the test sends meanwhile reaches the job exactly at that yield."""
+    both then). A cancel the test sends meanwhile reaches the job exactly at that yield. FOLDER/step
+    holding `answer` gates the yield of a job's early answer (runners.py) instead."""
 
-    def __init__(self, step: int, folder: str):
-        self.step, self.folder = step, folder
+    def __init__(self, step: int, folder: str, at_answer: bool = False):
+        self.step, self.folder, self.at_answer = step, folder, at_answer
+
+    def holds(self, steps: int, value: Any) -> bool:
+        if self.at_answer:
+            return getattr(value, "early_answer", None) is not None
+        return steps == self.step
 
     @classmethod
     def for_method(cls, method: str) -> "Gate | None":
@@ -108,12 +114,13 @@ class Gate:
         path = os.path.join(folder, "step")
         try:
             with open(path) as fh:
-                step = int(fh.read().strip())
+                text = fh.read().strip()
+            step = 0 if text == "answer" else int(text)
             fsio.unlink(path)  # the test's own folder: never the workspace or the store
         except (OSError, ValueError):
             return None
         fsio.unlink(os.path.join(folder, "go"), missing_ok=True)  # a go left by an earlier cancel
-        return cls(step, folder)
+        return cls(step, folder, at_answer=step == 0)
 
     def ended(self, steps: int) -> None:
         """The job ended before the gate's step: FOLDER/ended says after how many yields."""
@@ -163,7 +170,7 @@ async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGE
                     binding = binding or bool(getattr(value, "binding", False))
                     if on_step is not None:
                         on_step(value)
-                    if gate is not None and stats.steps == gate.step:
+                    if gate is not None and gate.holds(stats.steps, value):
                         held = True
                         break
                     if time.monotonic() - start >= budget:
@@ -186,7 +193,7 @@ async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGE
                 if task is not None and hasattr(task, "uncancel"):
                     task.uncancel()
     except StopIteration as done:
-        if gate is not None and stats.steps < gate.step:
+        if gate is not None and not gate.at_answer and stats.steps < gate.step:
             gate.ended(stats.steps)
         return done.value
     finally:

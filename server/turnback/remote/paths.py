@@ -144,3 +144,24 @@ def check_private(path: str) -> None:
         if not want(st.st_mode):
             raise UnsafeSocket(f"the owner's {what} {where} is not a {what}; refusing to use it")
         _check_ours(where, st, what, 0o077)
+
+
+def owner_gone(pid: int | None) -> str | None:
+    """Why waiting on process `pid` is pointless (stopped, or exited), or None (running, or not
+    knowable here). The hooks' and the command line's lean clients both ask it (/proc/PID/stat),
+    so the two faces give an owner up alike."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return f"the owner (pid {pid}) has exited"
+    except OSError:
+        return None
+    state = stat[stat.rfind(b")") + 2:][:1]
+    if state in (b"T", b"t"):
+        return f"the owner (pid {pid}) is stopped"
+    if state in (b"Z", b"X"):
+        return f"the owner (pid {pid}) has exited"
+    return None

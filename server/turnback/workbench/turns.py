@@ -15,6 +15,20 @@ from ..store import waiting
 from . import params as P
 
 
+SETTLE_ANSWERS = ("published", "durable")  # when a settle answers (docs/protocol.md)
+
+
+class Answer:
+    """A job's answer before its end: the owner sends `result` at once and runs the rest of the job
+    still holding the mutation lock, so the next mutating request waits for it (lsp/runners.py).
+    Binding: the job changed the session before it answers."""
+
+    binding = True
+
+    def __init__(self, result: dict):
+        self.early_answer = result
+
+
 class TurnsFeature:
     def __init__(self, wb):
         self.wb = wb
@@ -361,11 +375,15 @@ class TurnsFeature:
             p = {**p, "turn": running.n}
         turn = self._running_turn(p)
         status = P.field(p, "status", str, default="settled", choices=TURN_STATES[1:])
+        answer = P.field(p, "answer", str, default="published", choices=SETTLE_ANSWERS)
         # A settle sweep attributes what a shell command changed behind our back to this turn.
         yield from self.wb.sweep_job()
         self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
         if turn.directive_id:
             self.wb.directives.refresh(turn.directive_id)
+        if answer == "durable":  # the journal's settle is what a replay settles by
+            yield from waiting.binding_steps(self.book.iter_sync())
+            yield Answer({"headSeq": None, "publishing": True, "turn": turn.n})
         seq = yield from waiting.binding_steps(self.book.iter_publish())  # settled: publish it
         self.wb.collection.schedule("settlement")
         self.wb.emit_status()
