@@ -12,7 +12,10 @@ ways, interleaved in a rotating order in the same run, beside `python -c pass` a
   an editor or a hook bridge pays);
 * the store's open, alone, in this process (`Workbench.open` without the lease): at 10 turns and
   at many (20 tiny, 200 otherwise), and a direct turn on each, to show whether a command's cost
-  grows with the session's turns.
+  grows with the session's turns;
+* `real`: as `started`, on a real tree: the source distribution of attrs 23.1.0 from the package
+  registry (115 files; `bench/sdists.py` caches it under ~/.cache, never in a worktree), each turn
+  appending a line to one of its Python files. Without the registry the column is skipped, said.
 
 The owners' collections after each settle are waited out between turns, untimed. Checks: every
 command exits 0 and every store records every turn.
@@ -56,10 +59,36 @@ def _run(argv, env, cwd) -> tuple[float, int]:
     return time.perf_counter() - t0, code
 
 
-def _cli_turn(ws: Path, env: dict, i: int) -> tuple[float, int]:
+REAL = ("attrs", "23.1.0")  # about 100 files: what the issue's goal names
+
+
+def _real_tree(root: Path) -> bool:
+    """The real release's files under `root`; False when the registry cannot be reached."""
+    from .sdists import Unreachable, release_trees
+
+    try:
+        tree = dict(release_trees(*REAL[:1], [REAL[1]]))[REAL[1]]
+    except (Unreachable, LookupError):
+        return False
+    for rel, entry in tree.items():
+        if entry.link:
+            continue
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(entry.data)
+    return True
+
+
+def _real_edit(root: Path, i: int) -> None:
+    sources = sorted(p for p in root.rglob("*.py") if ".turnback" not in p.parts)
+    with open(sources[i % len(sources)], "a") as fh:
+        fh.write(f"edited_{i} = {i}\n")
+
+
+def _cli_turn(ws: Path, env: dict, i: int, edit=_edit) -> tuple[float, int]:
     tb = [*_turnback(), "--workspace", str(ws), "turn"]
     t1, c1 = _run([*tb, "begin", "--prompt", f"turn {i}"], env, ws)
-    _edit(ws, i)
+    edit(ws, i)
     t2, c2 = _run([*tb, "settle"], env, ws)
     return t1 + t2, c1 or c2
 
@@ -121,11 +150,15 @@ def run(ctx) -> None:
     direct_env = {**env, "TURNBACK_START_OWNER": "0"}
     started_env = {**env, "TURNBACK_START_OWNER": "1"}
     python = [sys.executable, "-c", "pass"]
-    ws = {name: ctx.dir(name) for name in ("direct", "started", "warm", "few", "many")}
-    for root in ws.values():
+    ws = {name: ctx.dir(name) for name in ("direct", "started", "warm", "few", "many", "real")}
+    for name, root in ws.items():
         shutil.rmtree(root)
         root.mkdir()
-        _tree(root)
+        if name != "real":
+            _tree(root)
+    real = _real_tree(ws["real"])
+    ctx.check(f"the real tree ({REAL[0]} {REAL[1]}'s sdist) is at hand", real,
+              "the package registry could not be reached: no `real` column")
     peer = GitPeer(ctx.work / ctx.scenario / "git")
     _tree(peer.tree_dir)
     peer.checkpoint("first")
@@ -138,10 +171,13 @@ def run(ctx) -> None:
         subprocess.run([*_turnback(), "--workspace", str(ws[name]), "gc"], env=direct_env,
                        capture_output=True)
     out: dict[str, list[float]] = {k: [] for k in ("pass", "git", "direct", "started", "warm",
-                                                   "few", "many")}
+                                                   "few", "many", *(("real",) if real else ()))}
     try:
         ctx.check("the first `started` turn (it starts the owner) exits 0",
                   _cli_turn(ws["started"], started_env, 0)[1] == 0)
+        if real:
+            ctx.check("the first `real` turn (it starts the owner) exits 0",
+                      _cli_turn(ws["real"], started_env, 0, _real_edit)[1] == 0)
         start_owner(ws["warm"], env=env)
         first = client.call(ws["warm"], "turnback/turn/begin", {"prompt": "first"}, timeout=600, stall=None)
         client.call(ws["warm"], "turnback/turn/settle", {"turn": first["turn"]}, timeout=600, stall=None)
@@ -154,8 +190,11 @@ def run(ctx) -> None:
     finally:
         stop_owner(ws["started"])
         stop_owner(ws["warm"])
+        if real:
+            stop_owner(ws["real"])
     for name, expected in (("direct", rounds + 1), ("started", rounds + 1), ("warm", rounds + 1),
-                           ("few", 10 + rounds), ("many", many + rounds)):
+                           ("few", 10 + rounds), ("many", many + rounds),
+                           *((("real", rounds + 1),) if real else ())):
         got = _turn_count(ws[name])
         ctx.check(f"`{name}` recorded every turn", got == expected, f"{got} of {expected}")
     _figures(ctx, out, rounds, many, ws)
@@ -175,6 +214,9 @@ def _round(ctx, client, kind, i, ws, peer, out, python, env, direct_env, started
         client.call(root, "turnback/turn/settle", {"turn": turn}, timeout=600)
         t, code = time.perf_counter() - t0, 0
         _wait_quiet(client, root)
+    elif kind == "real":
+        t, code = _cli_turn(ws[kind], started_env, i, _real_edit)
+        _wait_quiet(client, ws[kind])
     else:
         t, code = _cli_turn(ws[kind], started_env if kind == "started" else direct_env, i)
         if kind == "started":
@@ -194,6 +236,11 @@ def _figures(ctx, out, rounds, many, ws) -> None:
     ctx.fig("turn-cli-started-owner", med["started"], "s", baseline=med["pass"],
             source="python -c pass",
             note=f"TURNBACK_START_OWNER=1; goal 3x; {med['started'] / med['git']:.2f}x git; {note}")
+    if "real" in med:
+        ctx.fig("turn-cli-started-owner-real-tree", med["real"], "s", baseline=med["pass"],
+                source="python -c pass",
+                note=f"{REAL[0]} {REAL[1]}'s sdist (115 files), TURNBACK_START_OWNER=1; goal 3x; "
+                     f"{med['real'] / med['git']:.2f}x git; {note}")
     ctx.fig("turn-owner-warm", med["warm"], "s", baseline=med["git"], source="git add + commit",
             note=f"a warm client, no process start; goal 2x git; {note}")
     ctx.fig(f"turn-cli-direct-{many}-turns", med["many"], "s", baseline=med["few"],
