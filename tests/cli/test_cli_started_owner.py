@@ -12,10 +12,12 @@ import subprocess
 from cli_helpers import HOLDER, turnback_exe
 
 
-def _run(ws, *args, start: bool):
+def _run(ws, *args, start: bool, idle_set: bool = True):
     env = {k: v for k, v in os.environ.items() if k != "TURNBACK_START_OWNER"}
     if start:
         env["TURNBACK_START_OWNER"] = "1"
+    if not idle_set:  # the suite's conftest sets TURNBACK_IDLE_EXIT, which overrides every owner's
+        env.pop("TURNBACK_IDLE_EXIT", None)
     return subprocess.run([*turnback_exe(), "--workspace", str(ws), *args], env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -30,12 +32,18 @@ def test_a_turn_command_starts_an_owner_and_goes_through_it(tmp_path):
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     try:
-        assert _run(ws, "turn", "begin", "--prompt", "first", start=True).stdout.strip() == "1"
+        first = _run(ws, "turn", "begin", "--prompt", "first", start=True, idle_set=False)
+        assert first.stdout.strip() == "1"
+        assert "started a background owner" in first.stderr and "300 s" in first.stderr
         owner = _owner(ws)
         assert owner.get("running") is True and owner.get("pid"), owner
+        with open(f"/proc/{owner['pid']}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+        assert float(argv[argv.index(b"--idle") + 1]) == 300, argv  # sooner than a hook's owner
         (ws / "a.txt").write_text("two\n")
         settled = _run(ws, "turn", "settle", start=True)
         assert settled.returncode == 0, settled.stderr
+        assert "started a background owner" not in settled.stderr  # said once
         assert _owner(ws)["pid"] == owner["pid"]  # the same owner took the settle
         rewind = _run(ws, "rewind", "--before-prompt", "1", "--yes", start=True)
         assert rewind.returncode == 0, rewind.stderr

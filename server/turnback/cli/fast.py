@@ -189,6 +189,7 @@ def _through_owner(args) -> int | None:
 
 
 START_SECONDS = 30.0  # an owner recovering a big store after a crash takes a while to listen
+STARTED_IDLE_SECONDS = 300.0  # an owner nobody asked for by name leaves sooner than a hook's (900 s)
 
 
 def _starts_owner(args) -> bool:
@@ -204,12 +205,21 @@ def _through_started_owner(args) -> int | None:
 
     from ..remote import client
 
+    set_idle = os.environ.get("TURNBACK_IDLE_EXIT")  # overrides it for every owner (lsp/daemon.py)
+    idle = None if set_idle else STARTED_IDLE_SECONDS
+    workspace = args.workspace or os.getcwd()
     try:
-        client.ensure_owner(args.workspace or os.getcwd(), args.store, timeout=START_SECONDS)
+        if client.owner_socket(workspace, args.store) is not None:
+            return _through_owner(args)  # one answers now (a racing starter's): nothing started here
+        client.ensure_owner(workspace, args.store, timeout=START_SECONDS, idle=idle)
     except (client.NoOwner, client.OwnerStarting) as exc:
         print(f"turnback: no background owner could be started ({exc}); "
               "running the command here", file=sys.stderr)
         return None  # the direct path decides (and says so when another process owns the store)
+    # Said once: the later commands find it. A process left behind must not be a surprise.
+    print(f"turnback: started a background owner for this workspace (it leaves after "
+          f"{set_idle or f'{STARTED_IDLE_SECONDS:g}'} s with no client and no turn running; "
+          "`turnback daemon stop` stops it)", file=sys.stderr)
     return _through_owner(args)
 
 

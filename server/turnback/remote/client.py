@@ -201,9 +201,10 @@ def _unresponsive(path: str, method: str, pid, why: str) -> RemoteError:
                        f"{method}: {why}", {"socket": path, "pid": pid})
 
 
-def ensure_owner(workspace, store=None, *, timeout: float = 5.0) -> str:
-    """The socket of a live owner, starting `turnback serve --background` when none answers. Racing
-    starters are safe: the store's lease lets exactly one of the started owners keep running."""
+def ensure_owner(workspace, store=None, *, timeout: float = 5.0, idle: float | None = None) -> str:
+    """The socket of a live owner, starting `turnback serve --background` when none answers (`idle`:
+    its `--idle-exit`, else the daemon's default). Racing starters are safe: the store's lease lets
+    exactly one of the started owners keep running."""
     import subprocess  # only when an owner must be started
     import time
 
@@ -214,6 +215,8 @@ def ensure_owner(workspace, store=None, *, timeout: float = 5.0) -> str:
             "--workspace", os.path.realpath(os.fspath(workspace))]
     if store is not None:
         argv += ["--store", os.path.abspath(os.fspath(store))]
+    if idle is not None:
+        argv += ["--idle-exit", f"{idle:g}"]
     # `serve --background` waits until its owner listens (or another owner does) and then exits.
     starter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, close_fds=True)
