@@ -65,6 +65,9 @@ async def run_job_request(server: TurnbackServer, spec: Method, wb: Workbench, p
     return result
 
 
+_finishing: set[asyncio.Future[Any]] = set()
+
+
 async def _answer_before_the_end(server: TurnbackServer, spec: Method, wb: Workbench,
                                  params: Any) -> Any:
     """A job that may answer before its end (a settle asked to answer once durable): its early
@@ -90,8 +93,10 @@ async def _answer_before_the_end(server: TurnbackServer, spec: Method, wb: Workb
             answered.set_result(early)
 
     runner = asyncio.ensure_future(run_job(job, on_step=on_step, gate=Gate.for_method(spec.name)))
+    _finishing.add(runner)  # the loop keeps only a weak reference to a task
 
     def ended(task: asyncio.Future[Any]) -> None:
+        _finishing.discard(task)
         server.work_progress.end(token, "done")
         server.lock.release()
         server.kick_collection()
