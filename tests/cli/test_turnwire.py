@@ -178,3 +178,25 @@ def test_without_an_owner_a_turn_command_skips_argparse(tmp_path):
     assert not {"pathspec", "typing_extensions", "ctypes.util", "bz2"} & modules
     bad = tb(root, "turn", "settle", "--turn", "7", check=False)  # errors: the same words and status
     assert bad.returncode == 1 and "error [unknown-turn]" in bad.stderr
+
+
+def test_respond_with_its_turn_takes_the_lean_path_and_says_what_the_general_path_says(owner):
+    """`turn respond --turn N TEXT` is one request: it went down the general path (json, re, enum,
+    the remote client). Without `--turn` it still asks the owner which turn runs, there."""
+    store = ["--store", str(owner / ".turnback")]
+    tb(owner, "turn", "begin", "--prompt", "one")
+    modules, lean = _imports(owner, "turn", "respond", "--turn", "1", 'said "so"\n\té')
+    assert lean.returncode == 0 and lean.stdout.split("MODULES")[0] == "", lean.stderr
+    heavy = {"json", "re", "enum", "argparse", "turnback.cli.remote", "turnback.errors"} & modules
+    assert not heavy, heavy
+    general = tb(owner, *store, "turn", "respond", "--turn", "1", "--final", "done")
+    assert general.stdout == ""
+    modules, final = _imports(owner, "turn", "respond", "--turn", "1", "--final", "at last")
+    assert final.returncode == 0 and "turnback.cli.remote" not in modules, final.stderr
+    log = json.loads(tb(owner, "--json", "log").stdout)["turns"][0]
+    assert 'said "so"\n\té' in log["response"] and "at last" in log["response"], log["response"]
+    # An error: the same words and status as the general path.
+    lean_err = tb(owner, "turn", "respond", "--turn", "7", "no such turn", check=False)
+    general_err = tb(owner, *store, "turn", "respond", "--turn", "7", "no such turn", check=False)
+    assert (lean_err.returncode, lean_err.stderr) == (general_err.returncode, general_err.stderr)
+    assert lean_err.returncode == 1 and "unknown-turn" in lean_err.stderr

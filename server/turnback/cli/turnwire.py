@@ -1,6 +1,7 @@
-"""The leanest `turnback turn begin`, `turn capture` and `turn settle`: one request to the live owner
-(a settle without `--turn` settles the running turn, and the owner's answer names it; it answers
-once the settle is durable, and publishes the head right after, before any other change).
+"""The leanest `turnback turn begin`, `turn capture`, `turn settle` and `turn respond --turn N`: one
+request to the live owner (a settle without `--turn` settles the running turn, and the owner's
+answer names it; it answers once the settle is durable, and publishes the head right after, before
+any other change).
 
 An agent's hooks and scripts run these on every prompt and every tool call, so what they cost is
 a process start plus one round trip, flat whatever the size of the workspace (the owner's watcher has
@@ -33,7 +34,7 @@ def file_uri(absolute: str) -> str:
 def run(args) -> int | None:
     """The command's exit status, or None to let the general path run it."""
     sub = getattr(args, "turn_command", None)
-    if args.command != "turn" or sub not in ("begin", "capture", "settle") or args.json \
+    if args.command != "turn" or sub not in ("begin", "capture", "settle", "respond") or args.json \
             or args.store is not None:
         return None
     workspace = args.workspace or os.getcwd()
@@ -42,6 +43,10 @@ def run(args) -> int | None:
         params = {"status": "cancelled" if args.cancelled else "settled", "answer": "durable"}
         if args.turn is not None:
             params["turn"] = args.turn
+    elif sub == "respond":
+        if args.turn is None:
+            return None  # the running turn: the general path asks `session/info` for it first
+        params = {"turn": args.turn, "text": args.text, "final": bool(args.final)}
     elif sub == "begin":
         params = {"kind": args.kind or ("directive" if args.directive else "chat"),
                   "prompt": args.prompt}
@@ -104,6 +109,8 @@ def run(args) -> int | None:
     if sub == "begin":
         print(result["turn"])
         return EXIT_OK
+    if sub == "respond":
+        return EXIT_OK  # the general path prints nothing either
     if sub == "settle":
         head = result.get("headSeq")
         which = f"turn {params['turn']}" if "turn" in params else "the running turn"
