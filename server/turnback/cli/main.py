@@ -129,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-user-edits", action="store_true",
                    help="leave the files listed as your own edits as they are now")
 
-    add("gc", "one full collection of unreferenced heads and objects")
+    p = add("gc", "one full collection of unreferenced heads and objects")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what a collection would remove and keep; change nothing")
     add("fsck", "verify every record and object of the store; exit 0 only when sound")
     add("info", "the session, its owner, turn count, gaps and recovery records")
 

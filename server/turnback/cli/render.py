@@ -391,9 +391,7 @@ class Renderer:
                    f"{deleted} unreferenced object(s) deleted"]
         else:
             out = ["freed nothing: every state is still needed"]
-        kept = stats.get("keptFor") or {}
-        reasons = [f"{kept[k]} {KEPT_TEXT[k]}" if k != "current" else KEPT_TEXT[k]
-                   for k in KEPT_TEXT if kept.get(k)]
+        reasons = kept_reasons(stats.get("keptFor") or {})
         out.append(f"kept {size(stats.get('bytesKept', 0))}"
                    + (": " + ", ".join(reasons) if reasons else ""))
         return out
@@ -411,6 +409,12 @@ class Renderer:
         out.append(f"fsck {report.path}: {report.records_checked} record(s) and "
                    f"{report.objects_checked} object(s) checked; {verdict}")
         return out
+
+
+def kept_reasons(kept: dict[str, int]) -> list[str]:
+    """Why a collection kept the states it kept, in words (`keptFor`)."""
+    return [f"{kept[k]} {KEPT_TEXT[k]}" if k != "current" else KEPT_TEXT[k]
+            for k in KEPT_TEXT if kept.get(k)]
 
 
 def fsck_json(report) -> dict:
