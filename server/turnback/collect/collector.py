@@ -127,6 +127,11 @@ class Collector(Planner):
         retired = sorted(self.retired)
         moved = yield from self._off_loop(lambda: self.store.heads.pack_old(drop=retired))
         self.stats["headsPacked"] = len(moved)
+        # A head kept on a second look (the session moved onto it meanwhile) is marked before the
+        # first deletion (`_recheck` marks what is queued); the plan's were marked already.
+        for seq in sorted(self.kept, reverse=True):
+            if seq in self.known:
+                self._queue(self.known[seq].body, f"head {seq}")
 
     # ------------------------------------------------------------------ 2. sweep
     def _sweep(self, doomed: list[tuple[str, int]]) -> Slices[None]:
