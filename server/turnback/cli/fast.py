@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import sys
 
+MYPY = False
+if MYPY:  # for the type checker only: importing typing costs a start `re` and `enum`
+    from typing import Callable
+
 _GLOBAL_VALUED = {"--workspace": "workspace", "--store": "store", "--store-kind": "store_kind"}
 # per subcommand: valued options (option -> attribute), flags, positional attribute
 _TURN = {
@@ -146,7 +150,9 @@ def _slower_hook(*args, **kwargs) -> int:
     return parsed(*args, **kwargs)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, bench: Callable[[list[str]], int] | None = None) -> int:
+    """`bench`: what runs `turnback bench` (`turnback/command.py` hands it down: the benchmarks
+    are a floor above the command line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
         code = _hook(argv)
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     from .main import main as full
 
-    return full(argv)
+    return full(argv, bench=bench)
 
 
 def _through_owner(args) -> int | None:

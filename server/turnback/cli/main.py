@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 from .. import __version__
 from ..errors import TurnbackError
@@ -172,13 +173,15 @@ def _split_bench(argv: list[str]) -> tuple[list[str], list[str]] | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, bench: Callable[[list[str]], int] | None = None) -> int:
+    """`bench` runs `turnback bench` (the top floor's `turnback/command.py` hands it down)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     split = _split_bench(argv)
     parser = build_parser()
     if split:  # SystemExit(2) on bad usage, as argparse does
         args = parser.parse_args(split[0])
         args.rest = split[1]
+        args.bench_runner = bench
     else:
         args = parser.parse_args(argv)
     if args.command in ("hook", "hooks"):  # the agent's fast path: no workbench import up front
