@@ -60,8 +60,8 @@ def cmd_serve(ctx) -> int:
         if (exc.name or "").startswith("turnback.lsp"):
             raise Unavailable("the language server (turnback.lsp.server) is not part of this build yet")
         raise Unavailable(f"the language server cannot start: {exc}")
-    result = serve()
-    return int(result or 0)
+    serve()
+    return 0
 
 
 def cmd_bench(ctx) -> int:

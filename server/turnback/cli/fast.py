@@ -12,11 +12,11 @@ import sys
 
 MYPY = False
 if MYPY:  # for the type checker only: importing typing costs a start `re` and `enum`
-    from typing import Callable
+    from typing import Any, Callable
 
 _GLOBAL_VALUED = {"--workspace": "workspace", "--store": "store", "--store-kind": "store_kind"}
 # per subcommand: valued options (option -> attribute), flags, positional attribute
-_TURN = {
+_TURN: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
     "begin": ({"--prompt": "prompt", "--directive": "directive", "--kind": "kind"}, {}, None),
     "capture": ({"--phase": "phase"}, {}, "paths"),
     "step": ({"--turn": "turn", "--kind": "kind", "--scope": "scope", "--summary": "summary",
@@ -25,7 +25,7 @@ _TURN = {
     "respond": ({"--turn": "turn"}, {"--final": "final"}, "text"),
     "settle": ({"--turn": "turn"}, {"--cancelled": "cancelled"}, None),
 }
-_DEFAULTS = {"begin": {"directive": None, "kind": None, "prompt": None},
+_DEFAULTS: dict[str, dict[str, Any]] = {"begin": {"directive": None, "kind": None, "prompt": None},
              "capture": {"phase": "after", "paths": []},
              "step": {"turn": None, "scope": None, "summary": None, "paths": [], "inverse_kind": None,
                       "inverse_scope": None, "held": False, "compensates": None, "result": None,
@@ -43,7 +43,7 @@ class _Args:
 
 def parse(argv: list[str]):
     """The argparse namespace for a hot command, or None to let the full parser decide."""
-    ns = {"workspace": None, "store": None, "store_kind": None, "json": False, "command": None}
+    ns: dict[str, Any] = {"workspace": None, "store": None, "store_kind": None, "json": False, "command": None}
     rest = []
     i = 0
     while i < len(argv):  # globals may stand before or after the command, as in main.py
