@@ -1,7 +1,7 @@
-"""`python -m turnback …` is the `turnback` command."""
+"""`python -m turnback …` is the `turnback` command (`command.py`: the command line and its bench)."""
 
 import sys
 
-from .cli.fast import main
+from .command import main
 
 sys.exit(main())

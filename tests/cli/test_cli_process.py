@@ -127,10 +127,16 @@ def test_serve_and_bench_are_wired(monkeypatch, cli):
     monkeypatch.setitem(sys.modules, "turnback.lsp.stdio", fake_lsp)
     assert cli("serve")[0] == 0 and called["serve"]
     import turnback.bench as bench
+    from turnback.command import main as command
 
     monkeypatch.setattr(bench, "main", lambda argv: called.setdefault("bench", argv) and 0, raising=False)
-    rc, _, _ = cli("--json", "bench", "alternating-snapshots")
-    assert rc == 0 and called["bench"] == ["alternating-snapshots", "--json"]
+    ws = ["--workspace", str(cli.root)]
+    assert command([*ws, "--json", "bench", "alternating-snapshots"]) == 0
+    assert called["bench"] == ["alternating-snapshots", "--json"]
     called.pop("bench")
-    assert cli("bench", "--help", "--scale", "tiny")[0] == 0
+    assert command([*ws, "bench", "--help", "--scale", "tiny"]) == 0
     assert called["bench"] == ["--help", "--scale", "tiny"]  # the benchmarks' own options, untouched
+    called.pop("bench")
+    # the command line alone (cli/, a floor below bench) has no runner: it says so, runs nothing
+    rc, _, err = cli("bench", "alternating-snapshots")
+    assert rc == 2 and "turnback.command" in err and "bench" not in called

@@ -211,9 +211,11 @@ def _drive(job, wb=None) -> tuple[object, float, int, float]:
 
 
 def _scan_job(col):
-    """The collector's scan phase alone, as its job would run it."""
+    """The collector's scan phase alone, as its job would run it: the plan's scan, then the cache
+    saved as the execution saves it first."""
     col._open_slice()
     yield from col._scan()
+    col.cache.save()
     col._close_slice()
 
 

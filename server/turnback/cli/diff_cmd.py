@@ -88,7 +88,7 @@ def heading_of(c: dict) -> str:
 
 
 def file_line(c: dict) -> str:
-    words = STATUS_WORDS.get(c.get("status"), c.get("status"))
+    words = str(STATUS_WORDS.get(c.get("status") or "", c.get("status")))
     if c["source"] == "user" and c.get("by") in BY_WORDS:
         words += f" ({BY_WORDS[c['by']]})"
     if c.get("status") == "gap":

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import sys
 
+MYPY = False
+if MYPY:  # for the type checker only: importing typing costs a start `re` and `enum`
+    from typing import Any, Callable
+
 _GLOBAL_VALUED = {"--workspace": "workspace", "--store": "store", "--store-kind": "store_kind"}
 # per subcommand: valued options (option -> attribute), flags, positional attribute
-_TURN = {
+_TURN: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
     "begin": ({"--prompt": "prompt", "--directive": "directive", "--kind": "kind"}, {}, None),
     "capture": ({"--phase": "phase"}, {}, "paths"),
     "step": ({"--turn": "turn", "--kind": "kind", "--scope": "scope", "--summary": "summary",
@@ -21,7 +25,7 @@ _TURN = {
     "respond": ({"--turn": "turn"}, {"--final": "final"}, "text"),
     "settle": ({"--turn": "turn"}, {"--cancelled": "cancelled"}, None),
 }
-_DEFAULTS = {"begin": {"directive": None, "kind": None, "prompt": None},
+_DEFAULTS: dict[str, dict[str, Any]] = {"begin": {"directive": None, "kind": None, "prompt": None},
              "capture": {"phase": "after", "paths": []},
              "step": {"turn": None, "scope": None, "summary": None, "paths": [], "inverse_kind": None,
                       "inverse_scope": None, "held": False, "compensates": None, "result": None,
@@ -39,7 +43,7 @@ class _Args:
 
 def parse(argv: list[str]):
     """The argparse namespace for a hot command, or None to let the full parser decide."""
-    ns = {"workspace": None, "store": None, "store_kind": None, "json": False, "command": None}
+    ns: dict[str, Any] = {"workspace": None, "store": None, "store_kind": None, "json": False, "command": None}
     rest = []
     i = 0
     while i < len(argv):  # globals may stand before or after the command, as in main.py
@@ -146,7 +150,9 @@ def _slower_hook(*args, **kwargs) -> int:
     return parsed(*args, **kwargs)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, bench: Callable[[list[str]], int] | None = None) -> int:
+    """`bench`: what runs `turnback bench` (`turnback/command.py` hands it down: the benchmarks
+    are a floor above the command line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
         code = _hook(argv)
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     from .main import main as full
 
-    return full(argv)
+    return full(argv, bench=bench)
 
 
 def _through_owner(args) -> int | None:

@@ -7,6 +7,8 @@ found here rather than by a push that was never asked about.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import BadConfig
 from .exits import EXIT_OK
 
@@ -22,7 +24,7 @@ def cmd_guard(ctx) -> int:
     from ..hooks.config import load
 
     config = load(ctx.root, ctx.store_path)
-    doc = {"guard": {scope: {"action": action, "source": config.guard_source[scope]}
+    doc: dict[str, Any] = {"guard": {scope: {"action": action, "source": config.guard_source[scope]}
                      for scope, action in config.guard.items()},
            "afterRewind": {"command": config.after_rewind, "timeout": config.after_rewind_timeout},
            "files": config.files, "errors": config.errors}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 from .. import __version__
 from ..errors import TurnbackError
@@ -129,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-user-edits", action="store_true",
                    help="leave the files listed as your own edits as they are now")
 
-    add("gc", "one full collection of unreferenced heads and objects")
+    p = add("gc", "one full collection of unreferenced heads and objects")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what a collection would remove and keep; change nothing")
     add("fsck", "verify every record and object of the store; exit 0 only when sound")
     add("info", "the session, its owner, turn count, gaps and recovery records")
 
@@ -170,13 +173,15 @@ def _split_bench(argv: list[str]) -> tuple[list[str], list[str]] | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, bench: Callable[[list[str]], int] | None = None) -> int:
+    """`bench` runs `turnback bench` (the top floor's `turnback/command.py` hands it down)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     split = _split_bench(argv)
     parser = build_parser()
     if split:  # SystemExit(2) on bad usage, as argparse does
         args = parser.parse_args(split[0])
         args.rest = split[1]
+        args.bench_runner = bench
     else:
         args = parser.parse_args(argv)
     if args.command in ("hook", "hooks"):  # the agent's fast path: no workbench import up front

@@ -83,7 +83,7 @@ class Renderer:
         where = self.path(g) if g.get("uri") else "(session)"
         turn = f"turn {g['turn']}" if g.get("turn") is not None else "live"
         line = f"{where}: {g.get('reason')} ({turn})"
-        detail = g.get("detail") or g.get("words") or GAP_TEXT.get(g.get("reason"), "")
+        detail = g.get("detail") or g.get("words") or GAP_TEXT.get(g.get("reason") or "", "")
         return line + (f" - {detail}" if detail else "")
 
     # -- log --------------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ class Renderer:
         width = max(len(self.path(f)) for f in files)
         words = actions or ACTION_TEXT
         for f in files:
-            action = words.get(f.get("action"), f.get("action"))
+            action = words.get(f.get("action") or "", f.get("action"))
             if f.get("action") == "restore" and f.get("from") == "absent":
                 action = "recreate"
             line = f"  {action:<8} {self.path(f)}"
@@ -197,7 +197,7 @@ class Renderer:
                 line = f"{line:<{width + 12}}  {note}"
             if f.get("userEdit") and f.get("action") != "unchanged":
                 line = f"{line:<{width + 12}}  ! your edit (" + \
-                    USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it") + ")"
+                    USER_EDIT_TEXT.get(f.get("userEditBy") or "", "no turn made it") + ")"
             if f.get("pushed"):
                 line += f"  ! committed and pushed to {f['pushed']}: this change has left the machine"
             out.append(line)
@@ -215,7 +215,7 @@ class Renderer:
             head = "Your edits that will be overwritten (--keep-user-edits keeps them):"
         out = [head]
         for f in edits:
-            who = USER_EDIT_TEXT.get(f.get("userEditBy"), "no turn made it")
+            who = USER_EDIT_TEXT.get(f.get("userEditBy") or "", "no turn made it")
             out.append(f"  {self.path(f)}  ({who})")
             if f.get("merge"):
                 words = keep_words(f)
@@ -391,9 +391,7 @@ class Renderer:
                    f"{deleted} unreferenced object(s) deleted"]
         else:
             out = ["freed nothing: every state is still needed"]
-        kept = stats.get("keptFor") or {}
-        reasons = [f"{kept[k]} {KEPT_TEXT[k]}" if k != "current" else KEPT_TEXT[k]
-                   for k in KEPT_TEXT if kept.get(k)]
+        reasons = kept_reasons(stats.get("keptFor") or {})
         out.append(f"kept {size(stats.get('bytesKept', 0))}"
                    + (": " + ", ".join(reasons) if reasons else ""))
         return out
@@ -411,6 +409,12 @@ class Renderer:
         out.append(f"fsck {report.path}: {report.records_checked} record(s) and "
                    f"{report.objects_checked} object(s) checked; {verdict}")
         return out
+
+
+def kept_reasons(kept: dict[str, int]) -> list[str]:
+    """Why a collection kept the states it kept, in words (`keptFor`)."""
+    return [f"{kept[k]} {KEPT_TEXT[k]}" if k != "current" else KEPT_TEXT[k]
+            for k in KEPT_TEXT if kept.get(k)]
 
 
 def fsck_json(report) -> dict:

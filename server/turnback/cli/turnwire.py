@@ -40,7 +40,8 @@ def run(args) -> int | None:
     workspace = args.workspace or os.getcwd()
     root = os.path.realpath(workspace)
     if sub == "settle":  # answered once durable: the owner publishes its head right after
-        params = {"status": "cancelled" if args.cancelled else "settled", "answer": "durable"}
+        params: dict[str, object] = {"status": "cancelled" if args.cancelled else "settled",
+                                     "answer": "durable"}
         if args.turn is not None:
             params["turn"] = args.turn
     elif sub == "respond":
@@ -99,7 +100,9 @@ def run(args) -> int | None:
         sock.close()
     error = message.get("error") if isinstance(message, dict) else None
     if error is not None:
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = error.get("data")
+        if not isinstance(data, dict):
+            data = {}
         code = str(data.get("code", "internal"))
         print(f"error [{code}]: {error.get('message', '')}", file=sys.stderr)
         return EXIT_NOT_OWNER if code == "not-owner" else EXIT_ERROR
@@ -129,7 +132,9 @@ def _named_turn(message, params: dict):
     path words it); an owner that does not name it (an older one) leaves it unnamed."""
     error = message.get("error") if isinstance(message, dict) else None
     if isinstance(error, dict):
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = error.get("data")
+        if not isinstance(data, dict):
+            data = {}
         return None if data.get("code") == "no-turn-running" else message
     result = message.get("result") if isinstance(message, dict) else None
     turn = result.get("turn") if isinstance(result, dict) else None

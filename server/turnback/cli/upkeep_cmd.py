@@ -3,15 +3,19 @@ the read-only check)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from .exits import EXIT_ERROR, EXIT_OK, Unavailable
-from .render import Renderer, fsck_json
+from .render import Renderer, fsck_json, kept_reasons, size
 
 
-def run_collection(wb, progress=None) -> dict:
-    """One full collection. With `progress`, drive the collector's job and report its yields."""
+def run_collection(wb: Any, progress: Callable[[Any, int], None] | None = None, *,
+                   dry_run: bool = False) -> dict[str, Any]:
+    """One full collection (with `dry_run`, its plan's summary). With `progress`, drive the
+    collector's job and report its yields."""
     coll = wb.collection
     if progress is not None and callable(getattr(coll, "job", None)):
-        job = coll.job(pack_all=True)
+        job = coll.job(pack_all=True, **({"dry_run": True} if dry_run else {}))
         count = 0
         try:
             while True:
@@ -23,7 +27,11 @@ def run_collection(wb, progress=None) -> dict:
             return result
     if not callable(getattr(coll, "run", None)):
         raise Unavailable("the collector (wb.collection.run) is not part of this build yet")
-    return coll.run({"packAll": True})  # as `git gc` repacks everything
+    params = {"packAll": True}  # as `git gc` repacks everything
+    if dry_run:
+        params["dryRun"] = True
+    ran: dict[str, Any] = coll.run(params)
+    return ran
 
 
 class ProgressBar:
@@ -55,20 +63,45 @@ class ProgressBar:
             self.stream.flush()
 
 
-def cmd_gc(ctx) -> int:
+def cmd_gc(ctx: Any) -> int:
+    dry_run = bool(getattr(ctx.args, "dry_run", False))
     wb = ctx.open(must_exist=True)
     bar = ProgressBar(ctx.stderr) if not ctx.json and _isatty(ctx.stderr) else None
     try:
         ctx.require_owner(wb)
         try:
-            stats = run_collection(wb, bar)
+            stats = run_collection(wb, bar, dry_run=dry_run)
         finally:
             if bar:
                 bar.finish()
     finally:
         wb.close()
-    ctx.emit(stats) if ctx.json else ctx.print(*Renderer.stats(stats))
+    if ctx.json:
+        ctx.emit(stats)
+    else:
+        ctx.print(*(plan_lines(stats) if dry_run else Renderer.stats(stats)))
     return EXIT_OK
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    """`turnback gc --dry-run`: what the collection's plan would remove and keep."""
+    out = [f"would free {size(plan.get('bytesFreed', 0) + plan.get('packBytesDeleted', 0))}: "
+           f"{plan.get('headsRetired', 0)} old state(s) retired, {plan.get('objectsDeleted', 0)} "
+           f"unreferenced loose object(s) ({size(plan.get('bytesFreed', 0))}) and "
+           f"{plan.get('packsDeleted', 0)} pack(s) ({size(plan.get('packBytesDeleted', 0))}) deleted"]
+    if plan.get("packsRewritten") or plan.get("looseToPack"):
+        out.append(f"would repack: {plan.get('looseToPack', 0)} loose object(s) into a pack, "
+                   f"{plan.get('packsRewritten', 0)} pack(s) "
+                   f"({size(plan.get('packBytesRewritten', 0))}) rewritten")
+    reasons = kept_reasons(plan.get("keptFor") or {})
+    out.append(f"would keep {plan.get('headsKept', 0)} state(s)"
+               + (f" ({', '.join(reasons)})" if reasons else "")
+               + f" and {plan.get('objectsKept', 0)} loose object(s) ({size(plan.get('bytesKept', 0))});"
+               f" the roots reach {plan.get('objectsReached', 0)} object(s)")
+    for why in plan.get("skipped") or []:
+        out.append(f"nothing would be deleted: {why}")
+    out.append("(dry run: nothing was changed)")
+    return out
 
 
 def _isatty(stream) -> bool:

@@ -94,7 +94,7 @@ def due(store: Path) -> str | None:
 def run_bounded(wb, budget: float | None = None) -> dict:
     """One quick collection of `wb` (an owner's workbench, in this process), stopped at its first
     pause past `budget` seconds. Its stats, with `stopped: true` when it was stopped."""
-    from .collector import CollectionStopped
+    from .slices import CollectionStopped
 
     deadline = time.monotonic() + (BUDGET_SECONDS if budget is None else budget)
     job = wb.collection.job(quick=True, deadline=deadline)

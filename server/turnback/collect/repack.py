@@ -2,9 +2,10 @@
 are mostly garbage are rewritten, small packs are merged, and versions of one file become deltas.
 
 What is decided where:
-- the plan and the new pack are made on a helper thread (`Collector._off_loop`): reading objects,
-  inflating blocks, computing deltas and compressing are seconds of work on a big store, and the
-  thread rests a millisecond after every two, so the loop keeps the interpreter most of the time;
+- the plan (`repackplan.make_plan`, part of the collection's plan) and the new pack are made on a
+  helper thread (`SlicedJob._off_loop`): reading objects, inflating blocks, computing deltas and
+  compressing are seconds of work on a big store, and the thread rests a millisecond after every
+  two, so the loop keeps the interpreter most of the time;
 - the new pack is made durable and visible before anything is removed (one sync pass, the renames,
   the folders), so every object it holds is readable throughout;
 - the loose copies of the objects it now holds are then removed: they exist in the pack;
@@ -28,11 +29,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..store import fsio
 from ..store.packformat import DELTA, NONE
 from ..store.packwrite import PackWriter
-from .repackplan import Plan, iter_version_hints, make_plan
+from .repackplan import Plan
+from .slices import Slices
+
+if TYPE_CHECKING:
+    from .collector import Collector
 
 BURST, REST = 0.002, 0.001  # the helper thread's pace (seconds of work, then of rest)
 
@@ -192,17 +198,11 @@ def _empty_fanouts(col, fans: set[str]):
             yield from col._pause()
 
 
-def phase(col):
-    """The collector's repack phase (a generator of slices); adds its figures to `col.stats`."""
+def phase(col: Collector, plan: Plan) -> Slices[None]:
+    """The collector's repack phase, carrying out `plan` (a generator of slices); adds its figures
+    to `col.stats`."""
     col.phase = "pack"
     objects = col.store.objects
-    if not objects.pack:
-        return
-    hints, names = yield from iter_version_hints(col.wb.book.state)
-    yield from col._fresh_slice(1)
-    plan = yield from col._off_loop(lambda: make_plan(
-        objects, col._keeps, list(col.loose_kept), col.t0, col.object_slack, hints, names,
-        relayout=not col.quick, known=col.wb.book.state.known, pack_all=col.pack_all))
     if plan.empty:
         return
     built = yield from col._off_loop(lambda: build(objects, plan, col._keeps, quick=col.quick))

@@ -100,11 +100,11 @@ class StateRefs:
                 done = 0
                 yield None
         for k, bucket in list(state.between.items()):
-            mark = (len(bucket), state.between_edits.get(k, 0))
+            bucket_mark = (len(bucket), state.between_edits.get(k, 0))
             was = self._buckets.get(k)
-            if was is not None and was[0] is bucket and was[1] == mark:
+            if was is not None and was[0] is bucket and was[1] == bucket_mark:
                 continue
-            self._buckets[k] = (bucket, mark)
+            self._buckets[k] = (bucket, bucket_mark)
             pairs = list(bucket.values())  # a copy, in the step that took the mark
             size = step or len(pairs) or 1
             for at in range(0, len(pairs), size):
@@ -212,12 +212,19 @@ def record_names(store) -> tuple:
 
 def intents(store) -> list[tuple[Path, dict]]:
     """Transaction intent records (`txn/`): their backups, targets and new body are roots."""
-    return [(p, read_record(p, "intent")) for p in _record_files(store.txn_dir)]
+    return [(p, _read(p, "intent")) for p in _record_files(store.txn_dir)]
 
 
 def recoveries(store) -> list[tuple[Path, dict]]:
     """Recovery records (`recovery/`): their backups are roots until the user resolves them."""
-    return [(p, read_record(p, "recovery")) for p in _record_files(store.recovery_dir)]
+    return [(p, _read(p, "recovery")) for p in _record_files(store.recovery_dir)]
+
+
+def _read(path: Path, kind: str) -> dict:
+    rec = read_record(path, kind)
+    if rec is None:  # only when told a missing file is fine, which it is not here
+        raise FileNotFoundError(path)
+    return rec
 
 
 def sidecar_body(store) -> str | None:

@@ -43,7 +43,7 @@ class HeadFacts(NamedTuple):
         return list(self)
 
 
-def list_heads(heads_dir: str | os.PathLike) -> dict[int, tuple[int, int]]:
+def list_heads(heads_dir: str | os.PathLike[str]) -> dict[int, tuple[int, int]]:
     """seq -> (size, mtime_ns) of every head record: one folder listing and one lstat per record,
     then the pack of old heads (a packed head keeps its loose file's size and time, so a cached
     entry stays good when it is packed). RecordError when the pack is damaged."""
@@ -71,6 +71,7 @@ def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | No
     store's object space (opened here when not given)."""
     root = Path(store_path)
     path = root / "heads" / head_name(seq)
+    where = str(path)
     try:
         try:
             mtime_ns, data = _read_loose(path)
@@ -79,9 +80,9 @@ def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | No
             if entry is None:
                 return [seq, 0, None, "gone"]
             mtime_ns, data = entry
-            path = f"{headpack.path_in(root / 'heads')} (head {seq})"
-        body = decode_record(data, path=str(path), kind=HEAD_KIND)
-        rec = HeadRecord.from_body(body, path=str(path))
+            where = f"{headpack.path_in(root / 'heads')} (head {seq})"
+        body = decode_record(data, path=where, kind=HEAD_KIND)
+        rec = HeadRecord.from_body(body, path=where)
         if rec.seq != seq:
             return [seq, mtime_ns, None, f"the record says seq {rec.seq}"]
     except (TurnbackError, OSError) as exc:

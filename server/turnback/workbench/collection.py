@@ -11,9 +11,15 @@ from ..errors import TurnbackError
 from . import params as P
 
 
-def pack_all(params) -> dict:
-    """The collector's options a `turnback/collect/run` request asks for."""
-    return {"pack_all": True} if P.field(params or {}, "packAll", bool, default=False) else {}
+def job_options(params) -> dict:
+    """The collector's options a `turnback/collect/run` request asks for: `packAll` (every small
+    pack merged into one, as `git gc` repacks) and `dryRun` (the plan's summary, nothing changed)."""
+    options = {}
+    if P.field(params or {}, "packAll", bool, default=False):
+        options["pack_all"] = True
+    if P.field(params or {}, "dryRun", bool, default=False):
+        options["dry_run"] = True
+    return options
 
 
 class CollectionFeature:
@@ -59,8 +65,9 @@ class CollectionFeature:
             if self.cache is None or self.cache.store_id != wb.store.store_id:
                 self.cache = HeadCache.load(wb.store)
             stats = yield from Collector(wb, self.cache, **options).job()
-            self.reasons -= taken
-            self.last = stats
+            if not options.get("dry_run"):  # a dry run changed nothing: what was due stays due
+                self.reasons -= taken
+                self.last = stats
             return stats
         finally:
             self.running = False
@@ -68,9 +75,9 @@ class CollectionFeature:
             wb.emit_status()
 
     def run(self, params=None) -> dict:
-        """One full collection at once (`turnback/collect/run`, `turnback gc`); returns the stats.
-        `packAll`: every small pack merged into one, as `git gc` repacks (`turnback gc` asks)."""
+        """One full collection at once (`turnback/collect/run`, `turnback gc`); returns the stats,
+        or with `dryRun` the plan's summary (`job_options`)."""
         params = P.obj(params)
         if getattr(self.wb.store.objects, "_batch", None) is not None:
             raise TurnbackError("a capture is in progress; collect when it has finished", code="busy")
-        return self.wb.run(self.job(**pack_all(params)))
+        return self.wb.run(self.job(**job_options(params)))

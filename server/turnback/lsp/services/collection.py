@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import NotOwner
-from ...workbench.collection import pack_all
+from ...workbench.collection import job_options
 from ..progress import Token
 from ..slices import SliceStats, cycles_deferred, reclaim_frozen, run_job
 from . import LoopService
@@ -62,7 +62,7 @@ class CollectionService(LoopService):
             wb.emit_status()
             try:
                 async with server.lock:
-                    job = feature.job(**pack_all(params))
+                    job = feature.job(**job_options(params))
                 # budget 0: the collector times its own slices; joining two of them held the loop
                 with cycles_deferred():
                     result = await run_job(job, lock=server.lock, stats=stats, budget=0.0,
