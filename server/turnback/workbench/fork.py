@@ -24,6 +24,9 @@ from __future__ import annotations
 import copy
 import time
 import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidParams, TurnbackError
 from ..model.gaps import Gap
@@ -35,77 +38,106 @@ from ..travel import worktree as wt
 from ..travel.folders import keep_full_folders
 from ..travel.user_edits import kept_report
 from . import params as P
-from .agentlinks import agent_resume, annotate, follow_fork
+from .agentlinks import agent_resume, follow_fork
+from .confirmed import Confirmation, ConfirmedOperation, Job, KeepEdits, plan_hash_field
 from .sessions import PRIVATE_CONFIG, fresh_state, parked_record
 
 
-class ForkFeature:
-    def __init__(self, wb):
-        self.wb = wb
+@dataclass(frozen=True)
+class ForkArgs:
+    turn: int  # the fork point: the branch keeps turns up to this one
+    session: dict[str, Any]  # `sessionId` as sent: the fork's source must be the live session
+    worktree: str | None = None  # a folder for the branch; none: the fork is made in place
+    git: bool = False  # the worktree folder is a git worktree
+    # found by the confirmation's checks (`check_commit`), before anything is written
+    target: Path | None = None
+    git_plan: Any = None
 
-    def busy(self) -> list[dict]:
+    @classmethod
+    def parse(cls, p: dict[str, Any]) -> ForkArgs:
+        return cls(P.field(p, "turn", int), {"sessionId": p.get("sessionId")})
+
+
+class ForkFeature(ConfirmedOperation[ForkArgs, plan_fork.ForkPlan]):
+    name = "fork"
+    stale_key = "report"
+    hash_key = "hash"  # what the report calls it; a confirmation sends it as `planHash`
+
+    def busy(self) -> list[dict[str, Any]]:
         return [r for r in lineage.forks(self.wb.store) if r.get("phase") == "begun"]
 
-    def _plan_job(self, turn):
-        wb = self.wb
-        head = wb.book.head.seq if wb.book.head else None
-        return plan_fork.prepare_job(wb.state, wb.ws, wb.store.objects, turn, head_seq=head,
-                                     max_bytes=wb.options.max_file_bytes, busy=self.busy(),
-                                     redo=wb.store.kind == "heads")
+    # -- the skeleton's steps ---------------------------------------------------------------------
+    def parse(self, p: dict[str, Any]) -> ForkArgs:
+        return ForkArgs.parse(p)
 
-    # -- prepare ----------------------------------------------------------------------------------
-    def prepare(self, params) -> dict:
-        return self.wb.run(self.prepare_job(params))
-
-    def prepare_job(self, params):
-        p = P.obj(params)
-        turn = P.field(p, "turn", int)
-        self.wb.sessions.guard(p)  # a frozen session is never a fork's source
-        settled = yield from self.wb.turns.settle_idle_job("fork")  # an idle agent turn
-        plan = yield from self._plan_job(turn)
-        return annotate(dict(plan.report), settled)
-
-    # -- confirm ----------------------------------------------------------------------------------
-    def confirm(self, params) -> dict:
-        return self.wb.run(self.confirm_job(params))
-
-    def confirm_job(self, params):
-        p = P.obj(params)
-        turn = P.field(p, "turn", int)
-        expected = P.field(p, "hash", str)
+    def parse_commit(self, p: dict[str, Any]) -> Confirmation[ForkArgs]:
+        args = ForkArgs.parse(p)
+        plan_hash = plan_hash_field(p, alias="hash")  # `hash`: its older name (docs/protocol.md)
         worktree = P.field(p, "worktree", str, default=None, allow_none=True)
         use_git = P.field(p, "git", bool, default=False)
-        keep, markers = P.keep_flags(p)  # conflictMarkers: as a rewind writes a conflicting edit
+        keep = KeepEdits.parse(p, markers=True)  # conflictMarkers: as a rewind writes a conflict
         if use_git and worktree is None:
             raise InvalidParams("git makes the branch's folder a git worktree, so it needs a "
                                 "worktree folder; without one the fork is made in place",
                                 data={"field": "git"})
-        if keep and worktree is not None:
+        if keep.keep and worktree is not None:
             raise InvalidParams("keepUserEdits is for a fork in place: a worktree fork leaves this "
                                 "workspace (and your edits in it) as it is", data={"field": "keepUserEdits"})
-        wb = self.wb
-        wb.book.require_owner()
-        wb.sessions.guard(p)
-        target = git_plan = None
-        if worktree is not None:  # every refusal before the fork writes its first record
-            target = wt.check_target(wb.ws, worktree)
-            git_plan = wt.check_git(wb.root) if use_git else None
-        settled = yield from wb.turns.settle_idle_job("fork")
-        plan = yield from self._plan_job(turn)
-        report = plan.report = annotate(dict(plan.report), settled)
-        if report.get("refusal"):
-            return {"status": "refused", "refusal": report["refusal"], "report": report}
-        if report["hash"] != expected:
-            return {"status": "stale", "report": report}
-        if worktree is not None:
-            return (yield from self._worktree_job(plan, target, git_plan))
-        return (yield from self._in_place_job(plan, keep, markers))
+        return Confirmation(replace(args, worktree=worktree, git=use_git), plan_hash, keep)
 
-    def _in_place_job(self, plan, keep: bool = False, markers: bool = False):
+    def check(self, args: ForkArgs) -> None:
+        self.wb.sessions.guard(args.session)  # a frozen session is never a fork's source
+
+    def check_commit(self, request: Confirmation[ForkArgs]) -> Confirmation[ForkArgs]:
+        args = request.args
+        if args.worktree is None:
+            return request
+        wb = self.wb  # every refusal before the fork writes its first record
+        target = wt.check_target(wb.ws, args.worktree)
+        git_plan = wt.check_git(wb.root) if args.git else None
+        return replace(request, args=replace(args, target=target, git_plan=git_plan))
+
+    def derive_job(self, args: ForkArgs, *, fresh: bool) -> Job[plan_fork.ForkPlan]:
+        wb = self.wb
+        head = wb.book.head.seq if wb.book.head else None
+        plan: plan_fork.ForkPlan = yield from plan_fork.prepare_job(
+            wb.state, wb.ws, wb.store.objects, args.turn, head_seq=head,
+            max_bytes=wb.options.max_file_bytes, busy=self.busy(), redo=wb.store.kind == "heads")
+        return plan
+
+    def shown(self, plan: plan_fork.ForkPlan) -> dict[str, Any]:
+        return plan.report
+
+    def refusal(self, shown: dict[str, Any]) -> dict[str, Any] | None:
+        if shown.get("refusal"):
+            return {"status": "refused", "refusal": shown["refusal"], "report": shown}
+        return None
+
+    def keeping(self, plan: plan_fork.ForkPlan, keep: KeepEdits) -> plan_fork.ForkPlan:
+        # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
+        return replace(plan, derived=plan.derived.keeping_user_edits(self.wb.state,
+                                                                      markers=keep.markers))
+
+    def commit_plan_job(self, request: Confirmation[ForkArgs], plan: plan_fork.ForkPlan,
+                        shown: dict[str, Any]) -> Job[dict[str, Any]]:
+        plan = replace(plan, report=shown)
+        args = request.args
+        if args.target is not None:
+            return (yield from self._worktree_job(plan, args.target, args.git_plan))
+        return (yield from self._in_place_job(plan, request.keep.keep))
+
+    # `turnback/fork/confirm`: the skeleton's commit
+    def confirm(self, params: Any) -> dict[str, Any]:
+        return self.commit(params)
+
+    def confirm_job(self, params: Any) -> Job[dict[str, Any]]:
+        return self.commit_job(params)
+
+    # -- in place ---------------------------------------------------------------------------------
+    def _in_place_job(self, plan, keep: bool = False):
         wb, book, store = self.wb, self.wb.book, self.wb.store
         report = plan.report
-        # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
-        derived = plan.derived.keeping_user_edits(book.state, markers=markers) if keep else plan.derived
+        derived = plan.derived  # the user's edits kept on it already, with `keep` (`keeping`)
         kept = derived if keep else None  # the plan that kept them: its kept, merged, … lists
         try:
             if book.dirty:
