@@ -58,7 +58,7 @@ def test_list_names_every_scenario(capsys):
 def test_a_fast_wrong_answer_fails_the_command(monkeypatch, workdir, capsys):
     """A rewind that claims success without restoring anything is fast and wrong: the scenario's own
     check catches it and the command exits non-zero."""
-    from turnback.workbench.travel import RewindFeature
+    from turnback.workbench.rewind import RewindFeature
 
     monkeypatch.setattr(RewindFeature, "commit", lambda self, params: {"status": "committed"})
     code, lines = _run(capsys, "alternating-snapshots", "--scale", "tiny", "--json",

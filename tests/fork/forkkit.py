@@ -41,7 +41,7 @@ def three_turns(a: Agent) -> dict:
 
 def fork(a: Agent, turn: int, **extra) -> dict:
     report = a.wb.fork.prepare({"turn": turn})
-    return a.wb.fork.confirm({"turn": turn, "hash": report["hash"], **extra})
+    return a.wb.fork.confirm({"turn": turn, "planHash": report["hash"], **extra})
 
 
 def command_line(a: Agent):

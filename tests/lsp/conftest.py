@@ -79,6 +79,15 @@ class Tb:
         assert exc.message and isinstance(exc.message, str)
         return exc
 
+    async def turn(self, prompt: str, files: dict[str, str]) -> None:
+        """A settled chat turn that writes `files`, each captured before and after, as an editor does."""
+        await self.req("turnback/turn/begin", {"kind": "chat", "prompt": prompt})
+        for rel, text in files.items():
+            await self.req("turnback/turn/capture", {"uris": [self.uri(rel)], "phase": "before"})
+            (self.root / rel).write_text(text)
+            await self.req("turnback/turn/capture", {"uris": [self.uri(rel)]})
+        await self.req("turnback/turn/settle", {})
+
     def notify(self, method: str, params) -> None:
         _record({"kind": "client-notification", "method": method, "params": _plain(params)})
         self.client.protocol.notify(method, params)

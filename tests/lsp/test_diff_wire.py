@@ -3,22 +3,11 @@ keep that merges with `conflictMarkers`, and the steps of a candidate in words."
 
 from __future__ import annotations
 
-from .conftest import Tb
-
-
-async def _turn(tb: Tb, prompt: str, files: dict[str, str]) -> None:
-    await tb.req("turnback/turn/begin", {"kind": "chat", "prompt": prompt})
-    for rel, text in files.items():
-        await tb.req("turnback/turn/capture", {"uris": [tb.uri(rel)], "phase": "before"})
-        (tb.root / rel).write_text(text)
-        await tb.req("turnback/turn/capture", {"uris": [tb.uri(rel)]})
-    await tb.req("turnback/turn/settle", {})
-
 
 async def test_diff_image_and_a_merging_keep(ws, servers):
     tb = await servers(ws, "vscode")
-    await _turn(tb, "write", {"app.py": "a\nb\nc\nd\ne\nf\n"})
-    await _turn(tb, "change the end", {"app.py": "a\nb\nc\nd\ne\nF\n"})
+    await tb.turn("write", {"app.py": "a\nb\nc\nd\ne\nf\n"})
+    await tb.turn("change the end", {"app.py": "a\nb\nc\nd\ne\nF\n"})
     await tb.req("turnback/turn/begin", {"kind": "chat", "prompt": "push"})
     await tb.req("turnback/turn/step", {"turn": 3, "kind": "shell", "scope": "crossing",
                                         "summary": "Bash: git push origin main"})

@@ -20,7 +20,7 @@ def fork_chapter(story, root, wb, uri) -> tuple[bool, int]:
     report = wb.fork.prepare({"turn": 2})
     r = Renderer(uri("x").rsplit("/", 1)[0])
     story.say(*report_lines(r, report, step_index(wb.turns.log({})), None))
-    out = wb.fork.confirm({"turn": 2, "hash": report["hash"]})
+    out = wb.fork.confirm({"turn": 2, "planHash": report["hash"]})
     story.account["fork"] = {"report": report, "confirm": out}
     ok &= story.check("the fork committed", out.get("status") == "forked", str(out.get("status")))
     if out.get("status") != "forked":

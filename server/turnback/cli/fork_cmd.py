@@ -84,7 +84,7 @@ def fork_flow(io, decide, r: Renderer, prepare, confirm, log) -> int:
         else:
             io.print("Nothing changed. Run again with --yes to fork.")
         return EXIT_OK
-    params = {"turn": a.turn, "hash": report["hash"]}
+    params = {"turn": a.turn, "planHash": report["hash"]}
     if a.worktree:
         params.update(worktree=os.path.abspath(a.worktree), git=bool(a.git))
     if keep:

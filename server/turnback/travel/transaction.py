@@ -24,7 +24,6 @@ complete rollback. Recovery (`recover`) decides from the durable records of the 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import uuid
@@ -34,11 +33,11 @@ from pathlib import Path
 from ..capture.reader import read_image
 from ..errors import TurnbackError
 from ..model.images import ABSENT, Image, folder_key, is_folder_key
-from ..model.known import KnownMap
 from ..store import fsio
 from ..store.records import read_record, write_record
 from . import outcome as oc
 from .disk import Put, drain, folder_image, memo_image, put_many_job
+from .before import before_state
 from .folders import apply_order
 from .settle import missing_folders, remove_created_folders, settle_all
 
@@ -194,7 +193,7 @@ def _prepare(book, ws, changes, new_state, max_bytes, keep_before, memo=None):
                                    "nothing was changed", data={"path": rel, "reason": read.status})
             yield ("backup", len(backups), len(changes))
         body = yield from book.codec.iter_write(new_state)  # a step per turn and shard encoded
-        before = _before_state(book, backups, backup_modes) if keep_before else None
+        before = before_state(book, backups, backup_modes) if keep_before else None
         before_body = (yield from book.codec.iter_write(before)) if before is not None else None
     return body, backups, backup_modes, (None if before is None else (before, before_body))
 
@@ -209,48 +208,6 @@ def _backup_order(book, changes) -> list[str]:
     known = book.state.known
     rank = {d: i for i, d in enumerate(order({known.get(r) for r in rels} - {None}))}
     return sorted(rels, key=lambda r: rank.get(known.get(r), -1))
-
-
-def _before_state(book, backups: dict[str, Image], backup_modes: dict[str, int | None]):
-    """The live state with the disk images (and permission bits) it did not capture, or None when it
-    captured them all."""
-    state = book.state
-    # An absent file the session never knew is nothing to bring back (a worktree's empty folder).
-    unseen = {rel: image for rel, image in backups.items() if state.known.get(rel) != image
-              and not (image == ABSENT and state.known.get(rel) is None)}
-    bits = {rel: m for rel, m in backup_modes.items()
-            if m is not None and state.known.mode(rel) not in (None, m)}
-    if book.store.kind != "heads" or not (unseen or bits) or state.running is not None:
-        return None
-    known = KnownMap(state.known, state.known.modes())
-    known.update(unseen)
-    for rel, image in unseen.items():
-        known.set_mode(rel, backup_modes.get(rel) if image != ABSENT else None)
-    for rel, m in bits.items():
-        known.set_mode(rel, m)
-    return dataclasses.replace(state, known=known, **_as_loose_changes(state, unseen, bits))
-
-
-def _as_loose_changes(state, unseen: dict, bits: dict) -> dict:
-    """The before state's record of changes: each uncaptured image (or bits) is a change between
-    turns after the last turn, as a sweep would have recorded it. Without it the before state's
-    images were in no record, so every earlier checkpoint counted the edit as its own: a rewind
-    after a Redo of that state neither put it back nor flagged it (issue 43, A)."""
-    n = state.turn_count
-    between = {k: dict(v) for k, v in state.between.items()}
-    between_modes = {k: dict(v) for k, v in state.between_modes.items()}
-    between_by = dict(state.between_by)
-    bucket = between.setdefault(n, {})
-    bucket_modes = between_modes.setdefault(n, {})
-    for rel in sorted(set(unseen) | set(bits)):
-        was = state.known.get(rel, ABSENT)
-        if rel not in bucket:
-            bucket_modes[rel] = state.known.mode(rel) if was != ABSENT else None
-        bucket[rel] = (bucket[rel][0] if rel in bucket else was, unseen.get(rel, was))
-        between_by[(n, rel)] = "sweep"  # seen on disk, not captured: "changed on disk"
-    if not any(v is not None for v in bucket_modes.values()):
-        between_modes.pop(n, None)
-    return {"between": between, "between_modes": between_modes, "between_by": between_by}
 
 
 def _after_failure(book, ws, intent, intent_path, new_state, applied, cause, max_bytes) -> Outcome:

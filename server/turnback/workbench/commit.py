@@ -1,5 +1,5 @@
 """The shared tail of every confirmed rewind, Redo and restore: the file transaction, then its
-report and notices. Below both `travel.py` (rewind, Redo) and `restore.py`, which call it."""
+report and notices. Below the confirmed-operation skeleton (confirmed.py), which calls it."""
 
 from __future__ import annotations
 

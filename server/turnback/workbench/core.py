@@ -30,9 +30,11 @@ from .directives import DirectivesFeature
 from .fork import ForkFeature
 from .keepalive import Keepalive
 from .options import Options
+from .recovery import RecoveryFeature
+from .redo import RedoFeature
 from .restore import RestoreFeature
+from .rewind import RewindFeature
 from .sessions import SessionsFeature
-from .travel import RecoveryFeature, RedoFeature, RewindFeature
 from .turns import TurnsFeature
 
 Job = Generator[object, None, object]

@@ -13,99 +13,125 @@ lists only forks that really began. A fork closed (cancelled) before its first f
 behind, its record included; closed after it, it runs to its outcome and tells the clients exactly as
 an uncancelled one does (`_told`).
 
-A worktree fork (travel/worktree.py) leaves the workspace and the parent alone: it makes a new folder,
-gives it its own store and session, and puts the captured files of turn k there as a transaction of
-*that* store, so what it overwrites in a git checkout is kept there for Redo, and a crash in the
-middle is recovered when the folder is opened.
+A worktree fork is forktree.py.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidParams, TurnbackError
-from ..model.gaps import Gap
-from ..model.images import ABSENT, FOLDER, is_digest, is_folder_key
 from ..store import lineage
 from ..travel import fork as plan_fork
 from ..travel import transaction
 from ..travel import worktree as wt
-from ..travel.folders import keep_full_folders
 from ..travel.user_edits import kept_report
 from . import params as P
-from .agentlinks import agent_resume, annotate, follow_fork
-from .sessions import PRIVATE_CONFIG, fresh_state, parked_record
+from .agentlinks import agent_resume, follow_fork
+from .confirmed import Confirmation, ConfirmedOperation, Job, KeepEdits, plan_hash_field
+from .forktree import forget, io_error, worktree_job
+from .sessions import PRIVATE_CONFIG, parked_record
 
 
-class ForkFeature:
-    def __init__(self, wb):
-        self.wb = wb
+@dataclass(frozen=True)
+class ForkArgs:
+    turn: int  # the fork point: the branch keeps turns up to this one
+    session: dict[str, Any]  # `sessionId` as sent: the fork's source must be the live session
+    worktree: str | None = None  # a folder for the branch; none: the fork is made in place
+    git: bool = False  # the worktree folder is a git worktree
+    # found by the confirmation's checks (`check_commit`), before anything is written
+    target: Path | None = None
+    git_plan: Any = None
 
-    def busy(self) -> list[dict]:
+    @classmethod
+    def parse(cls, p: dict[str, Any]) -> ForkArgs:
+        return cls(P.field(p, "turn", int), {"sessionId": p.get("sessionId")})
+
+
+class ForkFeature(ConfirmedOperation[ForkArgs, plan_fork.ForkPlan]):
+    name = "fork"
+    stale_key = "report"
+    hash_key = "hash"  # what the report calls it; a confirmation sends it as `planHash`
+
+    def busy(self) -> list[dict[str, Any]]:
         return [r for r in lineage.forks(self.wb.store) if r.get("phase") == "begun"]
 
-    def _plan_job(self, turn):
-        wb = self.wb
-        head = wb.book.head.seq if wb.book.head else None
-        return plan_fork.prepare_job(wb.state, wb.ws, wb.store.objects, turn, head_seq=head,
-                                     max_bytes=wb.options.max_file_bytes, busy=self.busy(),
-                                     redo=wb.store.kind == "heads")
+    # -- the skeleton's steps ---------------------------------------------------------------------
+    def parse(self, p: dict[str, Any]) -> ForkArgs:
+        return ForkArgs.parse(p)
 
-    # -- prepare ----------------------------------------------------------------------------------
-    def prepare(self, params) -> dict:
-        return self.wb.run(self.prepare_job(params))
-
-    def prepare_job(self, params):
-        p = P.obj(params)
-        turn = P.field(p, "turn", int)
-        self.wb.sessions.guard(p)  # a frozen session is never a fork's source
-        settled = yield from self.wb.turns.settle_idle_job("fork")  # an idle agent turn
-        plan = yield from self._plan_job(turn)
-        return annotate(dict(plan.report), settled)
-
-    # -- confirm ----------------------------------------------------------------------------------
-    def confirm(self, params) -> dict:
-        return self.wb.run(self.confirm_job(params))
-
-    def confirm_job(self, params):
-        p = P.obj(params)
-        turn = P.field(p, "turn", int)
-        expected = P.field(p, "hash", str)
+    def parse_commit(self, p: dict[str, Any]) -> Confirmation[ForkArgs]:
+        args = ForkArgs.parse(p)
+        plan_hash = plan_hash_field(p, alias="hash")  # `hash`: its older name (docs/protocol.md)
         worktree = P.field(p, "worktree", str, default=None, allow_none=True)
         use_git = P.field(p, "git", bool, default=False)
-        keep, markers = P.keep_flags(p)  # conflictMarkers: as a rewind writes a conflicting edit
+        keep = KeepEdits.parse(p, markers=True)  # conflictMarkers: as a rewind writes a conflict
         if use_git and worktree is None:
             raise InvalidParams("git makes the branch's folder a git worktree, so it needs a "
                                 "worktree folder; without one the fork is made in place",
                                 data={"field": "git"})
-        if keep and worktree is not None:
+        if keep.keep and worktree is not None:
             raise InvalidParams("keepUserEdits is for a fork in place: a worktree fork leaves this "
                                 "workspace (and your edits in it) as it is", data={"field": "keepUserEdits"})
-        wb = self.wb
-        wb.book.require_owner()
-        wb.sessions.guard(p)
-        target = git_plan = None
-        if worktree is not None:  # every refusal before the fork writes its first record
-            target = wt.check_target(wb.ws, worktree)
-            git_plan = wt.check_git(wb.root) if use_git else None
-        settled = yield from wb.turns.settle_idle_job("fork")
-        plan = yield from self._plan_job(turn)
-        report = plan.report = annotate(dict(plan.report), settled)
-        if report.get("refusal"):
-            return {"status": "refused", "refusal": report["refusal"], "report": report}
-        if report["hash"] != expected:
-            return {"status": "stale", "report": report}
-        if worktree is not None:
-            return (yield from self._worktree_job(plan, target, git_plan))
-        return (yield from self._in_place_job(plan, keep, markers))
+        return Confirmation(replace(args, worktree=worktree, git=use_git), plan_hash, keep)
 
-    def _in_place_job(self, plan, keep: bool = False, markers: bool = False):
+    def check(self, args: ForkArgs) -> None:
+        self.wb.sessions.guard(args.session)  # a frozen session is never a fork's source
+
+    def check_commit(self, request: Confirmation[ForkArgs]) -> Confirmation[ForkArgs]:
+        args = request.args
+        if args.worktree is None:
+            return request
+        wb = self.wb  # every refusal before the fork writes its first record
+        target = wt.check_target(wb.ws, args.worktree)
+        git_plan = wt.check_git(wb.root) if args.git else None
+        return replace(request, args=replace(args, target=target, git_plan=git_plan))
+
+    def derive_job(self, args: ForkArgs, *, fresh: bool) -> Job[plan_fork.ForkPlan]:
+        wb = self.wb
+        head = wb.book.head.seq if wb.book.head else None
+        plan: plan_fork.ForkPlan = yield from plan_fork.prepare_job(
+            wb.state, wb.ws, wb.store.objects, args.turn, head_seq=head,
+            max_bytes=wb.options.max_file_bytes, busy=self.busy(), redo=wb.store.kind == "heads")
+        return plan
+
+    def shown(self, plan: plan_fork.ForkPlan) -> dict[str, Any]:
+        return plan.report
+
+    def refusal(self, shown: dict[str, Any]) -> dict[str, Any] | None:
+        if shown.get("refusal"):
+            return {"status": "refused", "refusal": shown["refusal"], "report": shown}
+        return None
+
+    def keeping(self, plan: plan_fork.ForkPlan, keep: KeepEdits) -> plan_fork.ForkPlan:
+        # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
+        return replace(plan, derived=plan.derived.keeping_user_edits(self.wb.state,
+                                                                      markers=keep.markers))
+
+    def commit_plan_job(self, request: Confirmation[ForkArgs], plan: plan_fork.ForkPlan,
+                        shown: dict[str, Any]) -> Job[dict[str, Any]]:
+        plan = replace(plan, report=shown)
+        args = request.args
+        if args.target is not None:
+            return (yield from worktree_job(self.wb, plan, args.target, args.git_plan))
+        return (yield from self._in_place_job(plan, request.keep.keep))
+
+    # `turnback/fork/confirm`: the skeleton's commit
+    def confirm(self, params: Any) -> dict[str, Any]:
+        return self.commit(params)
+
+    def confirm_job(self, params: Any) -> Job[dict[str, Any]]:
+        return self.commit_job(params)
+
+    # -- in place ---------------------------------------------------------------------------------
+    def _in_place_job(self, plan, keep: bool = False):
         wb, book, store = self.wb, self.wb.book, self.wb.store
         report = plan.report
-        # The user's edits (travel/user_edits.py) are carried onto the fork: the rewind's own rule.
-        derived = plan.derived.keeping_user_edits(book.state, markers=markers) if keep else plan.derived
+        derived = plan.derived  # the user's edits kept on it already, with `keep` (`keeping`)
         kept = derived if keep else None  # the plan that kept them: its kept, merged, … lists
         try:
             if book.dirty:
@@ -113,7 +139,7 @@ class ForkFeature:
             parent = book.state
             parent_body = book.write_state(parent)
         except OSError as exc:
-            raise _io_error(exc) from exc
+            raise io_error(exc) from exc
         branch = derived.new_state
         branch.session_id = uuid.uuid4().hex
         branch.created = time.time()
@@ -130,8 +156,8 @@ class ForkFeature:
         try:
             lineage.write_fork(store, record)  # fork-begin: durable before the first file is touched
         except OSError as exc:
-            self._forget(record)
-            raise _io_error(exc) from exc
+            forget(store, record)
+            raise io_error(exc) from exc
         touched = {d.rel for d in parent.directives.values()}
         done: dict = {}
         try:
@@ -142,13 +168,13 @@ class ForkFeature:
         except GeneratorExit:
             finished = done.get("outcome")
             if finished is None:
-                self._forget(record)  # closed before the first file: nothing changed, nothing busy
+                forget(store, record)  # closed before the first file: nothing changed, nothing busy
             else:  # closed after it: the transaction ran on; the clients hear of it all the same
                 self._told(report, record, parent, branch, finished, touched, kept, derived.changes)
             raise
         except Exception as exc:
             if not (isinstance(exc, TurnbackError) and exc.data.get("txn")):
-                self._forget(record)  # nothing was changed (the transaction says so)
+                forget(store, record)  # nothing was changed (the transaction says so)
             raise  # else its intent is unsettled: the next open decides, and finishes the records
         return self._told(report, record, parent, branch, outcome, touched, kept, derived.changes)
 
@@ -157,7 +183,7 @@ class ForkFeature:
         uncancelled fork and one closed after its first file."""
         wb = self.wb
         if outcome.status != "committed":
-            self._forget(record)
+            forget(self.wb.store, record)
             result = {"status": "rolled-back", "reason": outcome.reason, "report": report}
             if outcome.message:
                 result["message"] = outcome.message
@@ -202,127 +228,6 @@ class ForkFeature:
         except OSError:
             pass  # committed: the next open finishes the records from the fork-begin record
 
-    def _forget(self, record: dict) -> None:
-        try:
-            lineage.remove_fork(self.wb.store, record["branchId"])
-        except OSError:
-            pass  # the next open sees a fork-begin without its branch and removes it
-
-    # -- worktree ---------------------------------------------------------------------------------
-    def _worktree_job(self, plan, target, git_plan):
-        wb = self.wb
-        report = plan.report
-        use_git = git_plan is not None
-        if wb.book.dirty:
-            wb.book.publish()
-        parent = wb.state
-        child_id = uuid.uuid4().hex
-        record = {"branchId": child_id, "parentId": parent.session_id, "turn": report["turn"],
-                  "hash": report["hash"], "created": time.time(), "phase": "begun",
-                  "effects": report["effects"], "droppedSends": [],
-                  "parentTurnCount": parent.turn_count, "worktree": str(target)}
-        try:
-            lineage.write_fork(wb.store, record)  # fork-begin
-        except OSError as exc:
-            raise _io_error(exc) from exc
-        try:
-            wt.create_folder(target, use_git=use_git, root=wb.root)
-        except BaseException:
-            self._forget(record)  # refused before anything was written: the fork never began
-            raise
-        made: dict = {}
-        try:
-            gaps = wt.init_submodules(wb.root, target, git_plan.submodules) if use_git else []
-            yield from self._fill_child(plan, target, child_id, parent, gaps, use_git, made)
-        except BaseException as exc:
-            if isinstance(exc, GeneratorExit) and made:
-                self._worktree_done(record, parent, target, made)  # closed after its files: told
-                raise
-            # The folder is outside the workspace: it is reported, never deleted.
-            try:
-                lineage.write_fork(wb.store, dict(record, phase="abandoned", completed=time.time()))
-            except OSError:
-                pass  # the next open marks it abandoned
-            raise
-        return self._worktree_done(record, parent, target, made)
-
-    def _worktree_done(self, record: dict, parent, target, made: dict) -> dict:
-        wb, child_id = self.wb, record["branchId"]
-        lineage.write_session(wb.store, {
-            "sessionId": child_id, "body": None, "frozen": False, "parentId": parent.session_id,
-            "forkTurn": record["turn"], "worktree": str(target), "store": made["store"],
-            "meta": {}, "created": record["created"], "parked": time.time(),
-            "turnCount": made["turnCount"], "lastPrompt": "", "mode": made["mode"]})
-        lineage.write_fork(wb.store, dict(record, phase="complete", completed=time.time(),
-                                          mode=made["mode"]))
-        wb.emit_status()
-        return {"status": "forked",
-                "branch": {"sessionId": child_id, "parentId": parent.session_id,
-                           "worktree": str(target), "turnCount": made["turnCount"],
-                           "mode": made["mode"]},
-                "files": made["files"], "gaps": made["gaps"], "report": made["report"]}
-
-    def _fill_child(self, plan, target, child_id: str, parent, gaps: list[dict], use_git: bool,
-                    made: dict):
-        """The worktree's own store and session (lineage pointing at the parent), then the turn-k
-        images written as a transaction of that store: a git checkout's files it replaces stay in
-        the child's first head (Redo there brings them back), and a crash is recovered there."""
-        wb = self.wb
-        mode = "git" if use_git else "copy"
-        report = plan.report
-        # The same kind of workbench and options, through the instance: no import of core here,
-        # which imports this module (the one direction: core -> features).
-        options = type(wb.options)(store_kind=wb.store.kind, sweep=wb.options.sweep,
-                                   max_file_bytes=wb.options.max_file_bytes)
-        child = type(wb).open(target, options)
-        try:
-            state = fresh_state(child.state, {
-                "parentId": parent.session_id, "forkTurn": report["turn"],
-                "parentStore": str(wb.store.path), "parentWorkspace": str(wb.root),
-                "worktree": str(target), "mode": mode, "notPreserved": list(report["notPreserved"])})
-            state.session_id = child_id
-            child.book.publish(state=state)
-            # The checkout as git made it: the child's first state (its sync binds the sweep, not
-            # the fork, which a cancel still abandons until its first file: workbench/core.sweep_job).
-            yield from child.sweep_job()
-            if child.book.dirty:
-                child.book.publish()
-            skip = [g["path"] for g in gaps]  # uninitialised submodules stay empty
-            theirs, mine = wb.store.objects, child.store.objects
-            with mine.batch():  # the images travel into the child's store (its own digest seed)
-                changes, modes, files = yield from _overlay_job(
-                    plan.derived.new_state.known, child.state, skip, gaps,
-                    lambda image: mine.put(theirs.get(image)))
-            keep_full_folders(child.ws, changes, files, gaps)  # what git checked out stays
-            gaps[:] = [{"path": g.rel, "reason": g.reason, "detail": g.detail} if isinstance(g, Gap)
-                       else g for g in gaps]
-            new = copy.deepcopy(child.state)
-            for rel, image in changes:
-                new.known[rel] = image
-                new.known.set_mode(rel, modes.get((rel, image)))
-            new.epoch += 1
-            new.fork_point = uuid.uuid4().hex
-            result = {"mode": mode, "files": files, "gaps": gaps, "store": str(child.store.path),
-                      "turnCount": child.state.turn_count, "report": report}
-            done: dict = {}
-            try:
-                if changes:
-                    yield from transaction.run_job(
-                        child.book, child.ws, operation="fork", changes=changes, new_state=new,
-                        max_bytes=options.max_file_bytes, modes=modes, done=done)
-            except GeneratorExit:
-                if getattr(done.get("outcome"), "status", None) == "committed":
-                    made.update(result)  # closed after its first file: it ran on and committed
-                raise
-            outcome = done.get("outcome")
-            if outcome is not None and outcome.status != "committed":
-                raise TurnbackError(f"the worktree fork could not write its files into {target} "
-                                    f"({outcome.reason}); the folder is left as it is",
-                                    code="io-error", data={"path": str(target)})
-            made.update(result)
-        finally:
-            child.close()
-
     # -- at open ----------------------------------------------------------------------------------
     def recover_interrupted(self) -> list[dict]:
         """Finish or forget every fork that a crash interrupted (owner only; after the file
@@ -345,46 +250,3 @@ class ForkFeature:
                 lineage.remove_fork(wb.store, record["branchId"])
                 out.append({"branchId": record["branchId"], "action": "rolled-back", **said})
         return out
-
-
-def _overlay_job(images, disk_state, skip, gaps: list[dict], carry):
-    """What the child's transaction writes: every captured path at its turn-k image where the
-    checkout (as the child's sweep saw it) differs. `carry` stores an image in the child's store and
-    returns its name there. Returns (changes, modes, file list); adds a gap for each path whose turn-k
-    image turnback never saw. A job: it yields after each image it carries."""
-    changes, modes, files = [], {}, []
-    for rel in sorted(images):
-        image = images[rel]
-        if rel == ".git" or rel.startswith(".git/") or "/.git/" in rel or rel.endswith("/.git"):
-            continue
-        if wt.inside(rel, skip):
-            continue
-        if is_folder_key(rel):  # a folder of turn k's tree: made, or removed (when empty)
-            there = disk_state.known.get(rel) == FOLDER
-            if image == FOLDER and not there or image == ABSENT and there:
-                changes.append((rel, image))
-                files.append({"path": rel, "action": "restore" if image == FOLDER else "delete"})
-            continue
-        if image == ABSENT:
-            if disk_state.known.get(rel) not in (None, ABSENT):  # git checked it out: it goes
-                changes.append((rel, ABSENT))
-                files.append({"path": rel, "action": "delete"})
-            continue
-        if not is_digest(image):
-            gaps.append({"path": rel, "reason": "unknown-before-image"})
-            continue
-        mine = carry(image)
-        yield ("carry", len(files))
-        mode = images.mode(rel)
-        if disk_state.known.get(rel) == mine and mode in (None, disk_state.known.mode(rel)):
-            continue  # the checkout holds it already
-        changes.append((rel, mine))
-        if mode is not None:
-            modes[(rel, mine)] = mode
-        files.append({"path": rel, "action": "restore", "to": image})
-    return changes, modes, files
-
-
-def _io_error(exc: OSError) -> TurnbackError:
-    return TurnbackError(f"could not write the fork's records ({exc}); nothing was changed",
-                         code="io-error")

@@ -51,13 +51,3 @@ def _names(kinds) -> str:
              float: "a number"}
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
-
-def keep_flags(params: dict) -> tuple[bool, bool]:
-    """(`keepUserEdits`, `conflictMarkers`) of a rewind or fork commit. Markers are a way of keeping
-    a conflicting edit, so alone they mean nothing, and a flag that means nothing is refused."""
-    keep = field(params, "keepUserEdits", bool, default=False)
-    markers = field(params, "conflictMarkers", bool, default=False)
-    if markers and not keep:
-        raise InvalidParams("conflictMarkers says how a kept edit that conflicts is written: it goes "
-                            "with keepUserEdits", data={"field": "conflictMarkers"})
-    return keep, markers

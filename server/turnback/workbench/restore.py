@@ -1,85 +1,66 @@
-"""Selective restore (`turnback/restore/prepare|commit`), and the parameters rewind's modes share.
-
-Thin wiring of `travel/restore.py` into the workbench: the same shared commit tail as a rewind
-(`commit.commit_tail_job`: the file transaction, the report, the notices), but no epoch, since the
-conversation does not change, and `restored` in the result.
+"""Selective restore (`turnback/restore/prepare|commit`): the confirmed-operation skeleton
+(confirmed.py) with what a restore derives (travel/restore.py: chosen paths at a boundary) and
+commits: the same shared tail as a rewind (workbench/commit.py: the file transaction, the report,
+the notices), but no epoch, since the conversation does not change, and `restored` in the result.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from ..errors import InvalidParams
-from ..travel import upstream
 from ..travel.restore import derive_restore_job
-from ..travel.rewind import MODES
+from ..travel.rewind import Derived
 from . import params as P
-from .agentlinks import annotate
-from .commit import commit_tail_job, disk_memo
+from .commit import disk_memo
+from .confirmed import (CandidateOperation, Commit, Confirmation, Job, KeepEdits, dirty_rels,
+                        plan_hash_field)
 
 
-def dirty_rels(wb, p: dict) -> set[str]:
-    """`dirty`: the URIs an editor holds unsaved changes of (the server is told, never guesses)."""
-    return {wb.ws.to_rel(uri) for uri in P.str_list(p, "dirty", default=[])}
+@dataclass(frozen=True)
+class RestoreArgs:
+    paths: tuple[str, ...]  # file URIs, or workspace-relative paths and globs
+    boundary: dict[str, Any]
+    dirty: frozenset[str]  # paths an editor holds unsaved changes of
 
-
-def rewind_args(wb, p: dict) -> tuple[dict, str, set[str]]:
-    """(boundary, mode, dirty paths) of a `turnback/rewind/prepare|commit` request."""
-    return (P.field(p, "boundary", dict), P.field(p, "mode", str, default="all", choices=MODES),
-            dirty_rels(wb, p))
-
-
-def left_the_machine_job(wb, candidate: dict):
-    """The candidate, its files marked `pushed` where the change being undone is committed and pushed
-    (travel/upstream.py): only for a confirmation, never part of the plan or its hash."""
-    if candidate.get("noop") or candidate.get("mode") == "conversation":
-        return candidate
-    return (yield from upstream.annotate_job(candidate, wb.ws.root,
-                                             max_bytes=wb.options.max_file_bytes))
-
-
-class RestoreFeature:
-    def __init__(self, wb):
-        self.wb = wb
-
-    def _derive_job(self, p: dict, *, fresh: bool = False):
-        wb = self.wb
+    @classmethod
+    def parse(cls, wb: Any, p: dict[str, Any]) -> RestoreArgs:
         paths = P.field(p, "paths", list)
         if not paths or not all(isinstance(x, str) for x in paths):
             raise InvalidParams("paths must be a non-empty list of file URIs or workspace-relative "
                                 "paths and globs", data={"field": "paths"})
-        return derive_restore_job(wb.state, wb.ws, wb.store.objects, paths,
-                                  P.field(p, "boundary", dict), max_bytes=wb.options.max_file_bytes,
-                                  dirty=dirty_rels(wb, p), memo=disk_memo(wb, fresh=fresh))
+        return cls(tuple(paths), P.field(p, "boundary", dict), dirty_rels(wb, p))
 
-    def prepare(self, params) -> dict:
-        return self.wb.run(self.prepare_job(params))
 
-    def prepare_job(self, params):
-        p = P.obj(params)
-        settled = yield from self.wb.turns.settle_idle_job("restore")  # an idle agent turn
-        derived = yield from self._derive_job(p, fresh=True)
-        return annotate(dict((yield from left_the_machine_job(self.wb, derived.candidate))), settled)
+class RestoreFeature(CandidateOperation[RestoreArgs]):
+    name = "restore"
+    markers = False  # a kept edit stays as it is
 
-    def commit(self, params) -> dict:
-        return self.wb.run(self.commit_job(params))
+    def parse(self, p: dict[str, Any]) -> RestoreArgs:
+        return RestoreArgs.parse(self.wb, p)
 
-    def commit_job(self, params):
-        p = P.obj(params)
-        plan = P.field(p, "planHash", str)
-        keep = P.field(p, "keepUserEdits", bool, default=False)
+    def parse_commit(self, p: dict[str, Any]) -> Confirmation[RestoreArgs]:
+        plan_hash = plan_hash_field(p)  # a restore's commit has read these first
+        keep = KeepEdits.parse(p, markers=False)
+        return Confirmation(self.parse(p), plan_hash, keep)
+
+    def derive_job(self, args: RestoreArgs, *, fresh: bool) -> Job[Derived]:
         wb = self.wb
-        wb.book.require_owner()
-        settled = yield from wb.turns.settle_idle_job("restore")
-        derived = yield from self._derive_job(p)
-        if derived.candidate["planHash"] != plan:
-            return {"status": "stale", "candidate": annotate(dict(derived.candidate), settled)}
-        if derived.noop:
-            return {"status": "nothing-to-do"}
-        if keep:
-            derived = derived.keeping_user_edits(wb.state)
-        result = yield from commit_tail_job(wb, "restore", derived.changes, derived.new_state,
-                                             derived.kept, derived.modes, conversation=False,
-                                             announce={"operation": "restore", "mode": "files",
-                                                       "boundary": derived.candidate["boundary"]})
+        derived: Derived = yield from derive_restore_job(
+            wb.state, wb.ws, wb.store.objects, list(args.paths), args.boundary,
+            max_bytes=wb.options.max_file_bytes, dirty=args.dirty, memo=disk_memo(wb, fresh=fresh))
+        return derived
+
+    def keeping(self, plan: Derived, keep: KeepEdits) -> Derived:
+        return plan.keeping_user_edits(self.wb.state)
+
+    def committing(self, request: Confirmation[RestoreArgs], plan: Derived) -> Commit:
+        return Commit(plan.changes, plan.new_state, plan.kept, plan.modes, conversation=False,
+                      announce={"operation": "restore", "mode": "files",
+                                "boundary": plan.candidate["boundary"]})
+
+    def committed(self, result: dict[str, Any], plan: Derived) -> dict[str, Any]:
         if result.get("status") == "committed":
-            result["restored"] = [wb.ws.to_uri(rel) for rel, _ in derived.changes]
+            result["restored"] = [self.wb.ws.to_uri(rel) for rel, _ in plan.changes]
         return result
