@@ -125,6 +125,7 @@ class OwnerSteps:
             for p in planned:
                 s.captured[p] = frozenset([tracked(actual).get(p)])
             s.seen |= planned
+            s.rewound(new_tree, unseen)
             s.truncate(keep)
         else:
             diff = Loose(old.tree).differences(actual)
