@@ -485,24 +485,29 @@ def plan_of(root: Path, *args: str) -> dict:
     return {f["path"]: f["action"] for f in plan["files"]}
 
 
+def users_file_in_a_turns_folder(root: Path, how: str) -> list[str]:
+    """A turn made `d/` and the user put a file of their own in it (never captured); returns the
+    plan (a rewind, or a Redo to a line without `d/`) that leaves the folder with it, without --yes."""
+    write(root, "a.txt", "a\n")
+    turn(root, "p1", lambda: write(root, "b.txt", "b\n"))  # head 2: the line with b.txt
+    if how == "rewind":
+        turn(root, "p2", lambda: write(root, "d/x.txt", "x\n"))
+        args = ["rewind", "--before-prompt", "2"]
+    else:
+        ok(root, "rewind", "--before-prompt", "1", "--yes")
+        turn(root, "p1b", lambda: write(root, "d/x.txt", "x\n"))
+        args = ["redo", "--head", "2"]
+    write(root, "d/u.txt", "mine\n")
+    return args
+
+
 @pytest.mark.parametrize("how", ["rewind", "redo"])
 def test_a_folder_a_plan_left_for_the_users_file_goes_once_it_can(tmp_path, how):
-    """A turn made `d/`; the user put a file of their own in it (never captured), so a rewind (or
-    a Redo to a line without `d/`) left the folder with it (`folder-not-empty`). The new state knew
-    `d/` with no change record, so every earlier checkpoint took it as there all along: once the
-    user removed their file, a rewind to before prompt 1 left an empty `d/` that C(1) never had."""
-    write(tmp_path, "a.txt", "a\n")
-    if how == "rewind":
-        turn(tmp_path, "p1", lambda: write(tmp_path, "b.txt", "b\n"))
-        turn(tmp_path, "p2", lambda: write(tmp_path, "d/x.txt", "x\n"))
-        write(tmp_path, "d/u.txt", "mine\n")
-        ok(tmp_path, "rewind", "--before-prompt", "2", "--yes")
-    else:
-        turn(tmp_path, "p1", lambda: write(tmp_path, "b.txt", "b\n"))  # head 2: the line with b.txt
-        ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
-        turn(tmp_path, "p1b", lambda: write(tmp_path, "d/x.txt", "x\n"))
-        write(tmp_path, "d/u.txt", "mine\n")
-        ok(tmp_path, "redo", "--head", "2", "--yes")
+    """A rewind (or a Redo) left `d/` with the user's file in it (`folder-not-empty`). The new
+    state knew `d/` with no change record, so every earlier checkpoint took it as there all along:
+    once the user removed their file, a rewind to before prompt 1 left an empty `d/` that C(1)
+    never had."""
+    ok(tmp_path, *users_file_in_a_turns_folder(tmp_path, how), "--yes")
     assert sorted(tree(tmp_path)) == ["a.txt", "b.txt", "d/u.txt"], tree(tmp_path)
     (tmp_path / "d/u.txt").unlink()
     turn(tmp_path, "p3", lambda: write(tmp_path, "c.txt", "c\n"))
@@ -545,3 +550,46 @@ def test_a_path_a_redos_head_never_saw_stays_and_says_so_later_too(tmp_path, wha
     assert gaps_of(tmp_path, "rewind", "--before-prompt", "1").get(what) == "unknown-before-image"
     ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
     assert (tmp_path / what).exists() and not (tmp_path / "b.txt").exists()
+
+
+LEFT_FOLDER_CHILD = """
+import sys
+from turnback.workbench import Workbench, Options
+wb = Workbench.open(sys.argv[1], Options(store_kind="heads"))
+if sys.argv[2] == "rewind":
+    b = {"kind": "beforePrompt", "turn": 2}
+    c = wb.rewind.prepare({"boundary": b})
+    assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
+else:
+    p = wb.redo.prepare({"headSeq": 2})
+    assert wb.redo.commit({"headSeq": 2, "planHash": p["planHash"]})["status"] == "committed"
+wb.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["rewind", "redo"])
+def test_a_folder_a_plan_left_is_recorded_old_or_new_under_a_kill(tmp_path, how):
+    """The plan above killed at every file-system operation of a real process: the tree, the log
+    and what a rewind to before prompt 1 would plan (so the record of the folder left behind) are
+    the old ones or the new ones, the store sound."""
+    from sessionkit import Agent, crash_every_operation, normalised_log
+
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    users_file_in_a_turns_folder(pristine, how)
+
+    def snapshot(root):
+        a = Agent(root, store_kind="heads")  # opening recovers what a kill left
+        try:
+            plan = a.wb.rewind.prepare({"boundary": {"kind": "beforePrompt", "turn": 1}})
+            return (tree(a.root), normalised_log(a.log()),
+                    sorted((f["uri"][len(a.root.as_uri()):], f["action"]) for f in plan["files"]))
+        finally:
+            a.close()
+
+    outcomes = crash_every_operation(tmp_path / "crash", pristine, LEFT_FOLDER_CHILD, (how,),
+                                     snapshot)
+    assert outcomes["old"] and outcomes["new"]
+    # the new state records the folder it left: a rewind further back plans it (and keeps it, full)
+    assert ("/d/", "unchanged") in snapshot(tmp_path / "crash" / "done")[2]
