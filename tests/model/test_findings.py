@@ -397,7 +397,8 @@ def test_a_file_whose_place_keeps_a_folder_of_the_users_files_is_a_gap(tmp_path,
     ok(tmp_path, "fsck")
 
 
-# Seed 5027's plan committed by the workbench, as the crash loops run it (sessionkit.run_child).
+# A plan committed by the workbench, as the crash loops run it (sessionkit.run_child): a rewind
+# to before prompt 2, or a Redo to the head argv[3].
 SWAP_BACK_CHILD = """
 import sys
 from turnback.workbench import Workbench, Options
@@ -407,8 +408,9 @@ if sys.argv[2] == "rewind":
     c = wb.rewind.prepare({"boundary": b})
     assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
 else:
-    p = wb.redo.prepare({"headSeq": 5})
-    assert wb.redo.commit({"headSeq": 5, "planHash": p["planHash"]})["status"] == "committed"
+    seq = int(sys.argv[3])
+    p = wb.redo.prepare({"headSeq": seq})
+    assert wb.redo.commit({"headSeq": seq, "planHash": p["planHash"]})["status"] == "committed"
 wb.close()
 """
 
@@ -437,7 +439,7 @@ def test_a_file_whose_place_keeps_a_folder_of_the_users_files_is_old_or_new_unde
         finally:
             a.close()
 
-    outcomes = crash_every_operation(tmp_path / "crash", pristine, SWAP_BACK_CHILD, (how,),
+    outcomes = crash_every_operation(tmp_path / "crash", pristine, SWAP_BACK_CHILD, (how, "5"),
                                      snapshot)
     assert outcomes["old"] and outcomes["new"]
     before = snapshot(pristine)
@@ -552,25 +554,12 @@ def test_a_path_a_redos_head_never_saw_stays_and_says_so_later_too(tmp_path, wha
     assert (tmp_path / what).exists() and not (tmp_path / "b.txt").exists()
 
 
-LEFT_FOLDER_CHILD = """
-import sys
-from turnback.workbench import Workbench, Options
-wb = Workbench.open(sys.argv[1], Options(store_kind="heads"))
-if sys.argv[2] == "rewind":
-    b = {"kind": "beforePrompt", "turn": 2}
-    c = wb.rewind.prepare({"boundary": b})
-    assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
-else:
-    p = wb.redo.prepare({"headSeq": 2})
-    assert wb.redo.commit({"headSeq": 2, "planHash": p["planHash"]})["status"] == "committed"
-wb.close()
-"""
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["rewind", "redo"])
 def test_a_folder_a_plan_left_is_recorded_old_or_new_under_a_kill(tmp_path, how):
-    """The plan above killed at every file-system operation of a real process: the tree, the log
+    """The plan of `test_a_folder_a_plan_left_for_the_users_file_goes_once_it_can` killed at every
+    file-system operation of a real process: the tree, the log
     and what a rewind to before prompt 1 would plan (so the record of the folder left behind) are
     the old ones or the new ones, the store sound."""
     from sessionkit import Agent, crash_every_operation, normalised_log
@@ -588,7 +577,7 @@ def test_a_folder_a_plan_left_is_recorded_old_or_new_under_a_kill(tmp_path, how)
         finally:
             a.close()
 
-    outcomes = crash_every_operation(tmp_path / "crash", pristine, LEFT_FOLDER_CHILD, (how,),
+    outcomes = crash_every_operation(tmp_path / "crash", pristine, SWAP_BACK_CHILD, (how, "2"),
                                      snapshot)
     assert outcomes["old"] and outcomes["new"]
     # the new state records the folder it left: a rewind further back plans it (and keeps it, full)
