@@ -132,4 +132,5 @@ class OwnerSteps:
             if diff or info["turnCount"] != old.turns:
                 raise Divergence(f"{what}: {info['turnCount']} turn(s) and a workspace that is "
                                  "neither the old state nor the new one:\n  " + "\n  ".join(diff))
+            s.maybe_captured(planned)
         self.check_turns(what)

@@ -122,6 +122,14 @@ class Session:
             for p in paths:
                 self.captured[p] = self.captured.get(p, frozenset([None])) | {now.get(p)}
 
+    def maybe_captured(self, paths) -> None:
+        """turnback may have captured these paths as they are on disk now, or not (a rewind's
+        commit captures what it overwrites before its commit point, and a kill that rolls it back
+        leaves that capture: seed 2016)."""
+        now = tracked(self.tree)
+        for p in paths:
+            self.captured[p] = self.captured.get(p, frozenset([None])) | {now.get(p)}
+
     # -- turns -------------------------------------------------------------------------------------
     def begin(self) -> None:
         self.sweep()
