@@ -101,9 +101,8 @@ def left_behind(new: SessionState, state: SessionState, target: dict, target_mod
     after the last kept turn, from its image at the boundary: without it the path was known with no
     change record, every earlier checkpoint took it as there all along, and a later rewind further
     back left it (issue 43's long run, seeds 2014, 2072, 5019: an empty `d/` no checkpoint had)."""
+    rels = [rel for rel in rels if target.get(rel) not in (None, UNKNOWN)]
     for rel in rels:
-        if target.get(rel) in (None, UNKNOWN):
-            continue
         new.known[rel] = target[rel]
         new.known.set_mode(rel, target_modes.get(rel) if target[rel] != ABSENT else None)
-    keep_as_they_are(new, state, [rel for rel in rels if target.get(rel) not in (None, UNKNOWN)])
+    keep_as_they_are(new, state, rels)

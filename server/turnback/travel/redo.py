@@ -18,9 +18,9 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_folder_key
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
+from .filestate import keep_as_they_are
 from .folders import cleared_by_plan, keep_full_folders
 from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
-from .filestate import keep_as_they_are
 from .transaction import BEFORE_MARK
 from .user_edits import kept_paths, user_edit_fields
 
