@@ -29,7 +29,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from reference import (FOLDER, Loose, Session, changed, is_link, overlay_untracked, read_tree,
-                       redo_expectation, tracked, with_folders)
+                       redo_expectation, redone, tracked, with_folders)
 
 from turnback.cli.fast import main as command_line
 
@@ -314,6 +314,8 @@ class Machine(RuleBasedStateMachine):
             s.loose[s.turns] |= planned
             s.restored[s.turns] |= planned - kept  # recorded as a restore (travel/filestate.py)
         else:
+            if mode == "all":
+                s.rewound(with_folders(overlay_untracked(target, s.tree)), set(kept) | set(unseen))
             s.truncate(keep)
             s.loose[keep] |= planned if mode == "conversation" else (kept & planned)
             s.restored[keep] -= planned if mode == "conversation" else (kept & planned)
@@ -389,11 +391,7 @@ class Machine(RuleBasedStateMachine):
         what = f"redo --head {seq}"
         self.compare(expected, what)
         actual = self.s.tree
-        new = head.copy()
-        new.tree = actual
-        new.loose[new.turns] |= changed(head.tree, actual)
-        new.restored[new.turns] -= changed(head.tree, actual)
-        self.s = new
+        self.s = redone(self.s, head, actual)
         self.check_turns(what)
 
 

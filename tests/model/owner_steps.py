@@ -125,10 +125,12 @@ class OwnerSteps:
             for p in planned:
                 s.captured[p] = frozenset([tracked(actual).get(p)])
             s.seen |= planned
+            s.rewound(new_tree, unseen)
             s.truncate(keep)
         else:
             diff = Loose(old.tree).differences(actual)
             if diff or info["turnCount"] != old.turns:
                 raise Divergence(f"{what}: {info['turnCount']} turn(s) and a workspace that is "
                                  "neither the old state nor the new one:\n  " + "\n  ".join(diff))
+            s.maybe_captured(planned)
         self.check_turns(what)

@@ -122,6 +122,14 @@ class Session:
             for p in paths:
                 self.captured[p] = self.captured.get(p, frozenset([None])) | {now.get(p)}
 
+    def maybe_captured(self, paths) -> None:
+        """turnback may have captured these paths as they are on disk now, or not (a rewind's
+        commit captures what it overwrites before its commit point, and a kill that rolls it back
+        leaves that capture: seed 2016)."""
+        now = tracked(self.tree)
+        for p in paths:
+            self.captured[p] = self.captured.get(p, frozenset([None])) | {now.get(p)}
+
     # -- turns -------------------------------------------------------------------------------------
     def begin(self) -> None:
         self.sweep()
@@ -147,6 +155,18 @@ class Session:
             if last is not None and p in self.restored[last]:
                 out.discard(p)
         return out & planned
+
+    def rewound(self, expected: dict, skip) -> None:
+        """After a committed rewind of files and turns: turnback's new state knows the target's
+        image of every path it holds a change record of since the boundary, also where the disk
+        already held it (the user's uncaptured edit undid the turn's change): where the disk now
+        holds the target's image, that is what turnback knows (seed 2014: the model kept the
+        image it captured before, and expected a Redo to leave a folder the head had absent)."""
+        now, want = tracked(self.tree), tracked(expected)
+        for p in set(want) | set(self.captured):
+            if p not in skip and len(self.captured.get(p, frozenset([None]))) == 1 \
+                    and now.get(p) == want.get(p):
+                self.captured[p] = frozenset([now.get(p)])
 
     def truncate(self, keep: int) -> None:
         """Turns after `keep` discarded."""
@@ -258,3 +278,22 @@ def redo_expectation(s: Session, head: Session) -> Loose:
     # a folder the head lacks that still holds what stays (a file the user made since) is left,
     # with it: a gap `folder-not-empty` (docs/rewind.md, "Exact trees"; seeds 2014, 2061, 2072)
     return Loose(with_folders(expected), allowed)  # links stay: never captured, never planned
+
+
+def redone(s: Session, head: Session, actual: dict) -> Session:
+    """The session after a Redo to `head` left `actual` on disk: the head's, with what differs a
+    change no turn made. A path Redo meant to change but left as it is (a folder that holds what
+    stays, a file it could not write) is known as turnback knew it before, recorded as a change
+    after the head's last turn (docs/rewind.md, "Exact trees"; seeds 2014, 2085: the model took
+    the head's image, and expected a later Redo to remove the folder)."""
+    new = head.copy()
+    new.tree = actual
+    new.loose[new.turns] |= changed(head.tree, actual)
+    new.restored[new.turns] -= changed(head.tree, actual)
+    now = tracked(actual)
+    for p in set(s.captured) | set(head.captured):
+        cur = s.captured.get(p, frozenset([None]))
+        want = head.captured.get(p, frozenset([None]))
+        if len(cur) == 1 and len(want) == 1 and cur != want and {now.get(p)} != set(want):
+            new.captured[p] = cur
+    return new

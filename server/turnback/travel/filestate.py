@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from ..model.images import ABSENT
+from ..model.images import ABSENT, UNKNOWN, is_folder_key
 from ..model.session import SessionState, clone
 
 RECORD_PATHS = 20  # paths a restore record names; the record is in every later publication
@@ -66,6 +66,8 @@ def keep_as_they_are(new: SessionState, state: SessionState, rels, *, by: str | 
         if now is None:
             continue
         target = new.known.get(rel)
+        if target is None and now not in (ABSENT, UNKNOWN):
+            target = never_seen(new, rel)
         # A change of bits alone is a change too (issue 43, F: a conversation-only rewind dropped a
         # discarded turn's chmod from the record, so a later rewind further back kept the bits).
         moved = rel not in (images or {}) and None not in (new.known.mode(rel), state.known.mode(rel)) \
@@ -81,3 +83,26 @@ def keep_as_they_are(new: SessionState, state: SessionState, rels, *, by: str | 
                 new.between_by[(keep, rel)] = by
         new.known[rel] = now
         new.known.set_mode(rel, state.known.mode(rel))
+
+
+def never_seen(new: SessionState, rel: str):
+    """The image `rel` had in a state that never saw it (a Redo's head): `unknown`, so a later
+    rewind lists `unknown-before-image` and leaves it as it is (an ignore rule may have hidden it
+    there, folder or file: docs/rewind.md, "Exact trees"). None: a folder of a state that never
+    recorded folders, learnt as it is like a first sweep learns it (no record)."""
+    if is_folder_key(rel) and not new.config.get("folders"):
+        return None
+    return UNKNOWN
+
+
+def left_behind(new: SessionState, state: SessionState, target: dict, target_modes: dict, rels) -> None:
+    """In `new` (a rewound state), record each of `rels`, a path the plan had to leave as it is (a
+    folder that still holds the user's files, a file a folder blocks), as a change between turns
+    after the last kept turn, from its image at the boundary: without it the path was known with no
+    change record, every earlier checkpoint took it as there all along, and a later rewind further
+    back left it (issue 43's long run, seeds 2014, 2072, 5019: an empty `d/` no checkpoint had)."""
+    rels = [rel for rel in rels if target.get(rel) not in (None, UNKNOWN)]
+    for rel in rels:
+        new.known[rel] = target[rel]
+        new.known.set_mode(rel, target_modes.get(rel) if target[rel] != ABSENT else None)
+    keep_as_they_are(new, state, rels)

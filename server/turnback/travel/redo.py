@@ -18,6 +18,7 @@ from ..model.gaps import Gap
 from ..model.images import ABSENT, UNKNOWN, is_folder_key
 from ..model.session import SessionState
 from .disk import current_mode, disk_images_job, drain
+from .filestate import keep_as_they_are
 from .folders import cleared_by_plan, keep_full_folders
 from .rewind import _file, _unique, _wire_gap, changed_behind, plan_hash
 from .transaction import BEFORE_MARK
@@ -221,11 +222,13 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                                          max_bytes=max_bytes, memo=memo)
     loose = _last_loose(state)
     want_mode = target_state.known.mode
-    for rel in later:
-        if rel not in created and not is_folder_key(rel):  # (a store that never knew folders)
+    for rel in later:  # (a folder of a head that never recorded folders is no news: learnt)
+        if rel not in created and (not is_folder_key(rel) or target_state.config.get("folders")):
+            what = "folder" if is_folder_key(rel) else "file"
             gaps.append(Gap(rel, "unknown-before-image", None,
-                            "the state Redo brings back never saw this file, and turnback cannot "
-                            "tell whether it existed then; it is left as it is"))
+                            f"the state Redo brings back never saw this {what}, and turnback cannot "
+                            "tell whether it existed then (an ignore rule may have hidden it); it "
+                            "is left as it is"))
     gone: set[str] = set()
     for rel in sorted(created):
         now, problem = on_disk[rel]
@@ -290,12 +293,18 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
     # checkpoint took it as there all along: a rewind recreated it (issue 43's long run, seed 2016)
     deleted = {rel for rel, to in changes if rel in created} | gone
     head_saw = set(target_state.known)
-    for rel, image in state.known.items():
+    staying = []
+    for rel in state.known:
         if rel in deleted:
             new_state.known[rel] = ABSENT  # created later: the head's tree never had it
         elif rel not in head_saw or rel in unreachable:
-            new_state.known[rel] = image  # paths the head never saw, or could not write: as they are
-            new_state.known.set_mode(rel, state.known.mode(rel))
+            if rel in created and rel not in head_saw:
+                new_state.known[rel] = ABSENT  # the head's tree never had it, and it stays
+            staying.append(rel)
+    # Paths the head never saw, or could not write, stay as they are, each a change after the
+    # head's last turn (from the head's image, absent, or `unknown`: filestate.never_seen): known
+    # with no record, every earlier checkpoint took them as there all along (seeds 2014, 2072).
+    keep_as_they_are(new_state, state, staying)
     new_state.session_id = state.session_id
     new_state.directives = copy.deepcopy(state.directives)
     new_state.epoch = state.epoch + conversation  # a new context epoch only for a new conversation

@@ -26,7 +26,7 @@ from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState, clone
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
-from .filestate import files_changed_state, keep_as_they_are
+from .filestate import files_changed_state, keep_as_they_are, left_behind
 from .folders import cleared_by_plan, keep_full_folders
 from .plan_words import summary
 from .user_edits import keep_in_rebuild, keep_user_edits, merge_plan_job, user_edit_fields
@@ -193,6 +193,8 @@ def derive_job(state: SessionState, ws, objects, boundary: dict, *, max_bytes: i
                 new_state.known.set_mode(rel, target_modes[rel])
         if mode == "conversation":  # the full rewind's state, with every file left as it is now
             keep_as_they_are(new_state, state, [f["path"] for f in files], by="kept")
+        else:  # what the plan could not put back is a change after the last kept turn
+            left_behind(new_state, state, target, target_modes, sorted(unreachable))
     kept_turns = state.turn_count if mode == "files" else keep
     candidate = {
         "mode": mode,
