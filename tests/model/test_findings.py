@@ -505,3 +505,41 @@ def test_a_folder_the_user_put_where_a_recorded_file_was_is_a_gap_until_captured
     assert (tmp_path / "p").is_file() == captured and (tmp_path / "p").exists()
     assert (tmp_path / "a.txt").read_text() == "1\n"
     ok(tmp_path, "fsck")
+
+
+@pytest.mark.parametrize("how", ["file-to-folder", "folder-to-file"])
+def test_a_turn_that_swaps_a_file_and_a_folder_under_a_live_owner_is_rewound(tmp_path, how):
+    """Seed 5010 of the long run (owner): the watcher's sweep looked at the dirty path `p`, found a
+    folder and dropped the path from what it looked at, so the file p the turn replaced stayed
+    known as it was; a rewind removed the folder and never brought the file back (lost)."""
+    import shutil
+
+    write(tmp_path, "a.txt", "a\n")
+    if how == "file-to-folder":
+        write(tmp_path, "p", "P\n")
+    else:
+        write(tmp_path, "p/q.txt", "q\n")
+    before = tree(tmp_path)
+    tb(tmp_path, "serve", "--background")
+    try:
+        def owner_turn(prompt, act):  # through the owner (a real process, as the editor would)
+            tb(tmp_path, "turn", "begin", "--prompt", prompt)
+            act()
+            tb(tmp_path, "turn", "settle")
+        owner_turn("p1", lambda: write(tmp_path, "a.txt", "b\n"))
+
+        def swap():
+            if how == "file-to-folder":
+                (tmp_path / "p").unlink()
+                write(tmp_path, "p/q.txt", "Q\n")
+            else:
+                shutil.rmtree(tmp_path / "p")
+                write(tmp_path, "p", "P\n")
+            time.sleep(0.3)  # the watcher's events; the settle drains them either way
+        owner_turn("p2", swap)
+        tb(tmp_path, "rewind", "--before-prompt", "1", "--yes")
+        assert tree(tmp_path) == before
+    finally:
+        subprocess.run([*TB, "--workspace", str(tmp_path), "daemon", "stop"], capture_output=True,
+                       timeout=60)
+    ok(tmp_path, "fsck")
