@@ -248,25 +248,31 @@ def test_an_uncaptured_edit_after_the_last_turn_stays_on_a_rewind_to_its_end(tmp
     assert not (tmp_path / "a.txt").exists()
 
 
-@pytest.mark.parametrize("how", ["folder-to-file", "file-to-folder"])
-def test_a_turn_that_swaps_a_file_and_a_folder_is_rewound_and_redone(tmp_path, how):
+def swap_before(root: Path, how: str) -> dict:
+    """The tree before a turn that swaps the file p and the folder p/ (`swap`)."""
+    write(root, "a.txt", "a\n")
+    if how == "folder-to-file":
+        write(root, "p/q.txt", "q\n")
+    else:
+        write(root, "p", "file\n")
+    return tree(root)
+
+
+def swap(root: Path, how: str) -> None:
     import shutil
 
-    write(tmp_path, "a.txt", "a\n")
     if how == "folder-to-file":
-        write(tmp_path, "p/q.txt", "q\n")
+        shutil.rmtree(root / "p")
+        write(root, "p", "file\n")
     else:
-        write(tmp_path, "p", "file\n")
-    before = tree(tmp_path)
+        (root / "p").unlink()
+        write(root, "p/q.txt", "q\n")
 
-    def swap():
-        if how == "folder-to-file":
-            shutil.rmtree(tmp_path / "p")
-            write(tmp_path, "p", "file\n")
-        else:
-            (tmp_path / "p").unlink()
-            write(tmp_path, "p/q.txt", "q\n")
-    turn(tmp_path, "one", swap)
+
+@pytest.mark.parametrize("how", ["folder-to-file", "file-to-folder"])
+def test_a_turn_that_swaps_a_file_and_a_folder_is_rewound_and_redone(tmp_path, how):
+    before = swap_before(tmp_path, how)
+    turn(tmp_path, "one", lambda: swap(tmp_path, how))
     after = tree(tmp_path)
     ok(tmp_path, "rewind", "--before-prompt", "1", "--yes")
     assert tree(tmp_path) == before
@@ -512,14 +518,7 @@ def test_a_turn_that_swaps_a_file_and_a_folder_under_a_live_owner_is_rewound(tmp
     """Seed 5010 of the long run (owner): the watcher's sweep looked at the dirty path `p`, found a
     folder and dropped the path from what it looked at, so the file p the turn replaced stayed
     known as it was; a rewind removed the folder and never brought the file back (lost)."""
-    import shutil
-
-    write(tmp_path, "a.txt", "a\n")
-    if how == "file-to-folder":
-        write(tmp_path, "p", "P\n")
-    else:
-        write(tmp_path, "p/q.txt", "q\n")
-    before = tree(tmp_path)
+    before = swap_before(tmp_path, how)
     tb(tmp_path, "serve", "--background")
     try:
         def owner_turn(prompt, act):  # through the owner (a real process, as the editor would)
@@ -528,15 +527,10 @@ def test_a_turn_that_swaps_a_file_and_a_folder_under_a_live_owner_is_rewound(tmp
             tb(tmp_path, "turn", "settle")
         owner_turn("p1", lambda: write(tmp_path, "a.txt", "b\n"))
 
-        def swap():
-            if how == "file-to-folder":
-                (tmp_path / "p").unlink()
-                write(tmp_path, "p/q.txt", "Q\n")
-            else:
-                shutil.rmtree(tmp_path / "p")
-                write(tmp_path, "p", "P\n")
+        def watched_swap():
+            swap(tmp_path, how)
             time.sleep(0.3)  # the watcher's events; the settle drains them either way
-        owner_turn("p2", swap)
+        owner_turn("p2", watched_swap)
         tb(tmp_path, "rewind", "--before-prompt", "1", "--yes")
         assert tree(tmp_path) == before
     finally:
