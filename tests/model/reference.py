@@ -101,10 +101,13 @@ class Session:
     def left_in_place(self, target: dict, unseen: set[str]) -> dict:
         """The target of a rewind with the user's paths turnback never saw left where they are:
         a recorded folder (and what it held) where the user put such a file is a gap
-        (`not-a-folder`), never made over it (docs/rewind.md, "Exact trees")."""
+        (`not-a-folder`), a recorded file where the user put such a folder one (`not-a-file`),
+        never made over it (docs/rewind.md, "Exact trees")."""
         target = dict(target, **{p: self.tree[p] for p in unseen})
         files = [u for u in unseen if not u.endswith("/")]
-        return {q: v for q, v in target.items() if not any(q.startswith(u + "/") for u in files)}
+        # likewise a recorded file where the user put such a folder (`not-a-file`; seeds 5010, 5024)
+        return {q: v for q, v in target.items() if not any(q.startswith(u + "/") for u in files)
+                and not (v != FOLDER and q + "/" in unseen)}
 
     def shadowed(self, target: dict, unseen: set[str]) -> dict:
         """What `left_in_place` leaves out of `target` (with a live owner the watcher may have

@@ -322,7 +322,10 @@ def iter_dirty(ws: Workspace, objects, cache: StatCache, dirty: set[str], *, max
                 res.gaps.append((rel, "symlink"))
             continue
         if not stat.S_ISREG(st.st_mode):
-            res.scope.discard(rel)  # a folder (its files have their own events) or a FIFO
+            # A folder (its files have their own events) or a FIFO: no file at rel, so a file the
+            # session knew there is gone, as the walk finds it (rel stays in scope; issue 43's long
+            # run, seed 5010: a turn that put a folder in a file's place lost the file's removal,
+            # and a rewind removed the folder without bringing the file back).
             cache.drop(rel)
             if stat.S_ISDIR(st.st_mode) and not rules.ignored(rel, True):
                 units += _folders_below(ws, rel, rules, res)

@@ -51,12 +51,21 @@ def uncaptured_job(state, ws, hasher, *, max_bytes: int, cache=None, only=None, 
         else:
             cheap += 1
         if now is None:
+            if is_digest(image) and _is_folder(ws, rel):  # a folder stands where the file was:
+                found.add(rel)  # the plan restores the file or lists it as a gap, never silent
             continue  # unreadable, a link, too large: the plan's own look reports such a path
         if now != image:
             found.add(rel)
         elif is_digest(now) and state.known.mode(rel) not in (None, current_mode(ws, rel)):
             found.add(rel)
     return found
+
+
+def _is_folder(ws, rel: str) -> bool:
+    try:
+        return statmod.S_ISDIR(os.lstat(ws.abs_path(rel)).st_mode)
+    except OSError:
+        return False
 
 
 def _disk(ws, rel: str, hasher, cache, max_bytes: int, memo=None):
