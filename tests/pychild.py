@@ -33,7 +33,7 @@ import time
 _PARENT = r"""
 import json, os, sys
 requests, replies = int(sys.argv[1]), int(sys.argv[2])
-import turnback.workbench, turnback.store.fsck, turnback.store.spool, turnback.collect.collector
+import turnback.workbench, turnback.store.fsck, turnback.agents.spool, turnback.collect.collector
 from turnback.store import fsio
 
 def _line():

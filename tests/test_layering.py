@@ -22,6 +22,7 @@ FLOORS = {
     "turnback.errors": 0,     # one error type with stable codes, importable from every floor
     "model": 1, "workspace": 1, "store": 1,
     "remote": 1,              # the socket's wire and client, standard library only
+    "agents": 2,              # the agents' records (agent record, spool, transcript): store/ below
     "capture": 2, "timeline": 2, "collect": 2, "effects": 2, "directives": 2, "diffs": 2,
     "travel": 3,
     "workbench": 4,

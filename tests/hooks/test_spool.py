@@ -17,7 +17,8 @@ from sessionkit import assert_faulted
 
 from turnback.hooks import drain as drain_mod
 from turnback.hooks.runtime import handle
-from turnback.store import fsio, spool
+from turnback.store import fsio
+from turnback.agents import spool
 
 
 def replay(root, store, make_port, log, **kw):
@@ -139,7 +140,7 @@ def test_an_append_is_whole_or_absent_at_every_failed_operation(ws, plan, existi
 APPEND_CHILD = """
 import json, sys
 from pathlib import Path
-from turnback.store import spool
+from turnback.agents import spool
 root = Path(sys.argv[1])
 body = json.dumps({"cwd": str(root), "hook_event_name": "UserPromptSubmit", "prompt": "e1",
                    "session_id": "s"}).encode()
@@ -268,7 +269,7 @@ from pathlib import Path
 import turnback.hooks.mapper as mapper
 from turnback.hooks import drain
 from turnback.hooks.runtime import handle
-from turnback.store.agentrecord import AgentRecord
+from turnback.agents.agentrecord import AgentRecord
 
 root = Path(sys.argv[1])
 mapper.Mapper = TwoPartMapper
@@ -287,7 +288,7 @@ def stand_ins() -> dict:
 def replay_here(ws, monkeypatch) -> None:
     """The next owner's replay, in this process, with the same stand-ins as the child's."""
     import turnback.hooks.mapper as mapper
-    from turnback.store.agentrecord import AgentRecord
+    from turnback.agents.agentrecord import AgentRecord
 
     names = stand_ins()
     monkeypatch.setattr(mapper, "Mapper", names["TwoPartMapper"])

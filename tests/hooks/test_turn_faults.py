@@ -16,7 +16,7 @@ from sessionkit import assert_faulted
 
 from turnback.errors import TurnbackError
 from turnback.store import fsio
-from turnback.store.agentrecord import IDLE_SECONDS
+from turnback.agents.agentrecord import IDLE_SECONDS
 from turnback.store.fsck import fsck
 from turnback.workbench import Options, Workbench
 

@@ -18,7 +18,8 @@ import json
 import os
 from pathlib import Path
 
-from ..store import fsio, spool
+from ..store import fsio
+from ..agents import spool
 from .fast import budget, cwd_of, find_workspace, parse
 
 # An event waits this long for the agent record's lock, then goes to the spool (the variable is

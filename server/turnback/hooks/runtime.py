@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..store.agentrecord import AgentRecord
+from ..agents.agentrecord import AgentRecord
 from .agents import ADAPTERS
 from .event import BadPayload
 from .drain import LOCK_SECONDS, Deferred
@@ -144,7 +144,7 @@ def _held_by_other(ownership, store) -> str | None:
 
 def _replay_spool(root: Path, store: Path, make_port) -> bool:
     """Replay the spool before this event; whether it is empty now."""
-    from ..store import spool
+    from ..agents import spool
 
     if not spool.pending(store):
         return True
@@ -194,7 +194,7 @@ def handle(agent: str, raw, body: bytes | None, root: Path, store: Path, make_po
         record.log(f"{exc}; payload: {_clip(raw)}")
         _mark(record, event_id, cursor)
         return EXIT_OK
-    from ..store.agentrecord import agent_process
+    from ..agents.agentrecord import agent_process
 
     ev.process = agent_process(hook_parent)
     from .config import load
@@ -245,7 +245,7 @@ class _Tally:
 
 def _keep(store, record: AgentRecord, ev, raw, body, event_id: str, exc) -> bool:
     """Put an event that could not be recorded now into the spool; whether that worked."""
-    from ..store import spool
+    from ..agents import spool
 
     code = getattr(exc, "code", type(exc).__name__)
     data = body if body is not None else json.dumps(raw).encode()
@@ -265,7 +265,8 @@ def undelivered(agent: str, raw, body: bytes, event: str | None, event_id: str, 
     """The hook could not hand the event to an owner that answered (`Missed`), or earlier
     events wait in the spool: it goes to the spool, to be recorded by the next owner in order,
     unless the user asked such events to be blocked."""
-    from ..store import spool, trust
+    from ..agents import spool
+    from ..store import trust
 
     stderr = stderr if stderr is not None else sys.stderr
     root, store = Path(place[0]), Path(place[1])

@@ -4,7 +4,7 @@ newest prompt (Claude Code's own `/rewind` is seen in its parent) and a helper a
 
 from __future__ import annotations
 
-from ..store.agenttranscript import is_prompt, read, text_of
+from ..agents.agenttranscript import is_prompt, read, text_of
 
 records = read
 

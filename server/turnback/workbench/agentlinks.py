@@ -13,8 +13,8 @@ import os
 import time
 
 from ..errors import TurnRunning
-from ..store import agenttranscript
-from ..store.agentrecord import (AgentRecord, describe, end_of, holder, sessions_of, turn_key,
+from ..agents import agenttranscript
+from ..agents.agentrecord import (AgentRecord, describe, end_of, holder, sessions_of, turn_key,
                                  waiting_for)
 
 RESUMABLE = ("claude-code",)  # agents with a "resume at this record" switch

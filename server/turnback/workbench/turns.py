@@ -90,7 +90,7 @@ class TurnsFeature:
         running = self.state.running
         if not self.wb.is_owner:
             return None
-        from ..store.agentrecord import (AgentRecord, holder, process_gone, steps_in_order,
+        from ..agents.agentrecord import (AgentRecord, holder, process_gone, steps_in_order,
                                          unfinished_step)
         from .agentlinks import busy, follow_settled, idle_holder, settled_words
 

@@ -25,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from . import fsio, locks, trust
+from ..store import fsio, locks, trust
 
 FOLDER = "agents"
 STATE_NAME = "state.json"

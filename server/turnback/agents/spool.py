@@ -30,7 +30,7 @@ import json
 import os
 import time
 
-from . import fsio, locks, trust
+from ..store import fsio, locks, trust
 
 NAME = "spool"
 REPLAYING = "spool.replaying"
