@@ -9,18 +9,19 @@ import os
 import pytest
 
 from turnback.errors import NotOwner
-from turnback.store import fsio, ownership
+from turnback.store import fs, ownership
 from turnback.store.ownership import Lease, takeover
 
 
 def _count_reads(monkeypatch) -> list:
     opened = []
-    real = fsio.open_read
+    real = fs.open_read
 
     def counting(path):
         opened.append(str(path))
         return real(path)
-    monkeypatch.setattr(fsio, "open_read", counting)
+    monkeypatch.setattr(fs, "open_read", counting)
+    monkeypatch.setattr(fs.read, "open_read", counting)  # where read_file and its kin open
     return opened
 
 

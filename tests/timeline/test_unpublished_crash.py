@@ -20,7 +20,7 @@ from sessionkit import assert_faulted, pristine_copy, run_child
 from turnback.store import journal as journal_mod
 import turnback.collect  # noqa: F401  (fsck with the deep check, as `turnback fsck` runs it)
 from turnback.store.fsck import fsck
-from turnback.store.fsio import CRASH_EXIT
+from turnback.store.testing.faultplan import CRASH_EXIT
 from turnback.store.layout import Store
 from turnback.workbench import Options, Workbench
 
@@ -62,10 +62,11 @@ try:
 except OSError:  # an injected failure: say what this process holds, then die unpublished
     print(json.dumps(snapshot(wb)), flush=True)
     os._exit(1)
-from turnback.store import fsio
-if fsio._plan is not None:
-    print("faulted", fsio._plan.faulted, file=sys.stderr, flush=True)
-    print("operations", fsio._plan.count, file=sys.stderr, flush=True)
+from turnback.store import fs
+from turnback.store.testing import faultplan
+if faultplan.current() is not None:
+    print("faulted", faultplan.current().faulted, file=sys.stderr, flush=True)
+    print("operations", faultplan.current().count, file=sys.stderr, flush=True)
 os._exit(0)  # killed before any publication: the journal is all there is
 '''
 

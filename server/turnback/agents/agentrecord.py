@@ -25,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from ..store import fsio, locks, trust
+from ..store import fs, locks, trust
 
 FOLDER = "agents"
 STATE_NAME = "state.json"
@@ -65,7 +65,7 @@ class AgentRecord:
             _note(problem)
             return empty()
         try:
-            data = json.loads(fsio.read_file(self.state_path))
+            data = json.loads(fs.read_file(self.state_path))
         except FileNotFoundError:
             return empty()
         except (OSError, ValueError):
@@ -77,7 +77,7 @@ class AgentRecord:
     # -- changing ---------------------------------------------------------------------------------
     def _ensure_folder(self) -> None:
         if not os.path.lexists(self.folder):
-            fsio.mkdir(self.folder, 0o700)
+            fs.mkdir(self.folder, 0o700)
         trust.require(self.folder, "agent folder", folder=True)
 
     @contextlib.contextmanager
@@ -102,7 +102,7 @@ class AgentRecord:
         """`budget` None: do not wait at all (yields None when the record is held, or when it is
         not the user's own: the workbench's best-effort changes then leave it alone)."""
         self._ensure_folder()
-        fd = fsio.open_for_append(self.lock_path)
+        fd = fs.open_for_append(self.lock_path)
         try:
             problem = trust.explain(os.fstat(fd), self.lock_path, "agent lock") or \
                 trust.check(self.state_path, "agent record")
@@ -139,7 +139,7 @@ class AgentRecord:
         if after != before:
             # No fsync: losing the last note in a crash costs a Post without its Pre, which the
             # mapper records as a step of its own; the session itself is in the journal.
-            fsio.write_atomic(self.state_path, after.encode(), sync=False)
+            fs.write_atomic(self.state_path, after.encode(), sync=False)
 
     def log(self, line: str) -> None:
         """One line in the hook log; never raises (the log is where failures go to be read)."""
@@ -148,15 +148,15 @@ class AgentRecord:
             trust.require(self.log_path, "hook log")
             try:
                 if os.lstat(self.log_path).st_size > LOG_LIMIT:
-                    tail = fsio.read_file(self.log_path)[-LOG_LIMIT // 2:]
-                    fsio.write_atomic(self.log_path, tail.split(b"\n", 1)[-1], sync=False)
+                    tail = fs.read_file(self.log_path)[-LOG_LIMIT // 2:]
+                    fs.write_atomic(self.log_path, tail.split(b"\n", 1)[-1], sync=False)
             except FileNotFoundError:
                 pass
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-            fd = fsio.open_for_append(self.log_path)
+            fd = fs.open_for_append(self.log_path)
             try:
                 trust.require_fd(fd, self.log_path, "hook log")
-                fsio.append(fd, f"{stamp} {line.rstrip()}\n".encode("utf-8", "replace"))
+                fs.append(fd, f"{stamp} {line.rstrip()}\n".encode("utf-8", "replace"))
             finally:
                 os.close(fd)
         except OSError:

@@ -30,7 +30,7 @@ import json
 import os
 import time
 
-from ..store import fsio, locks, trust
+from ..store import fs, locks, trust
 
 NAME = "spool"
 REPLAYING = "spool.replaying"
@@ -96,12 +96,12 @@ def append(store, record: dict, *, budget: float = LOCK_SECONDS) -> None:
     frame = frame_bytes(record)
     folder = os.path.join(os.fspath(store), "agents")
     if not os.path.lexists(folder):
-        fsio.mkdir(folder, 0o700)
+        fs.mkdir(folder, 0o700)
     trust.require(folder, "agent folder", folder=True)
     path = spool_path(store)
     for _ in range(8):  # an owner may take the file between our open and our lock: open anew
         created = not os.path.lexists(path)
-        fd = fsio.open_for_append(path)
+        fd = fs.open_for_append(path)
         try:
             trust.require_fd(fd, path, "hook spool")
             locks.acquire(fd, budget, what=f"hook spool {path}")
@@ -111,12 +111,12 @@ def append(store, record: dict, *, budget: float = LOCK_SECONDS) -> None:
             if size + len(frame) > MAX_SPOOL:
                 raise ValueError(f"the spool {path} is full ({size} bytes); no owner has replayed "
                                  "it for a long while")
-            fsio.append(fd, (MAGIC + os.urandom(8) if size == 0 else b"") + frame)
-            fsio.fsync(fd)
+            fs.append(fd, (MAGIC + os.urandom(8) if size == 0 else b"") + frame)
+            fs.fsync(fd)
         finally:
             os.close(fd)
         if created:
-            fsio.fsync_dir(folder)
+            fs.fsync_dir(folder)
         return
     raise OSError(f"the spool {path} kept being replaced while this hook wrote to it")
 
@@ -138,22 +138,22 @@ def take(store, *, budget: float = LOCK_SECONDS) -> Taken | None:
         if not os.path.lexists(path):
             return None
         trust.require(path, "hook spool")
-        fd = fsio.open_read(path)
+        fd = fs.open_read(path)
         try:
             trust.require_fd(fd, path, "hook spool")
             locks.acquire(fd, budget, what=f"hook spool {path}")
             if not _still_named(fd, path):
                 return None  # another owner took it just now
-            fsio.rename(path, replaying)  # new events go to a new spool from now on
+            fs.rename(path, replaying)  # new events go to a new spool from now on
         finally:
             os.close(fd)
-        fsio.fsync_dir(os.path.dirname(path))
+        fs.fsync_dir(os.path.dirname(path))
     return read(replaying)
 
 
 def read(path: str) -> Taken:
     trust.require(path, "hook spool")
-    data = fsio.read_file(path)
+    data = fs.read_file(path)
     if len(data) < HEADER_LEN or data[:4] != MAGIC:
         return Taken(path, "", [], f"{path} has no spool header ({len(data)} bytes)" if data
                      else None)
@@ -186,8 +186,8 @@ def finish(taken: Taken) -> str | None:
     kept = None
     if taken.torn:
         kept = f"{taken.path}.damaged-{int(time.time())}-{os.urandom(4).hex()}"
-        fsio.rename(taken.path, kept)
+        fs.rename(taken.path, kept)
     else:
-        fsio.unlink(taken.path, missing_ok=True)
-    fsio.fsync_dir(os.path.dirname(taken.path))
+        fs.unlink(taken.path, missing_ok=True)
+    fs.fsync_dir(os.path.dirname(taken.path))
     return kept

@@ -38,7 +38,7 @@ import cbor2
 
 from ..errors import TurnbackError
 from ..store.digest import is_digest
-from ..store import fsio, lineage
+from ..store import fs, lineage
 from . import repack, repackplan, roots
 from .cache import HeadCache
 from .retention import Decision, decide, kept_for
@@ -365,7 +365,7 @@ class Collector:
                 continue
             # Unlinked now, made durable below with one folder sync off the loop: under load one
             # fsync per head held the loop 8-20 ms a retirement. Nothing is deleted before that sync.
-            fsio.unlink(self.store.heads.path(seq), missing_ok=True)
+            fs.unlink(self.store.heads.path(seq), missing_ok=True)
             self.retired.add(seq)
             self.known.pop(seq, None)
             self.cache.drop(seq)
@@ -374,7 +374,7 @@ class Collector:
             if self._tick():
                 yield from self._pause()
         if self.stats["headsRetired"]:
-            yield from self._off_loop(fsio.fsync_dir, self.store.heads.dir)
+            yield from self._off_loop(fs.fsync_dir, self.store.heads.dir)
         # Kept heads past the newest few go into the pack of old heads (a block each on disk
         # otherwise), retired ones out of it: durable before anything is marked or deleted.
         self.wb.book.require_owner()
@@ -542,7 +542,7 @@ class Collector:
                 continue
             for e in entries:
                 digest = fan + e.name
-                if fsio.is_temp_name(e.name) or not is_digest(digest):
+                if fs.is_temp_name(e.name) or not is_digest(digest):
                     continue
                 try:
                     st = e.stat(follow_symlinks=False)

@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import CorruptStore, InvalidParams, NotOwner
-from . import anchored, fsio, locks
+from .fs import anchored
+from . import fs, locks
 from .records import decode_record, read_record, write_record
 
 LEASE_FILE, LEASE_LOCK = "lease.cbor", "lease.lock"
@@ -152,7 +153,7 @@ def _earlier_boot(rec: dict) -> bool:
 
 @contextlib.contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
-    fd = fsio.open_for_append(lock_path)
+    fd = fs.open_for_append(lock_path)
     try:
         locks.acquire(fd, LOCK_SECONDS, what=f"ownership lock {lock_path}")
         yield
@@ -189,7 +190,7 @@ def _read_with_key(path: Path) -> tuple[tuple | None, dict | None]:
     the file changed within RACY_SECONDS of this read, as git does for its index: the kernel's
     timestamps are coarse, and a write in the same tick would leave the stat as it was."""
     try:
-        data, st = fsio.read_file_and_stat(path)
+        data, st = fs.read_file_and_stat(path)
     except FileNotFoundError:
         return None, None
     rec = decode_record(data, path=str(path), kind="lease")

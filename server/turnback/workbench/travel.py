@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..capture.statcache import StatCache
 from ..errors import CorruptStore, NotFound, TurnbackError
-from ..store import fsio
+from ..store import fs
 from ..store.records import read_record
 from ..travel import redo as redo_plan
 from ..travel import transaction
@@ -190,7 +190,7 @@ class RecoveryFeature:
             return []
         out = []
         for name in sorted(os.listdir(folder)):
-            if name.endswith(".cbor") and not fsio.is_temp_name(name):
+            if name.endswith(".cbor") and not fs.is_temp_name(name):
                 try:
                     out.append(read_record(folder / name, transaction.RECOVERY_KIND))
                 except CorruptStore as exc:
