@@ -53,7 +53,7 @@ def hook_log(root: Path) -> list[str]:
 
 
 def spooled(root: Path) -> list[dict]:
-    """The events kept in the workspace's hook spool (store/spool.py), oldest first."""
+    """The events kept in the workspace's hook spool (agents/spool.py), oldest first."""
     from turnback.agents import spool
 
     out = []

@@ -204,7 +204,7 @@ def test_the_first_prompt_is_kept_while_the_recovering_owner_cannot_answer(tmp_p
 
 
 def _until_it_holds_the_lease(store, owner, seconds=60.0) -> None:
-    from turnback.store.ownership import who_owns
+    from turnback.store.ownership.owners import who_owns
 
     deadline = time.monotonic() + seconds
     while (who_owns(store, "heads") or {}).get("pid") != owner.pid:

@@ -1,4 +1,4 @@
-"""The hook spool (store/spool.py) and its replay (hooks/drain.py) under faults: an append is whole or
+"""The hook spool (agents/spool.py) and its replay (hooks/drain.py) under faults: an append is whole or
 absent at every failed operation, on a full disk and at every power cut; a replay failed at any
 operation records every event exactly once after it is run again; a replay killed at any operation
 (a power cut) never records an event twice, and the one event it may have cut short is named in the

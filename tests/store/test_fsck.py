@@ -4,7 +4,7 @@ from turnback.store import fs
 from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
-from turnback.store.ownership import Lease
+from turnback.store.ownership.lease import Lease
 from turnback.store.records import write_record
 from .conftest import session_body, tree
 

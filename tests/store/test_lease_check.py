@@ -9,8 +9,10 @@ import os
 import pytest
 
 from turnback.errors import NotOwner
-from turnback.store import fs, ownership
-from turnback.store.ownership import Lease, takeover
+from turnback.store import fs
+from turnback.store.ownership import holder
+from turnback.store.ownership.lease import Lease
+from turnback.store.ownership.owners import takeover
 
 
 def _count_reads(monkeypatch) -> list:
@@ -27,7 +29,7 @@ def _count_reads(monkeypatch) -> list:
 
 def _settle_timestamps(monkeypatch):
     """Make the freshly written record count as old: the racy window is what the test is not about."""
-    monkeypatch.setattr(ownership, "RACY_SECONDS", 0.0)
+    monkeypatch.setattr(holder, "RACY_SECONDS", 0.0)
 
 
 def test_an_unchanged_record_is_checked_by_its_stat_alone(store, monkeypatch):

@@ -4,7 +4,7 @@ session (owner and observer alike) is the state after some prefix of the journal
 a mix, in the same session the crashed journal names; fsck finds the store sound before and after.
 
 Both crash models: a killed process (written bytes survive) and a power cut (unsynced writes lost,
-store/crashfs.py). At the time of writing one run has 52 fs operations, so each model tries 52 crash
+store/testing/crashfs.py). At the time of writing one run has 52 fs operations, so each model tries 52 crash
 points (the test asserts at least 30, so a change that stops the run early cannot pass silently); a
 failure (EIO) at each of the same 52 operations too. And `session/start` over such a session, crashed
 at each of its ~95 operations: the old session live with its journal, or the new one with the old one

@@ -1,6 +1,6 @@
 """A plan that writes into many folders makes their names durable with one syncfs of the workspace's
 file system instead of a fsync per folder (travel/disk.py, `SYNCFS_FOLDERS`), and a power cut right
-after the commit still finds every file the rewind wrote: the crash model (store/crashfs.py) undoes
+after the commit still finds every file the rewind wrote: the crash model (store/testing/crashfs.py) undoes
 every rename no sync covered, so skipping that syncfs fails here."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ share lives in `agents/state.json` inside the store: which agent session feeds w
 the turn it is in and the prompt that began it, the tool calls begun and not yet finished, the helper
 agents still running, and, per turn, the agent transcript's record at the end of that turn (so a
 rewind can name the exact point to resume the agent's conversation). Every change happens under an
-exclusive `flock` on `agents/lock` (given up after a budget, store/locks.py), and the file is
+exclusive `flock` on `agents/lock` (given up after a budget, store/ownership/locks.py), and the file is
 replaced atomically through the file-system seam, so concurrent hooks never lose each other's
 updates. Every file here is checked to be the user's own before it is used (store/trust.py).
 
@@ -25,7 +25,8 @@ import os
 import time
 from pathlib import Path
 
-from ..store import fs, locks, trust
+from ..store import fs, trust
+from ..store.ownership import locks
 
 FOLDER = "agents"
 STATE_NAME = "state.json"

@@ -10,7 +10,7 @@ second recording of it a no-op), the agent, `--event`, the hook's folder, the pa
 (base64), when, whether its bytes had been sent to an owner that then did not answer, and why.
 
 Any process of the user appends (`append`): the file is opened with `O_APPEND | O_NOFOLLOW`, mode
-0600, checked to be the user's own, locked (with a budget: store/locks.py), checked to still be the
+0600, checked to be the user's own, locked (with a budget: store/ownership/locks.py), checked to still be the
 file at that name, and the frame is written and fsynced (and the folder, when the file is new). An
 owner takes the spool (`take`): under the same lock it renames it to `agents/spool.replaying`, so
 new events start a new spool, and reads the frames. A replay that stops half-way (the owner died, a
@@ -30,7 +30,8 @@ import json
 import os
 import time
 
-from ..store import fs, locks, trust
+from ..store import fs, trust
+from ..store.ownership import locks
 
 NAME = "spool"
 REPLAYING = "spool.replaying"

@@ -1,4 +1,4 @@
-"""`fence-cost`: what the write path's fence costs (store/anchored.py).
+"""`fence-cost`: what the write path's fence costs (store/fs/anchored.py).
 
 Every write, rename and unlink in a fenced root resolves its folder afresh from the root with
 `O_NOFOLLOW | O_DIRECTORY` opens (or one `openat2` with RESOLVE_NO_SYMLINKS where the kernel has it),

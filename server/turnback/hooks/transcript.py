@@ -1,4 +1,4 @@
-"""What the hooks read in an agent's transcript beyond a turn's end (store/agenttranscript.py): the
+"""What the hooks read in an agent's transcript beyond a turn's end (agents/agenttranscript.py): the
 newest prompt (Claude Code's own `/rewind` is seen in its parent) and a helper agent's transcript.
 """
 

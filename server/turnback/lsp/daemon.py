@@ -161,7 +161,7 @@ def _owner_pid(workspace, store) -> int | None:
 def _lease_holder(store: str) -> dict | None:
     """Who holds the store's lease (or lock) now, read without writing; None when nobody does."""
     from ..store.layout import Store
-    from ..store.ownership import who_owns
+    from ..store.ownership.owners import who_owns
 
     try:
         kind = Store.open(store, kind=None, create=False).kind

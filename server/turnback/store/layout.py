@@ -34,7 +34,7 @@ SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions"
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
                                     "pid.flock", "sidecar.cbor",
                                     "run",  # the live owner's socket folder (remote/paths.py)
-                                    "agents", "config.toml"}  # agents/: store/agentrecord.py
+                                    "agents", "config.toml"}  # agents/: agents/agentrecord.py
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -75,7 +75,7 @@ class Store:
                                  data={"path": str(path)})
         trust.require_store(path)  # another user's, or open to others: never read, never written
         # From now on the store folder itself is reached from its parent without following a link:
-        # a store moved away and linked back mid-session gets no write (store/anchored.py).
+        # a store moved away and linked back mid-session gets no write (store/fs/anchored.py).
         fs.fence_root(path.absolute().parent)
         fmt = path / "FORMAT"
         if not os.path.lexists(fmt):
@@ -147,7 +147,7 @@ class Store:
 
     def ownership(self, **kwargs):
         """Acquire this store's ownership (Lease for heads stores, PidLock for pid stores)."""
-        from .ownership import open_ownership
+        from .ownership.owners import open_ownership
 
         return open_ownership(self.path, self.kind, **kwargs)
 

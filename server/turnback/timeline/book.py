@@ -409,7 +409,7 @@ class Book:
 
 
 def _owner_info(store) -> dict:
-    from ..store.ownership import who_owns
+    from ..store.ownership.owners import who_owns
     try:
         return who_owns(store.path, store.kind) or {}
     except CorruptStore:

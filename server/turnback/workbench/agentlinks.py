@@ -1,4 +1,4 @@
-"""What the agent record (store/agentrecord.py, written by agent hooks) tells the workbench and its clients:
+"""What the agent record (agents/agentrecord.py, written by agent hooks) tells the workbench and its clients:
 
 * the exact command that resumes the agent's own conversation at a boundary after a rewind, Redo or
   fork (resolved from the transcript now when the Stop could not find the record yet);

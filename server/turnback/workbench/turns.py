@@ -82,7 +82,7 @@ class TurnsFeature:
         return {"turn": n, "started": turn.started, "continued": True}
 
     def settle_idle_job(self, operation: str):
-        """A turn an agent's hooks began, whose agent is no longer working on it (store/agentrecord.py
+        """A turn an agent's hooks began, whose agent is no longer working on it (agents/agentrecord.py
         `waiting_for`: no tool call, helper or answer in flight), is settled now, with its sweep, so a
         rewind, Redo, fork or new turn is not refused for it; its unfinished tool calls become steps
         of unknown scope. Returns what was settled (for the confirmation), or None when no such turn

@@ -22,7 +22,7 @@ clear refusal (`SymlinkRefused`) for what is already there. A process that can w
 workspace could still swap a checked folder for a symbolic link right after the check. That window
 is closed in the seam itself: a `Workspace` registers its root with `fs.fence_root`, and from then
 on every mutation below the root opens each folder of the path with `O_NOFOLLOW|O_DIRECTORY`
-relative to the one above and acts on the last folder's descriptor (`store/anchored.py`). A folder
+relative to the one above and acts on the last folder's descriptor (`store/fs/anchored.py`). A folder
 that became a link fails that walk (ELOOP or ENOTDIR) and nothing is written through it; a final
 component is never followed either (`O_NOFOLLOW`, `O_EXCL`, modes set with `fchmod`). Callers keep
 passing paths.
@@ -105,7 +105,7 @@ class Workspace:
         # (0o777 minus the umask), because these are the user's project folders, not private store
         # folders. fs.mkdir sets the mode exactly, so we compute it rather than pass 0o777.
         self.dir_mode = 0o777 & ~_current_umask()
-        # Every write below the root is resolved from it without following links (store/anchored.py).
+        # Every write below the root is resolved from it without following links (store/fs/anchored.py).
         fs.fence_root(self.root)
 
     # ------------------------------------------------------------------ lexical
