@@ -7,7 +7,7 @@ and each `python -c` spent most of its time starting the interpreter and importi
 imported turnback once and forks a child per request: the child is still a process of its own
 (its own pid, its own descriptors, locks and leases released when it ends, `os._exit` at a crash
 point is a real death), with the requested environment, arguments, working folder and a fault
-plan read from that environment afresh (`fsio.install_from_env`), and it ends like `python -c`:
+plan read from that environment afresh (`fs.install_from_env`), and it ends like `python -c`:
 the interpreter's normal exit (atexit, threads joined, streams flushed), status 1 and a traceback
 for an uncaught exception. What differs from `python -c` is only what was imported before the code
 ran. `TURNBACK_TEST_FRESH_CHILDREN=1` starts every child with `python -c` instead.
@@ -33,8 +33,8 @@ import time
 _PARENT = r"""
 import json, os, sys
 requests, replies = int(sys.argv[1]), int(sys.argv[2])
-import turnback.workbench, turnback.store.fsck, turnback.store.spool, turnback.collect.collector
-from turnback.store import fsio
+import turnback.workbench, turnback.store.fsck, turnback.agents.spool, turnback.collect.collector
+from turnback.store import fs
 
 def _line():
     data = b""
@@ -69,7 +69,7 @@ os.chdir(_req["cwd"])
 os.environ.clear()
 os.environ.update(_req["env"])
 sys.argv = ["-c", *_req["args"]]
-fsio.install_from_env()
+fs.install_from_env()
 _code = compile(_req["code"], "<string>", "exec")
 _globals = {"__name__": "__main__", "__builtins__": __builtins__}
 del _req, _pid, _null, _fd, _path, _out
@@ -77,7 +77,7 @@ exec(_code, _globals)
 """
 
 
-# What installs a fault plan at import (`fsio.install_from_env`): never in the parent, whose imports
+# What installs a fault plan at import (`fs.install_from_env`): never in the parent, whose imports
 # would count (or die at) operations of no child's; each child reads its own.
 _FAULT_VARS = ("TURNBACK_CRASH_AT", "TURNBACK_FAIL_AT", "TURNBACK_DISK_FULL_AT",
                "TURNBACK_FAULT_STICKY", "TURNBACK_CRASH_MODEL")

@@ -140,7 +140,7 @@ def crash_every_operation(tmp_path: Path, pristine: Path, code: str, args: tuple
     import shutil
 
     from turnback.store.fsck import fsck
-    from turnback.store.fsio import CRASH_EXIT
+    from turnback.store.testing.faultplan import CRASH_EXIT
 
     before = snapshot(pristine_copy(tmp_path, pristine, "before"))
     done = pristine_copy(tmp_path, pristine, "done")

@@ -22,6 +22,7 @@ FLOORS = {
     "turnback.errors": 0,     # one error type with stable codes, importable from every floor
     "model": 1, "workspace": 1, "store": 1,
     "remote": 1,              # the socket's wire and client, standard library only
+    "agents": 2,              # the agents' records (agent record, spool, transcript): store/ below
     "capture": 2, "timeline": 2, "collect": 2, "effects": 2, "directives": 2, "diffs": 2,
     "travel": 3,
     "workbench": 4,
@@ -33,7 +34,7 @@ FLOORS = {
 
 # Arrows between packages of one floor; they must form no circle among themselves.
 SIDEWAYS = {
-    ("workspace", "store"),   # the fence checks a path before store/fsio.py writes it
+    ("workspace", "store"),   # the fence checks a path before store/fs/ writes it
     ("collect", "timeline"),  # the collector marks what a session's published heads reach
     ("lsp", "hooks"),         # the owner runs the hook events it is sent (lsp/hookhost.py)
     ("cli", "hooks"),         # `turnback hook …`, `hooks install`, `guard`
@@ -47,7 +48,7 @@ KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def package(module: str) -> str:
-    """`turnback.store.fsio` -> `store`; a top-level module (`turnback.errors`) is its own package."""
+    """`turnback.store.fs` -> `store`; a top-level module (`turnback.errors`) is its own package."""
     parts = module.split(".")
     if len(parts) == 1 or (len(parts) == 2 and module in FLOORS):
         return module
@@ -114,9 +115,9 @@ def test_no_circle_between_packages_but_through_a_known_upward_arrow(edges):
 
 
 def test_the_check_sees_an_upward_a_sideways_and_an_unplaced_arrow():
-    edges = {"turnback.store.objects": {"turnback.workbench.core", "turnback.store.fsio"},
-             "turnback.capture.sweep": {"turnback.timeline.book", "turnback.store.fsio"},
-             "turnback.attic.old": {"turnback.store.fsio"},
+    edges = {"turnback.store.objects": {"turnback.workbench.core", "turnback.store.fs"},
+             "turnback.capture.sweep": {"turnback.timeline.book", "turnback.store.fs"},
+             "turnback.attic.old": {"turnback.store.fs"},
              "turnback.cli.commands": {"turnback.bench.runner"}}
     found = [
         "turnback.attic.old -> store: attic has no floor",

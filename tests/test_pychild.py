@@ -21,7 +21,7 @@ CASES = [
      "threading.Thread(target=f).start()", ()),
     ("import atexit; atexit.register(print, 'at exit')", ()),
     ("import os; print(os.getcwd(), os.environ.get('PYCHILD_PROBE'))", ()),
-    ("from turnback.store import fsio; print(fsio._plan and fsio._plan.fail_at)", ()),
+    ("from turnback.store import fs; from turnback.store.testing import faultplan; print(faultplan.current() and faultplan.current().fail_at)", ()),
 ]
 
 

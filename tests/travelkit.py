@@ -70,12 +70,12 @@ def tree(root) -> dict:
 
 def temp_files(root) -> list[str]:
     """turnback's own temp files left in the workspace (never the store)."""
-    from turnback.store import fsio
+    from turnback.store import fs
 
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != ".turnback"]
-        found += [os.path.join(dirpath, n) for n in filenames if fsio.TEMP_MARK in n]
+        found += [os.path.join(dirpath, n) for n in filenames if fs.TEMP_MARK in n]
     return found
 
 
@@ -84,12 +84,13 @@ def temp_files(root) -> list[str]:
 FORK_CHILD = """
 import sys, json
 from turnback.workbench import Workbench, Options
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 wb = Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2]))
 r = wb.fork.prepare({"turn": 1})
 
 
-class AfterNth(fsio.FaultPlan):
+class AfterNth(faultplan.FaultPlan):
     # crash at the operation right after the Nth one naming SUBSTRING (argv[3] "after:N:SUBSTRING"):
     # found by what it does, not by a number counted in another run
     def tick(self, op, path, src=None):
@@ -103,10 +104,10 @@ class AfterNth(fsio.FaultPlan):
 
 spec = sys.argv[3]
 plan = (AfterNth(lose_unsynced=sys.argv[4] == "lose-unsynced") if spec.startswith("after:") else
-        fsio.FaultPlan(crash_at=int(spec) or None, lose_unsynced=sys.argv[4] == "lose-unsynced"))
-fsio.install(plan)
+        faultplan.FaultPlan(crash_at=int(spec) or None, lose_unsynced=sys.argv[4] == "lose-unsynced"))
+faultplan.install(plan)
 out = wb.fork.confirm({"turn": 1, "hash": r["hash"]})
-fsio.install(None)
+faultplan.install(None)
 assert out["status"] == "forked", out
 wb.close()
 print(json.dumps(plan.log))

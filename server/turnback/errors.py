@@ -144,6 +144,6 @@ class Untrusted(TurnbackError):
 
 
 class LockTimeout(TurnbackError):
-    """A file lock another process held past its budget (store/locks.py); nothing was changed."""
+    """A file lock another process held past its budget (store/ownership/locks.py); nothing was changed."""
 
     code = "lock-timeout"

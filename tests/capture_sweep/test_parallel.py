@@ -14,7 +14,8 @@ from turnback.capture import parallel
 from turnback.capture.parallel import ParallelReader
 from turnback.capture.statcache import StatCache
 from turnback.capture.sweep import iter_sweep, sweep
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.layout import Store
 from turnback.workspace import Workspace
 
@@ -42,7 +43,7 @@ def setup(tmp_path):
 
 
 def _temps(store):
-    return [p for p in store.path.rglob("*") if fsio.is_temp_name(p.name)]
+    return [p for p in store.path.rglob("*") if fs.is_temp_name(p.name)]
 
 
 def test_the_pool_gives_the_sequential_answer_in_one_durability_pass(setup, tmp_path, monkeypatch):
@@ -54,7 +55,7 @@ def test_the_pool_gives_the_sequential_answer_in_one_durability_pass(setup, tmp_
         real_init(self, *a, **kw)
         started.append(self)
     monkeypatch.setattr(ParallelReader, "__init__", spy)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         with store.objects.batch():
             got = sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
     assert started and started[0].submitted > N / 2  # most files went through the pool
@@ -141,7 +142,7 @@ def test_a_write_that_fails_anywhere_in_a_packed_first_checkpoint_names_nothing(
     for n in range(1, 200):
         empty()
         try:
-            with fsio.faults(fail_at=n, errno=errno.ENOSPC) as plan:
+            with faultplan.faults(fail_at=n, errno=errno.ENOSPC) as plan:
                 with store.objects.batch():
                     sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
         except OSError as exc:
@@ -174,7 +175,7 @@ def test_under_a_broken_or_full_disk_nothing_is_left_that_the_owner_cannot_sweep
         store.objects.packs.refresh(force=True)
         kw = {"fail_at": n, "sticky": True} if model == "sticky" else {"disk_full_at": n}
         try:
-            with fsio.faults(errno=errno.ENOSPC, **kw) as plan:
+            with faultplan.faults(errno=errno.ENOSPC, **kw) as plan:
                 with store.objects.batch():
                     sweep(ws, store.objects, StatCache(), max_bytes=16 << 20)
         except OSError:

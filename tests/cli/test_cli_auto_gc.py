@@ -10,7 +10,7 @@ import os
 import pytest
 
 from turnback.collect import auto
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.packformat import DELTA
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
@@ -65,7 +65,7 @@ def test_a_failed_automatic_collection_leaves_the_command_done_and_the_store_sou
     real, faulted = auto.run_bounded, []
 
     def failing(wb, budget=None):  # every file-system operation of the collection from its 3rd on
-        with fsio.faults(fail_at=3, sticky=True) as plan:
+        with faultplan.faults(fail_at=3, sticky=True) as plan:
             try:
                 return real(wb, budget)
             finally:

@@ -168,7 +168,7 @@ def test_without_an_owner_a_turn_command_skips_argparse(tmp_path):
     modules, proc = _imports(root, "turn", "begin", "--prompt", "direct")
     assert proc.returncode == 0 and proc.stdout.startswith("1\n"), proc.stderr
     assert not {"argparse", "gettext", "turnback.cli.main"} & modules
-    assert "psutil" not in modules  # the lease's start time is read from /proc (store/ownership.py)
+    assert "psutil" not in modules  # the lease's start time is read from /proc (store/ownership/)
     (root / "a.txt").write_text("two\n")
     modules, proc = _imports(root, "turn", "settle")
     assert proc.returncode == 0 and proc.stdout.startswith("turn 1 settled"), proc.stderr

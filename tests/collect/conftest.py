@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import turnback.collect  # noqa: F401  (registers the fsck body check)
-from turnback.store import fsio, journal as journal_mod
+from turnback.store.testing import faultplan
+from turnback.store import journal as journal_mod
 from turnback.store.digest import is_digest
 from turnback.store.fsck import fsck
 from turnback.store.records import read_record, write_record
@@ -204,7 +205,7 @@ def reference_run(ws: Path, scratch: Path):
     ref = scratch / "reference"
     shutil.copytree(ws, ref, symlinks=True)
     wb = open_wb(ref)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         stats = wb.collection.run()
     wb.close()
     return plan, stats, ref

@@ -10,7 +10,7 @@ import pytest
 
 from sessionkit import assert_faulted
 from turnback.collect import auto, collector
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.objects import RAW_LOOSE_MAX
 from turnback.store.packs import Pack
 
@@ -124,7 +124,7 @@ def test_a_quick_collection_failing_at_every_operation_loses_nothing(template):
     probe = scratch / "count"
     shutil.copytree(ws0, probe, symlinks=True)
     wb = open_wb(probe)
-    with fsio.faults() as counting:
+    with faultplan.faults() as counting:
         assert not auto.run_bounded(wb, budget=600.0)["stopped"]
     wb.close()
     total = counting.count
@@ -135,7 +135,7 @@ def test_a_quick_collection_failing_at_every_operation_loses_nothing(template):
         ws = scratch / f"fail{n}"
         shutil.copytree(ws0, ws, symlinks=True)
         wb = open_wb(ws)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 auto.run_bounded(wb, budget=600.0)
             except OSError:

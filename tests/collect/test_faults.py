@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from sessionkit import assert_faulted
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 
 from .conftest import (build_template, expire_lease, finish_and_compare, open_wb, reference_run,
                        run_py, snapshot)
@@ -30,7 +30,7 @@ def test_fail_at_every_operation(template):
         ws = scratch / f"fail{n}"
         shutil.copytree(ws0, ws, symlinks=True)
         wb = open_wb(ws)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             with pytest.raises(OSError):
                 wb.collection.run()
         assert plan.count >= n
@@ -44,11 +44,12 @@ def test_fail_at_every_operation(template):
 
 CRASH = """
 import sys
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.workbench import Options, Workbench
 wb = Workbench.open(sys.argv[1] if len(sys.argv) > 1 else {ws!r},
                     Options(grace_heads=0, grace_seconds=0.0, publish_interval=0.0))
-fsio.install(fsio.FaultPlan(crash_at={n}))
+faultplan.install(faultplan.FaultPlan(crash_at={n}))
 wb.collection.run()
 print("finished")
 """
@@ -63,7 +64,7 @@ def test_crash_at_every_operation(template):
         shutil.copytree(ws0, ws, symlinks=True)
         r = run_py(CRASH.format(ws=str(ws), n=n))
         if n <= total:
-            assert r.returncode == fsio.CRASH_EXIT, (n, r.stdout, r.stderr)
+            assert r.returncode == faultplan.CRASH_EXIT, (n, r.stdout, r.stderr)
             crashed += 1
         else:
             assert r.returncode == 0 and "finished" in r.stdout, r.stderr

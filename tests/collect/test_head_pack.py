@@ -11,7 +11,8 @@ import pytest
 from sessionkit import assert_faulted
 
 from turnback.errors import CorruptStore, HeadRace
-from turnback.store import fsio, headpack, heads
+from turnback.store.testing import faultplan
+from turnback.store import headpack, heads
 from turnback.store.fsck import fsck
 
 from .conftest import (age_objects, assert_sound, expire_lease, open_wb, reference_run, rewind, run_py,
@@ -192,7 +193,7 @@ def test_fail_at_every_operation_of_a_collection_that_packs_heads(template):
         ws = scratch / f"fail{n}"
         shutil.copytree(ws0, ws, symlinks=True)
         wb = open_wb(ws)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 wb.collection.run()
             except OSError:
@@ -216,11 +217,12 @@ def _is_fanout_rmdir(line: str) -> bool:
 
 
 CRASH = """
-from turnback.store import fsio, heads
+from turnback.store import fs, heads
+from turnback.store.testing import faultplan
 from turnback.workbench import Options, Workbench
 heads.LOOSE_NEWEST = {newest}
 wb = Workbench.open({ws!r}, Options(grace_heads=0, grace_seconds=0.0, publish_interval=0.0))
-fsio.install(fsio.FaultPlan(crash_at={n}))
+faultplan.install(faultplan.FaultPlan(crash_at={n}))
 wb.collection.run()
 print("finished")
 """
@@ -239,8 +241,8 @@ def test_crash_at_every_operation_of_a_collection_that_packs_heads(template, mod
         shutil.copytree(ws0, ws, symlinks=True)
         env = {"TURNBACK_CRASH_MODEL": model} if model == "lose-unsynced" else {}
         r = run_py(CRASH.format(ws=str(ws), n=n, newest=NEWEST), env=env)
-        assert r.returncode in (0, fsio.CRASH_EXIT), (n, r.stderr)
-        crashed += r.returncode == fsio.CRASH_EXIT
+        assert r.returncode in (0, faultplan.CRASH_EXIT), (n, r.stderr)
+        crashed += r.returncode == faultplan.CRASH_EXIT
         expire_lease(ws / ".turnback")
         _finish(ws, expected)
         shutil.rmtree(ws)

@@ -3,7 +3,8 @@ slices, and before any object is deleted; every phase reports its slowest slice.
 
 from __future__ import annotations
 
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 
 from .conftest import age_objects, assert_sound, open_wb, turn
 
@@ -20,7 +21,7 @@ def test_retirements_are_synced_once_and_before_any_deletion(ws):
     heads_dir = str(wb.store.heads.dir)
     objects_dir = str(wb.store.objects.root)
     age_objects(wb.store)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         stats = wb.collection.run()
     assert stats["headsRetired"] >= 10 and stats["objectsDeleted"] > 0
     log = plan.log
@@ -38,13 +39,13 @@ def test_a_failed_retirement_sync_deletes_nothing(ws):
     wb = _history(ws)
     age_objects(wb.store)
     before = set(wb.store.objects.list())
-    real = fsio.fsync_dir
+    real = fs.fsync_dir
 
     def failing(path):
         if str(path) == str(wb.store.heads.dir):
             raise OSError(5, "injected: the heads folder could not be synced")
         return real(path)
-    fsio.fsync_dir = failing
+    fs.fsync_dir = failing
     try:
         try:
             wb.collection.run()
@@ -52,7 +53,7 @@ def test_a_failed_retirement_sync_deletes_nothing(ws):
         except OSError:
             raised = True
     finally:
-        fsio.fsync_dir = real
+        fs.fsync_dir = real
     assert raised
     assert set(wb.store.objects.list()) == before  # nothing deleted after an unsynced retirement
     wb.close()

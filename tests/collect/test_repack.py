@@ -13,7 +13,8 @@ import pytest
 from sessionkit import assert_faulted
 
 from turnback.collect import repack, repackplan
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.layout import Store
 from turnback.store.packformat import DELTA, NONE
 
@@ -174,7 +175,7 @@ def _reference(template, monkeypatch):
     ref = scratch / "reference"
     shutil.copytree(ws0, ref, symlinks=True)
     wb = open_wb(ref)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         stats = wb.collection.run()
     live = expected_live(wb.store, wb.state)
     wb.close()
@@ -204,7 +205,7 @@ def _after(ws, live):
     assert_sound(ws / ".turnback")
     store = Store.open(ws / ".turnback", create=False)
     assert live <= again and all(store.objects.verify(d) for d in again)
-    temps = [p for p in (ws / ".turnback").rglob("*") if fsio.is_temp_name(p.name)]
+    temps = [p for p in (ws / ".turnback").rglob("*") if fs.is_temp_name(p.name)]
     assert temps == []
 
 
@@ -219,7 +220,7 @@ def test_every_operation_of_a_repacking_collection_fails(template, monkeypatch, 
         wb = open_wb(ws)
         kw = {"fail_at": n} if model == "fail" else (
             {"fail_at": n, "sticky": True} if model == "sticky" else {"disk_full_at": n})
-        with fsio.faults(**kw) as plan:
+        with faultplan.faults(**kw) as plan:
             try:
                 wb.collection.run()
             except OSError:
@@ -240,11 +241,12 @@ def test_every_operation_of_a_repacking_collection_fails(template, monkeypatch, 
 CRASH = """
 import sys
 from turnback.collect import repackplan
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.workbench import Options, Workbench
 repackplan.DEAD_SHARE, repackplan.MIN_LOOSE = 0.01, 16
 wb = Workbench.open({ws!r}, Options(grace_heads=0, grace_seconds=0.0, publish_interval=0.0))
-fsio.install(fsio.FaultPlan(crash_at={n}, lose_unsynced={lose}))
+faultplan.install(faultplan.FaultPlan(crash_at={n}, lose_unsynced={lose}))
 wb.collection.run()
 print("finished")
 """
@@ -264,9 +266,9 @@ def test_a_crash_at_every_operation_of_a_repacking_collection(template, monkeypa
         ws = scratch / f"crash{n}"
         shutil.copytree(ws0, ws, symlinks=True)
         r = run_py(CRASH.format(ws=str(ws), n=n, lose=lose))
-        assert r.returncode in (0, fsio.CRASH_EXIT), (n, r.stderr)
+        assert r.returncode in (0, faultplan.CRASH_EXIT), (n, r.stderr)
         points += 1
-        crashed += r.returncode == fsio.CRASH_EXIT
+        crashed += r.returncode == faultplan.CRASH_EXIT
         finished = r.returncode == 0 and n > chosen[-1]  # past the end: it runs to completion
         expire_lease(ws / ".turnback")
         _after(ws, live)

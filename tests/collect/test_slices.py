@@ -166,7 +166,7 @@ def test_lost_lease_stops_the_collection_before_its_next_mutation(ws):
     import pytest
 
     from turnback.errors import NotOwner
-    from turnback.store.ownership import Lease
+    from turnback.store.ownership.lease import Lease
 
     from .conftest import expire_lease
 

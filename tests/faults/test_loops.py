@@ -18,7 +18,7 @@ from txnkit import (BOUNDARY, REWIND_CHILD, assert_recorded_exactly, crashed_mid
 from sessionkit import REDO_CHILD, Agent, assert_faulted, normalised_log, run_child
 from travelkit import tree
 from turnback.errors import TurnbackError
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 
 SEED = 11
@@ -141,7 +141,7 @@ def test_a_full_disk_at_every_operation_of_a_commit(tmp_path, make_job, rewound)
     count_at = fresh(tmp_path, pristine, "count")
     a = Agent(count_at)
     job = make_job(a)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         a.wb.run(job)
     a.close()
     after = snapshot(count_at)
@@ -153,7 +153,7 @@ def test_a_full_disk_at_every_operation_of_a_commit(tmp_path, make_job, rewound)
         a = Agent(work)
         job = make_job(a)
         claimed = []
-        with fsio.faults(disk_full_at=n) as plan:
+        with faultplan.faults(disk_full_at=n) as plan:
             try:
                 out = a.wb.run(job)
                 claimed = out.get("recovery", [])
@@ -200,8 +200,8 @@ def test_a_power_cut_during_a_commit_leaves_old_or_new(tmp_path, monkeypatch, ki
     for n in points:
         work = fresh(tmp_path, pristine, f"cut{n}")
         proc = run_child(child, work, kind, crash_at=n)
-        assert proc.returncode in (0, fsio.CRASH_EXIT), proc.stderr
-        crashed += proc.returncode == fsio.CRASH_EXIT  # (the count of operations varies a little)
+        assert proc.returncode in (0, faultplan.CRASH_EXIT), proc.stderr
+        crashed += proc.returncode == faultplan.CRASH_EXIT  # (the count of operations varies a little)
         got = snapshot(work, kind)
         assert got in (before, after), f"a power cut at operation {n} left a mix"
         outcomes["old" if got == before else "new"] += 1
@@ -212,8 +212,8 @@ def test_a_power_cut_during_a_commit_leaves_old_or_new(tmp_path, monkeypatch, ki
 
 
 def _counting(child: str) -> str:
-    return child.replace("wb = Workbench.open", "from turnback.store import fsio\n"
-                         "plan = fsio.FaultPlan()\nfsio.install(plan)\nwb = Workbench.open"
+    return child.replace("wb = Workbench.open", "from turnback.store import fs; from turnback.store.testing import faultplan\n"
+                         "plan = faultplan.FaultPlan()\nfaultplan.install(plan)\nwb = Workbench.open"
                          ) + "print(plan.count)\n"
 
 
@@ -225,9 +225,9 @@ def _child_operations(tmp_path, pristine, kind, child) -> int:
 
 
 OPEN_CHILD = ("import sys\nfrom turnback.workbench import Workbench, Options\n"
-              "from turnback.store import fsio\n"
+              "from turnback.store import fs; from turnback.store.testing import faultplan\n"
               "try:\n    Workbench.open(sys.argv[1], Options()).close()\n"
-              "finally:\n    print('FAULTED', fsio._plan.faulted if fsio._plan else 0)\n")
+              "finally:\n    print('FAULTED', faultplan.current().faulted if faultplan.current() else 0)\n")
 
 
 def _faulted(proc) -> bool:
@@ -240,7 +240,7 @@ def _faulted(proc) -> bool:
 def test_fail_at_every_operation_of_recovery_then_reopen(tmp_path):
     pristine, before = crashed_mid_apply(tmp_path)
     count_at = fresh(tmp_path, pristine, "count")
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         Agent(count_at).close()
     faulted = 0
     for n in range(1, counter.count + 1):  # in a child: a failed open must not leave our own lease
@@ -268,7 +268,7 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypat
     if model == "lose-unsynced":
         monkeypatch.setenv("TURNBACK_CRASH_MODEL", model)
     count_at = fresh(tmp_path, pristine, "count")
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         Agent(count_at).close()
     points = sorted(random.Random(SEED).sample(range(1, counter.count + 1),
                                                min(SAMPLE, counter.count)))
@@ -276,7 +276,7 @@ def test_crash_at_sampled_operations_of_recovery_then_reopen(tmp_path, monkeypat
     for n in points:
         work = fresh(tmp_path, pristine, f"rcrash{n}")
         proc = run_child(OPEN_CHILD, work, crash_at=n)
-        crashed += proc.returncode == fsio.CRASH_EXIT
+        crashed += proc.returncode == faultplan.CRASH_EXIT
         if proc.returncode != 0:
             assert run_child(OPEN_CHILD, work).returncode == 0  # reopen (removes our temp files)
         assert snapshot(work)[0] == before, f"a crash at operation {n} of recovery left a mix"
@@ -331,7 +331,7 @@ def test_crash_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
             if proc.returncode == 0:
                 assert a.files() == expected and not recovery_files(work)
                 break
-            assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+            assert proc.returncode == faultplan.CRASH_EXIT, proc.stderr
             crashed += 1
             left = a.wb.recovery.list()["recovery"]
             if left:  # the record outlived the crash: retrying it now finishes the job
@@ -353,7 +353,7 @@ def test_fail_at_every_operation_of_resolve_retry(tmp_path, monkeypatch):
         n += 1
         work = fresh(tmp_path, pristine, f"retry{n}")
         a = Agent(work)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 status = a.wb.recovery.resolve({"id": rid, "action": "retry"})["status"]
             except (OSError, TurnbackError):

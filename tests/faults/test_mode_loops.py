@@ -14,7 +14,8 @@ import pytest
 from sessionkit import REDO_CHILD as REDO
 from sessionkit import REWIND_CHILD as REWIND
 from sessionkit import Agent, assert_faulted, normalised_log, run_child, tree_with_modes
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/fd"),
@@ -34,14 +35,14 @@ def test_a_chmod_no_fsync_made_durable_is_lost_at_the_crash(tmp_path):
         p.write_bytes(b"x")
         os.chmod(p, 0o644)
     stamp = os.stat(lazy).st_mtime_ns
-    with fsio.faults(lose_unsynced=True) as plan:
-        fsio.chmod(lazy, 0o755)
-        fsio.chmod(lazy, 0o700)  # two changes, none synced: the crash goes back to the first bits
-        fsio.utime(lazy, (1, 1))
-        fsio.chmod(durable, 0o755, sync=True)
-        fsio.chmod(durable, 0o750)  # after the sync: lost, the synced bits stay
-        fsio.chmod(moved, 0o755)
-        fsio.rename(moved, tmp_path / "there")  # renamed away unsynced: both undone
+    with faultplan.faults(lose_unsynced=True) as plan:
+        fs.chmod(lazy, 0o755)
+        fs.chmod(lazy, 0o700)  # two changes, none synced: the crash goes back to the first bits
+        fs.utime(lazy, (1, 1))
+        fs.chmod(durable, 0o755, sync=True)
+        fs.chmod(durable, 0o750)  # after the sync: lost, the synced bits stay
+        fs.chmod(moved, 0o755)
+        fs.rename(moved, tmp_path / "there")  # renamed away unsynced: both undone
         assert plan.unsynced.lose_unsynced() > 0
     assert mode(lazy) == 0o644 and os.stat(lazy).st_mtime_ns == stamp
     assert mode(durable) == 0o755
@@ -53,9 +54,9 @@ def test_a_folder_fsync_does_not_make_a_chmod_durable(tmp_path):
     f = tmp_path / "f"
     f.write_bytes(b"x")
     os.chmod(f, 0o600)
-    with fsio.faults(lose_unsynced=True) as plan:
-        fsio.chmod(f, 0o755)
-        fsio.fsync_dir(tmp_path)  # names, not the inode's metadata
+    with faultplan.faults(lose_unsynced=True) as plan:
+        fs.chmod(f, 0o755)
+        fs.fsync_dir(tmp_path)  # names, not the inode's metadata
         plan.unsynced.lose_unsynced()
     assert mode(f) == 0o600
 
@@ -66,7 +67,7 @@ def test_chmod_never_goes_through_a_link(tmp_path):
     os.chmod(target, 0o600)
     os.symlink(target, tmp_path / "link")
     with pytest.raises(OSError):
-        fsio.chmod(tmp_path / "link", 0o777, sync=True)
+        fs.chmod(tmp_path / "link", 0o777, sync=True)
     assert mode(target) == 0o600
 
 
@@ -142,7 +143,7 @@ def test_a_crash_at_every_operation_of_a_commit_that_changes_modes(tmp_path, mon
         proc = run_child(code, work, kind, crash_at=n)
         if proc.returncode == 0:
             break
-        assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+        assert proc.returncode == faultplan.CRASH_EXIT, proc.stderr
         got = snapshot(work, kind)
         if got not in (before, after):
             mixed = {rel: (before[0].get(rel), got[0].get(rel), after[0].get(rel))

@@ -17,7 +17,7 @@ from txnkit import assert_recorded_exactly, intents
 from sessionkit import Agent, assert_faulted, normalised_log
 from travelkit import tree
 from turnback.errors import NotOwner, TurnbackError
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 
 SEED = 11
 SAMPLE = 24
@@ -37,7 +37,7 @@ def one_turn(a):
 
 def count_ops(tmp_path, pristine, kind, action, **agent_options) -> int:
     a = Agent(fresh(tmp_path, pristine, "count"), store_kind=kind, **agent_options)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         action(a)
     a.close()
     return counter.count
@@ -53,7 +53,7 @@ def test_fail_at_sampled_operations_of_a_turn(tmp_path, kind):
     for n in points:
         work = fresh(tmp_path, pristine, f"turn{n}")
         a = Agent(work, store_kind=kind)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 one_turn(a)
             except (OSError, TurnbackError):
@@ -82,7 +82,7 @@ def test_fail_at_every_operation_of_a_redo_commit(tmp_path):
         work = fresh(tmp_path, pristine, f"redo{n}")
         a = Agent(work)
         job = redo_job(a)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 status = a.wb.run(job)["status"]
             except TurnbackError as exc:
@@ -126,7 +126,7 @@ def test_fail_at_every_operation_of_a_pid_store_collection(tmp_path):
     for n in range(1, total + 1):
         work = fresh(tmp_path, pristine, f"gc{n}")
         a = Agent(work, store_kind="pid", grace_heads=0, grace_seconds=0.0)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 collect(a)
             except (OSError, TurnbackError):

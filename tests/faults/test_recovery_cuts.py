@@ -15,12 +15,12 @@ from sessionkit import REWIND_CHILD, Agent, assert_faulted, run_child
 from travelkit import temp_files, tree
 from txnkit import intents
 
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 
 LOGGING = REWIND_CHILD.replace(
-    "wb = Workbench.open", "import json\nfrom turnback.store import fsio\nplan = fsio.FaultPlan()\n"
-    "fsio.install(plan)\nwb = Workbench.open") + "print(json.dumps(plan.log))\n"
+    "wb = Workbench.open", "import json\nfrom turnback.store import fs\nfrom turnback.store.testing import faultplan\nplan = faultplan.FaultPlan()\n"
+    "faultplan.install(plan)\nwb = Workbench.open") + "print(json.dumps(plan.log))\n"
 OPEN = ("import sys\nfrom turnback.workbench import Workbench, Options\n"
         "Workbench.open(sys.argv[1], Options(store_kind=sys.argv[2])).close()\n")
 
@@ -49,10 +49,10 @@ def test_a_power_cut_during_recovery_never_brings_a_temp_file_back(tmp_path, mon
                        and "/.turnback/" not in op)
     crashed = shutil.copytree(pristine, tmp_path / "crashed")
     assert run_child(REWIND_CHILD, crashed, "heads", crash_at=first_place).returncode == \
-        fsio.CRASH_EXIT
+        faultplan.CRASH_EXIT
     assert temp_files(crashed) and intents(crashed)
     counted = shutil.copytree(crashed, tmp_path / "counted")
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         Agent(counted).close()
     assert not temp_files(counted) and tree(counted) == before
     tried = cut = 0
@@ -62,8 +62,8 @@ def test_a_power_cut_during_recovery_never_brings_a_temp_file_back(tmp_path, mon
             m.setenv("TURNBACK_CRASH_MODEL", "lose-unsynced")
             env_run = run_child(OPEN, work, "heads", crash_at=n)
         tried += 1
-        cut += env_run.returncode == fsio.CRASH_EXIT
-        assert env_run.returncode in (0, fsio.CRASH_EXIT), env_run.stderr
+        cut += env_run.returncode == faultplan.CRASH_EXIT
+        assert env_run.returncode in (0, faultplan.CRASH_EXIT), env_run.stderr
         assert run_child(OPEN, work, "heads").returncode == 0  # the next open, as after a reboot
         assert not temp_files(work), f"a power cut at operation {n} of recovery left a temp file"
         assert tree(work) == before, f"a power cut at operation {n} of recovery left a mix"

@@ -15,7 +15,7 @@ import pytest
 from sessionkit import Agent, assert_faulted, normalised_log, run_child
 from txnkit import assert_recorded_exactly
 from turnback.errors import TurnbackError
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 
 SEED = 23
@@ -86,7 +86,7 @@ def setup(tmp_path, kind, plan):
     count_at = fresh(tmp_path, pristine, "count")
     a = Agent(count_at, store_kind=kind)
     job = commit_job(a, plan)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         out = a.wb.run(job)
     assert out["status"] == "committed", out
     a.close()
@@ -112,7 +112,7 @@ def test_a_fault_at_sampled_operations_leaves_old_or_new(tmp_path, kind, plan, f
         a = Agent(work, store_kind=kind)
         job = commit_job(a, plan)
         args = {"fail_at": n} if fault == "fail" else {"disk_full_at": n}
-        with fsio.faults(**args) as faults:
+        with faultplan.faults(**args) as faults:
             try:
                 statuses.add(a.wb.run(job)["status"])
             except TurnbackError as exc:
@@ -165,8 +165,8 @@ def test_a_crash_at_sampled_operations_leaves_old_or_new(tmp_path, monkeypatch, 
     build(pristine, kind)
     before = snapshot(fresh(tmp_path, pristine, "before"), kind)
     counted = fresh(tmp_path, pristine, "counted")
-    code = CHILD.replace("wb = Workbench.open", "from turnback.store import fsio\n"
-                         "counter = fsio.FaultPlan()\nfsio.install(counter)\nwb = Workbench.open")
+    code = CHILD.replace("wb = Workbench.open", "from turnback.store import fs; from turnback.store.testing import faultplan\n"
+                         "counter = faultplan.FaultPlan()\nfaultplan.install(counter)\nwb = Workbench.open")
     proc = run_child(code + "print(counter.count)\n", counted, kind, plan)
     assert proc.returncode == 0, proc.stderr
     total = int(proc.stdout.split()[-1])
@@ -181,8 +181,8 @@ def test_a_crash_at_sampled_operations_leaves_old_or_new(tmp_path, monkeypatch, 
     for n in points:
         work = fresh(tmp_path, pristine, f"crash{n}")
         proc = run_child(CHILD, work, kind, plan, crash_at=n)
-        assert proc.returncode in (0, fsio.CRASH_EXIT), proc.stderr
-        crashed += proc.returncode == fsio.CRASH_EXIT
+        assert proc.returncode in (0, faultplan.CRASH_EXIT), proc.stderr
+        crashed += proc.returncode == faultplan.CRASH_EXIT
         got = snapshot(work, kind)
         assert got in (before, after), f"a crash ({model}) at operation {n} left a mix"
         outcomes["old" if got == before else "new"] += 1

@@ -18,7 +18,8 @@ import shutil
 import pytest
 from sessionkit import Agent, assert_faulted, run_child
 
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 
 FILES = [f"pkg{i}/m{i}.py" for i in range(6)]
@@ -29,18 +30,19 @@ TAIL = 16  # operations: the last object batch's renames and syncs, the head, th
 SETTLE_CHILD = """
 import sys, pathlib
 from turnback.workbench import Workbench, Options
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 root = pathlib.Path(sys.argv[1])
 wb = Workbench.open(root, Options())
 n = wb.run(wb.turns.begin_job({"prompt": "edit six files"}))["turn"]
 for i in range(6):
     (root / f"pkg{i}" / f"m{i}.py").write_text(f"# edited by turn {n}\\n" * (40 + i))
-if fsio._plan is not None:
-    print("settle-from", fsio._plan.count, flush=True)
+if faultplan.current() is not None:
+    print("settle-from", faultplan.current().count, flush=True)
 wb.run(wb.turns.settle_job({"turn": n}))
 wb.close()
-if fsio._plan is not None:
-    print("total", fsio._plan.count, flush=True)
+if faultplan.current() is not None:
+    print("total", faultplan.current().count, flush=True)
 """
 
 
@@ -69,7 +71,7 @@ def _snapshot(work):
 
 
 def _counting(code: str) -> str:
-    return code.replace("wb = Workbench.open", "plan = fsio.FaultPlan()\nfsio.install(plan)\n"
+    return code.replace("wb = Workbench.open", "plan = faultplan.FaultPlan()\nfaultplan.install(plan)\n"
                         "wb = Workbench.open", 1)
 
 
@@ -100,8 +102,8 @@ def test_a_power_cut_at_every_operation_of_a_settle_leaves_it_running_or_settled
         work = tmp_path / f"cut{n}"
         shutil.copytree(pristine, work, symlinks=True)
         proc = run_child(SETTLE_CHILD, work, crash_at=n)
-        assert proc.returncode in (0, fsio.CRASH_EXIT), proc.stderr
-        crashed += proc.returncode == fsio.CRASH_EXIT
+        assert proc.returncode in (0, faultplan.CRASH_EXIT), proc.stderr
+        crashed += proc.returncode == faultplan.CRASH_EXIT
         got = _snapshot(work)
         assert got[:-1] == after[:-1], f"a power cut at operation {n} changed an earlier turn"
         state = got[-1][1]
@@ -117,7 +119,7 @@ def test_a_power_cut_at_every_operation_of_a_settle_leaves_it_running_or_settled
 
 def test_a_batch_of_a_few_loose_objects_syncs_twice_not_once_per_folder(tmp_path):
     """The durability points themselves: contents once, before the renames; names once, after."""
-    if fsio._load_syncfs() is None:
+    if fs.sync._load_syncfs() is None:
         pytest.skip("no syncfs on this platform: a fsync each, as before")
     root = tmp_path / "ws"
     root.mkdir()
@@ -125,7 +127,7 @@ def test_a_batch_of_a_few_loose_objects_syncs_twice_not_once_per_folder(tmp_path
     a = Agent(root)
     try:
         objects = a.wb.store.objects
-        with fsio.faults() as plan:
+        with faultplan.faults() as plan:
             with objects.batch():
                 for i in range(8):
                     objects.put(b"a loose object of its own %d\n" % i * 20)

@@ -8,7 +8,7 @@ from txnkit import BOUNDARY, commit, crashed_mid_apply, intents, recovery_files,
 from sessionkit import Agent
 from travelkit import tree
 from turnback.errors import RecordError, TurnbackError
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.travel import disk, transaction
 
@@ -21,7 +21,7 @@ def fill_disk_after_first_file(monkeypatch):
     def put(rel, tmp, final):  # one file put in place (the writes are batched: see travel/disk.py)
         calls["n"] += 1
         if calls["n"] == 2:
-            fsio.install(fsio.FaultPlan(disk_full_at=1))
+            faultplan.install(faultplan.FaultPlan(disk_full_at=1))
         return real(rel, tmp, final)
 
     monkeypatch.setattr(disk, "place", put)
@@ -43,7 +43,7 @@ def test_a_rollback_on_a_full_disk_keeps_its_intent_and_claims_no_record(agent, 
             a.begin("while the disk is full")
         assert refused.value.code == "recovery-pending"
     finally:
-        fsio.install(None)
+        faultplan.install(None)
     monkeypatch.undo()
     a.begin("the disk has room again")  # the retry settles the rollback first
     assert {k: v for k, v in a.files().items()} == before
@@ -58,7 +58,7 @@ def test_recovery_that_cannot_write_its_record_keeps_the_intent(tmp_path, monkey
     real = transaction.recover
 
     def on_a_full_disk(book, ws):
-        with fsio.faults(disk_full_at=1):
+        with faultplan.faults(disk_full_at=1):
             return real(book, ws)
 
     monkeypatch.setattr(transaction, "recover", on_a_full_disk)
@@ -112,13 +112,13 @@ def test_closing_a_commit_before_it_touched_a_file_changes_nothing(agent):
 
 
 # -- defect 3 -------------------------------------------------------------------------------------
-class IntentsCannotBeRemoved(fsio.FaultPlan):
+class IntentsCannotBeRemoved(faultplan.FaultPlan):
     refused = 0
 
     def tick(self, op, path, src=None):
         if op == "unlink" and "/txn/" in str(path):
             self.refused += 1
-            raise fsio.FaultInjected(5, "injected: intent removal fails", str(path))
+            raise faultplan.FaultInjected(5, "injected: intent removal fails", str(path))
         return super().tick(op, path, src) if src is not None else super().tick(op, path)
 
 
@@ -127,11 +127,11 @@ def test_a_stale_intent_never_replays_over_later_work(agent, kind):
     a = agent(store_kind=kind)
     three_files(a)
     plan = IntentsCannotBeRemoved()
-    fsio.install(plan)
+    faultplan.install(plan)
     try:
         assert commit(a)["status"] == "committed"
     finally:
-        fsio.install(None)
+        faultplan.install(None)
     assert plan.refused and len(intents(a.root)) == 1
     for n in range(3):  # later turns go on (and publish, several heads' worth)
         a.turn(f"later {n}", {"a.txt": f"later {n}", "b.txt": f"b later {n}"})

@@ -16,7 +16,7 @@ import pytest
 
 from sessionkit import Agent, assert_faulted, run_child
 from turnback.errors import TurnbackError
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 
 SETTLE_CHILD = """
@@ -69,8 +69,8 @@ def count_operations(tmp_path, pristine) -> tuple[int, set[int]]:
     """How many fs operations the settle makes, and which of them touch the kept rules."""
     work = tmp_path / "counted"
     shutil.copytree(pristine, work, symlinks=True)
-    child = SETTLE_CHILD.replace("wb = Workbench.open", "from turnback.store import fsio\n"
-                                 "plan = fsio.FaultPlan()\nfsio.install(plan)\nwb = Workbench.open")
+    child = SETTLE_CHILD.replace("wb = Workbench.open", "from turnback.store import fs; from turnback.store.testing import faultplan\n"
+                                 "plan = faultplan.FaultPlan()\nfaultplan.install(plan)\nwb = Workbench.open")
     child += ("print(*[i + 1 for i, op in enumerate(plan.log) if 'ignore-rules' in op])\n"
               "print(plan.count)\n")
     proc = run_child(child, work)
@@ -97,7 +97,7 @@ def test_fail_at_every_operation_of_the_settle(tmp_path, pristine):
         work = tmp_path / f"fail{n}"
         shutil.copytree(pristine, work, symlinks=True)
         a = Agent(work)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 a.settle()
             except (TurnbackError, OSError):
@@ -125,8 +125,8 @@ def test_a_power_cut_at_every_operation_of_the_settle(tmp_path, pristine, monkey
         work = tmp_path / f"cut{n}"
         shutil.copytree(pristine, work, symlinks=True)
         proc = run_child(SETTLE_CHILD, work, crash_at=n)
-        assert proc.returncode in (0, fsio.CRASH_EXIT), proc.stderr
-        crashed += proc.returncode == fsio.CRASH_EXIT
+        assert proc.returncode in (0, faultplan.CRASH_EXIT), proc.stderr
+        crashed += proc.returncode == faultplan.CRASH_EXIT
         settle_and_rewind(work)
         shutil.rmtree(work)
     assert_faulted(crashed, len(points), f"unignore settle, a power cut ({total} operations)")

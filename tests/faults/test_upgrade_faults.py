@@ -10,7 +10,7 @@ import shutil
 from sessionkit import assert_faulted
 
 from turnback.errors import TurnbackError
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.layout import FORMAT_VERSION as NOW
 from turnback.store.layout import Store
@@ -33,7 +33,7 @@ def test_the_format_upgrade_failed_at_every_operation(tmp_path):
     _format1(pristine)
     counting = tmp_path / "count"
     shutil.copytree(pristine, counting)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         assert Store.open(counting).version == NOW
     total = counter.count
     assert total >= 3, total  # the upgrade writes FORMAT anew: a temp file, its sync, the rename...
@@ -41,7 +41,7 @@ def test_the_format_upgrade_failed_at_every_operation(tmp_path):
     for n in range(1, total + 1):
         work = tmp_path / f"w{n}"
         shutil.copytree(pristine, work)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 opened = Store.open(work)
             except (OSError, TurnbackError):

@@ -9,7 +9,7 @@ from pathlib import Path
 from sessionkit import REWIND_CHILD, Agent, run_child
 from travelkit import tree
 
-from turnback.store import fsio
+from turnback.store import fs
 
 BOUNDARY = {"kind": "beforePrompt", "turn": 2}
 
@@ -36,14 +36,14 @@ def commit(a: Agent, boundary=BOUNDARY) -> dict:
 
 def intents(root: Path) -> list[Path]:
     folder = Path(root) / ".turnback" / "txn"
-    return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fsio.is_temp_name(p.name))
+    return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fs.is_temp_name(p.name))
 
 
 def recovery_files(root: Path) -> list[Path]:
     folder = Path(root) / ".turnback" / "recovery"
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fsio.is_temp_name(p.name))
+    return sorted(p for p in folder.iterdir() if p.suffix == ".cbor" and not fs.is_temp_name(p.name))
 
 
 def recorded(root: Path) -> set[str]:

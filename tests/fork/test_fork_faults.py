@@ -14,7 +14,8 @@ from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_
 from travelkit import tree
 
 from turnback.errors import TurnbackError
-from turnback.store import fsio, lineage
+from turnback.store.testing import faultplan
+from turnback.store import lineage
 from turnback.store.fsck import fsck
 
 FORK = """
@@ -81,7 +82,7 @@ def test_fail_every_operation_of_a_fork(tmp_path, kind):
         shutil.copytree(pristine, work, symlinks=True)
         a = Agent(work, store_kind=kind)
         report = a.wb.fork.prepare({"turn": 1})
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 status = a.wb.fork.confirm({"turn": 1, "hash": report["hash"]})["status"]
             except TurnbackError as exc:
@@ -123,7 +124,7 @@ def _power_cut(code: str, *args, crash_at: int):
 def test_a_power_cut_at_every_operation_of_a_fork(tmp_path, kind):
     from sessionkit import pristine_copy
 
-    from turnback.store.fsio import CRASH_EXIT
+    from turnback.store.testing.faultplan import CRASH_EXIT
 
     pristine = tmp_path / "pristine"
     pristine.mkdir()

@@ -53,8 +53,8 @@ def hook_log(root: Path) -> list[str]:
 
 
 def spooled(root: Path) -> list[dict]:
-    """The events kept in the workspace's hook spool (store/spool.py), oldest first."""
-    from turnback.store import spool
+    """The events kept in the workspace's hook spool (agents/spool.py), oldest first."""
+    from turnback.agents import spool
 
     out = []
     for path in (spool.replaying_path(root / ".turnback"), spool.spool_path(root / ".turnback")):

@@ -8,7 +8,7 @@ import pytest
 from agentkit import Hooked, Transcript, backdate, record, workspace
 from hookkit import hook_log, tb, tb_json
 
-from turnback.store.agentrecord import QUIET_SECONDS
+from turnback.agents.agentrecord import QUIET_SECONDS
 
 
 @pytest.fixture

@@ -18,8 +18,9 @@ HEAVY = ("turnback.workbench", "turnback.timeline", "turnback.capture", "turnbac
 LEAN = ("json", "socket", "re", "enum", "turnback.hooks.mapper", "turnback.hooks.runtime",
         "turnback.hooks.fallback", "turnback.hooks.reply", "turnback.hooks.drain",
         "turnback.remote.client", "turnback.store")
-# The one store module the walk needs: whether a folder is the user's own (os and stat only).
-TRUST = ["turnback.store", "turnback.store.owned"]
+# The one store module the walk needs: whether a folder is the user's own (os and stat only), and
+# the packages above it (store/ownership/__init__.py imports nothing).
+TRUST = ["turnback.store", "turnback.store.ownership", "turnback.store.ownership.owned"]
 
 PROBE = """
 import io, sys

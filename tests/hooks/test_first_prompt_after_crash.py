@@ -18,7 +18,8 @@ from hookkit import TURNBACK, spooled, tb
 from sessionkit import REWIND_CHILD, Agent, run_child
 
 from turnback.remote import client
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 
 FILES = ["a.txt", "b.txt"] + [f"gen/{i:02}.txt" for i in range(12)]
 
@@ -41,8 +42,8 @@ def pristine(tmp_path_factory):
     agent.close()
     probe = base / "probe"
     shutil.copytree(root, probe, symlinks=True)
-    code = REWIND_CHILD.replace("import sys\n", "import sys\nfrom turnback.store import fsio\n") \
-        .replace("wb = Workbench.open", "plan = fsio.install_from_env({'TURNBACK_FAIL_AT': '1000000'})\nwb = Workbench.open")
+    code = REWIND_CHILD.replace("import sys\n", "import sys\nfrom turnback.store import fs\nfrom turnback.store.testing import faultplan\n") \
+        .replace("wb = Workbench.open", "plan = fs.install_from_env({'TURNBACK_FAIL_AT': '1000000'})\nwb = Workbench.open")
     code += "\nprint('\\n'.join(plan.log))\n"
     proc = run_child(code, probe, "heads")
     assert proc.returncode == 0, proc.stderr
@@ -60,11 +61,11 @@ def crashed(tmp_path, pristine):
     shutil.copytree(source, root, symlinks=True)
     old = _tree(root)
     proc = run_child(REWIND_CHILD, root, "heads", crash_at=crash_at)
-    assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+    assert proc.returncode == faultplan.CRASH_EXIT, proc.stderr
     mixed = _tree(root)
     assert mixed != old and any(v == old[k] for k, v in mixed.items() if k != "a.txt"), \
         "the crash was not in the middle of the file writes"
-    assert [p for p in (root / ".turnback" / "txn").iterdir() if not fsio.is_temp_name(p.name)]
+    assert [p for p in (root / ".turnback" / "txn").iterdir() if not fs.is_temp_name(p.name)]
     return root, old
 
 
@@ -104,7 +105,7 @@ def until_replayed(root, seconds=60.0) -> None:
 def checkpoint_is_the_recovered_tree(root, old, log, text) -> None:
     info = client.call(str(root), "turnback/session/info", {})
     assert info["recovery"] == 0
-    assert not [p for p in (root / ".turnback" / "txn").iterdir() if not fsio.is_temp_name(p.name)]
+    assert not [p for p in (root / ".turnback" / "txn").iterdir() if not fs.is_temp_name(p.name)]
     recovered = _tree(root)
     new = {**{rel: None for rel in FILES}, "a.txt": "one\n"}  # the files before turn 2
     assert recovered in (old, new), recovered  # rolled back or forward, never a mix
@@ -128,7 +129,7 @@ def checkpoint_is_the_recovered_tree(root, old, log, text) -> None:
 
 
 def pending_intent(root) -> str:
-    [name] = [p.name for p in (root / ".turnback" / "txn").iterdir() if not fsio.is_temp_name(p.name)]
+    [name] = [p.name for p in (root / ".turnback" / "txn").iterdir() if not fs.is_temp_name(p.name)]
     return name.split(".")[0]
 
 
@@ -203,7 +204,7 @@ def test_the_first_prompt_is_kept_while_the_recovering_owner_cannot_answer(tmp_p
 
 
 def _until_it_holds_the_lease(store, owner, seconds=60.0) -> None:
-    from turnback.store.ownership import who_owns
+    from turnback.store.ownership.owners import who_owns
 
     deadline = time.monotonic() + seconds
     while (who_owns(store, "heads") or {}).get("pid") != owner.pid:

@@ -86,7 +86,7 @@ def test_a_reused_pid_is_gone_and_another_namespace_cannot_tell():
     """The record names a process by pid and start time: the same pid started later is another
     process (the agent is gone); a record made in another pid namespace (a container) says nothing
     here, so the silence rules apply instead of a wrong "gone"."""
-    from turnback.store.agentrecord import agent_process, process_gone, waiting_for
+    from turnback.agents.agentrecord import agent_process, process_gone, waiting_for
 
     me = agent_process(os.getpid())
     assert me is not None and me["pid"] == os.getpid()

@@ -11,7 +11,7 @@ import pytest
 from agentkit import Hooked, Transcript, record, workspace
 from hookkit import tb, tb_json
 
-from turnback.store import agenttranscript as at
+from turnback.agents import agenttranscript as at
 
 
 @pytest.fixture

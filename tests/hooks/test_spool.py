@@ -1,4 +1,4 @@
-"""The hook spool (store/spool.py) and its replay (hooks/drain.py) under faults: an append is whole or
+"""The hook spool (agents/spool.py) and its replay (hooks/drain.py) under faults: an append is whole or
 absent at every failed operation, on a full disk and at every power cut; a replay failed at any
 operation records every event exactly once after it is run again; a replay killed at any operation
 (a power cut) never records an event twice, and the one event it may have cut short is named in the
@@ -17,7 +17,8 @@ from sessionkit import assert_faulted
 
 from turnback.hooks import drain as drain_mod
 from turnback.hooks.runtime import handle
-from turnback.store import fsio, spool
+from turnback.store.testing import faultplan
+from turnback.agents import spool
 
 
 def replay(root, store, make_port, log, **kw):
@@ -111,7 +112,7 @@ def _fault_loop(ws, existing: bool, **plan) -> tuple[int, int]:
         n += 1
         shutil.rmtree(ws)
         shutil.copytree(pristine, ws)
-        with fsio.faults(**{k: (n if v is None else v) for k, v in plan.items()}) as fp:
+        with faultplan.faults(**{k: (n if v is None else v) for k, v in plan.items()}) as fp:
             try:
                 spool.append(store, record(1, ws))
             except OSError:
@@ -139,7 +140,7 @@ def test_an_append_is_whole_or_absent_at_every_failed_operation(ws, plan, existi
 APPEND_CHILD = """
 import json, sys
 from pathlib import Path
-from turnback.store import spool
+from turnback.agents import spool
 root = Path(sys.argv[1])
 body = json.dumps({"cwd": str(root), "hook_event_name": "UserPromptSubmit", "prompt": "e1",
                    "session_id": "s"}).encode()
@@ -174,7 +175,7 @@ def test_an_append_survives_a_power_cut_at_every_operation(ws, existing):
         if proc.returncode == 0:
             assert frames(ws) == before + ["id1"]
             break
-        assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+        assert proc.returncode == faultplan.CRASH_EXIT, proc.stderr
         crashed += 1
         assert frames(ws) in (before, before + ["id1"]), n
     assert crashed >= 3 and crashed >= 0.8 * (n - 1)
@@ -215,7 +216,7 @@ def test_a_replay_failed_at_any_operation_records_each_event_once_when_run_again
         shutil.rmtree(ws)
         shutil.copytree(pristine, ws)
         calls: list = []
-        with fsio.faults(fail_at=n) as fp:
+        with faultplan.faults(fail_at=n) as fp:
             try:
                 replay(ws, ws / ".turnback", lambda c, r: ListPort(calls), lambda _: None)
             except OSError:
@@ -232,7 +233,8 @@ def test_a_replay_failed_at_any_operation_records_each_event_once_when_run_again
 
 FILE_PORT = """
 import json, os
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 
 class FilePort:
     # a session whose every call is durable when it returns (as a synced journal frame is)
@@ -241,14 +243,14 @@ class FilePort:
         self.log = root / "session.log"
     def call(self, method, params):
         new = not self.log.exists()
-        fd = fsio.open_for_append(self.log)
+        fd = fs.open_for_append(self.log)
         try:
-            fsio.append(fd, (json.dumps([params["prompt"], params["part"]]) + "\\n").encode())
-            fsio.fsync(fd)
+            fs.append(fd, (json.dumps([params["prompt"], params["part"]]) + "\\n").encode())
+            fs.fsync(fd)
         finally:
             os.close(fd)
         if new:
-            fsio.fsync_dir(self.log.parent)
+            fs.fsync_dir(self.log.parent)
         return {}
     def close(self):
         pass
@@ -268,7 +270,7 @@ from pathlib import Path
 import turnback.hooks.mapper as mapper
 from turnback.hooks import drain
 from turnback.hooks.runtime import handle
-from turnback.store.agentrecord import AgentRecord
+from turnback.agents.agentrecord import AgentRecord
 
 root = Path(sys.argv[1])
 mapper.Mapper = TwoPartMapper
@@ -287,7 +289,7 @@ def stand_ins() -> dict:
 def replay_here(ws, monkeypatch) -> None:
     """The next owner's replay, in this process, with the same stand-ins as the child's."""
     import turnback.hooks.mapper as mapper
-    from turnback.store.agentrecord import AgentRecord
+    from turnback.agents.agentrecord import AgentRecord
 
     names = stand_ins()
     monkeypatch.setattr(mapper, "Mapper", names["TwoPartMapper"])
@@ -316,7 +318,7 @@ def test_a_replay_cut_at_every_power_cut_never_records_an_event_twice(ws, monkey
         if proc.returncode == 0:
             assert _session(ws) == [(e, p) for e in EVENTS for p in (1, 2)]
             break
-        assert proc.returncode == fsio.CRASH_EXIT, proc.stderr
+        assert proc.returncode == faultplan.CRASH_EXIT, proc.stderr
         crashed += 1
         replay_here(ws, monkeypatch)  # the next owner
         got = _session(ws)

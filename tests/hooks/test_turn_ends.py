@@ -12,7 +12,7 @@ import pytest
 from agentkit import Hooked, backdate, record, workspace
 from hookkit import hook_log, tb, tb_json, workspace_files
 
-from turnback.store.agentrecord import QUIET_SECONDS
+from turnback.agents.agentrecord import QUIET_SECONDS
 
 
 @pytest.fixture

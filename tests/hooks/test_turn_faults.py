@@ -15,8 +15,8 @@ from agentkit import Hooked, backdate, workspace
 from sessionkit import assert_faulted
 
 from turnback.errors import TurnbackError
-from turnback.store import fsio
-from turnback.store.agentrecord import IDLE_SECONDS
+from turnback.store.testing import faultplan
+from turnback.agents.agentrecord import IDLE_SECONDS
 from turnback.store.fsck import fsck
 from turnback.workbench import Options, Workbench
 
@@ -60,7 +60,7 @@ def fault_loop(tmp_path, root, action, check) -> None:
     pristine = tmp_path / "pristine"
     shutil.copytree(root, pristine, symlinks=True)
     wb = opened(root)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         action(wb)
     wb.close()
     points = sampled(counter.count)
@@ -69,7 +69,7 @@ def fault_loop(tmp_path, root, action, check) -> None:
         shutil.rmtree(root)
         shutil.copytree(pristine, root, symlinks=True)
         wb = opened(root)
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 action(wb)
             except (OSError, TurnbackError):

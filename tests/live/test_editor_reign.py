@@ -69,10 +69,10 @@ async def test_an_editor_that_loses_its_lease_attaches_to_the_new_owner(ws, serv
 def _waits_at_the_commit_point(pid: int, store) -> bool:
     """Whether process `pid` is in the middle of a rewind (its intent is written) and waits for
     the lease's lock (it has the lock file open: it opens it only to take the lock, and polls a
-    non-blocking flock with a budget, store/locks.py, so /proc/locks shows no waiter)."""
-    from turnback.store import fsio
+    non-blocking flock with a budget, store/ownership/locks.py, so /proc/locks shows no waiter)."""
+    from turnback.store import fs
 
-    if not [p for p in (store / "txn").iterdir() if not fsio.is_temp_name(p.name)]:
+    if not [p for p in (store / "txn").iterdir() if not fs.is_temp_name(p.name)]:
         return False
     lock = os.path.realpath(store / "lease.lock")
     for fd in os.listdir(f"/proc/{pid}/fd"):

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from turnback.remote import client as remote
-from turnback.store.ownership import who_owns
+from turnback.store.ownership.owners import who_owns
 
 from .sockclient import SocketClient
 from .test_daemon import daemons, root, tb, wait_gone  # noqa: F401 - root is a fixture

@@ -12,7 +12,7 @@ import json
 import os
 import signal
 
-from turnback.store.ownership import who_owns
+from turnback.store.ownership.owners import who_owns
 
 from .conftest import servers, ws  # noqa: F401 - fixtures
 from .sockclient import SocketClient

@@ -296,19 +296,19 @@ async def test_the_socket_is_never_published_open_to_others(tmp_path, monkeypatc
     with another mode than 0600 (it would refuse it as unsafe): it is bound and made private under
     another name, then renamed into place."""
     from turnback.lsp import sockets, sockplace
-    from turnback.store import fsio
+    from turnback.store import fs
 
     store = tmp_path / "store"
     store.mkdir()
     public = preferred_socket(str(store))
     seen = []
-    real_chmod = fsio.chmod
+    real_chmod = fs.chmod
 
     def watching(path, mode, **kw):
         seen.append((os.path.basename(os.fspath(path)), os.path.lexists(public)))
         return real_chmod(path, mode, **kw)
 
-    monkeypatch.setattr(sockplace.fsio, "chmod", watching)
+    monkeypatch.setattr(sockplace.fs, "chmod", watching)
     listener = sockets.Listener(server=None, store_path=str(store))
     path = await listener.start()
     try:

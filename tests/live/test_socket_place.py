@@ -17,7 +17,7 @@ import pytest
 
 from turnback.remote import client as remote
 from turnback.remote.paths import inside_socket, pointer_path, trusted_socket, UnsafeSocket
-from turnback.store.ownership import who_owns
+from turnback.store.ownership.owners import who_owns
 
 from .conftest import servers, ws  # noqa: F401 - fixtures
 from .sockclient import socket_of

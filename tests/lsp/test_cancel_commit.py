@@ -18,7 +18,7 @@ import time
 from sessionkit import Agent
 
 from turnback.bench.lspclient import LspClient
-from turnback.store import fsio
+from turnback.store import fs
 from turnback.store.fsck import fsck
 
 N = 120
@@ -101,7 +101,7 @@ async def test_cancelling_a_commit_gives_old_before_the_first_write_and_new_afte
         files = _files(root)
         assert (files, info["turnCount"]) in ((old, 2), (new, 1)), (when, result, info)
         assert not [p for p in (root / ".turnback" / "txn").iterdir()
-                    if not fsio.is_temp_name(p.name)]
+                    if not fs.is_temp_name(p.name)]
         assert fsck(root / ".turnback").ok
         outcomes[when] = "new" if files == new else "old"
         # the answer to a cancelled request is "cancelled" either way (docs/protocol.md); the

@@ -9,7 +9,7 @@ import threading
 
 from turnback.errors import NotOwner
 from turnback.lsp.server import TurnbackServer
-from turnback.store.ownership import Lease
+from turnback.store.ownership.lease import Lease
 from turnback.workbench import Workbench
 from turnback.workbench.options import Options
 

@@ -10,7 +10,8 @@ import pytest
 
 from sessionkit import assert_faulted
 from turnback.lsp.sockets import Listener
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.workbench import Workbench
 
@@ -121,7 +122,7 @@ async def test_sweep_progress_with_work_done_token(ws, servers):
 def _objects(store_path) -> set[str]:
     root = store_path / "objects"
     return {fan.name + f.name for fan in root.iterdir() if fan.is_dir() for f in fan.iterdir()
-            if not fsio.is_temp_name(f.name)}
+            if not fs.is_temp_name(f.name)}
 
 
 def _age_objects(store_path, seconds: float = 3600.0) -> None:
@@ -200,7 +201,7 @@ async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_pat
     # Count the mutating file-system operations a server makes to open the store and to commit.
     probe = tmp_path / "probe"
     shutil.copytree(ws, probe, symlinks=True)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         wb = Workbench.open(probe)
         if wb.collection.pending:  # the server collects at start ("resume") before anything else
             wb.run(wb.collection.job())
@@ -231,7 +232,7 @@ async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_pat
         # The point lies inside the commit, so the server must die there: a run that never
         # crashed proves nothing and fails (it used to be accepted).
         await asyncio.wait_for(died, timeout=20)
-        assert victim.process.returncode == fsio.CRASH_EXIT, (crash_at, victim.process.returncode)
+        assert victim.process.returncode == faultplan.CRASH_EXIT, (crash_at, victim.process.returncode)
         if not commit.done():
             commit.cancel()
         else:

@@ -9,7 +9,8 @@ import shutil
 
 from sessionkit import assert_faulted
 from turnback.lsp.sockets import Listener
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.workbench import Workbench
 
@@ -32,7 +33,7 @@ async def test_a_second_serve_takes_over_from_an_owner_killed_mid_commit(ws, ser
 
     probe = tmp_path / "probe"  # count the operations to open and to commit, as the server does
     shutil.copytree(ws, probe, symlinks=True)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         wb = Workbench.open(probe)
         if wb.collection.pending:
             wb.run(wb.collection.job())
@@ -60,7 +61,7 @@ async def test_a_second_serve_takes_over_from_an_owner_killed_mid_commit(ws, ser
         # The point lies inside the commit, so the owner must die there (a gate on its exit, not
         # a pause and a look): a run that never crashed proves nothing and fails.
         await asyncio.wait_for(victim.process.wait(), timeout=60)
-        assert victim.process.returncode == fsio.CRASH_EXIT, (crash_at, victim.process.returncode)
+        assert victim.process.returncode == faultplan.CRASH_EXIT, (crash_at, victim.process.returncode)
         if commit.done():
             commit.exception()
         else:
@@ -71,7 +72,7 @@ async def test_a_second_serve_takes_over_from_an_owner_killed_mid_commit(ws, ser
                             what="the observer to take over")
         info = await watcher.req("turnback/session/info", {})
         txn = root / ".turnback" / "txn"
-        assert not [p for p in txn.iterdir() if not fsio.is_temp_name(p.name)]
+        assert not [p for p in txn.iterdir() if not fs.is_temp_name(p.name)]
         assert (_state(root), info["turnCount"]) in {(old, 2), (new, 1)}, (crash_at, info)
         assert info["recovery"] == 0
         await turn(watcher, "after the takeover", {"c.txt": "c\n"})  # and it accepts work

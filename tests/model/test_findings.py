@@ -432,7 +432,7 @@ def test_a_file_whose_place_keeps_a_folder_of_the_users_files_is_old_or_new_unde
     from sessionkit import Agent, crash_every_operation, normalised_log
 
     from turnback.errors import TurnbackError
-    from turnback.store import fsio
+    from turnback.store.testing import faultplan
 
     pristine = tmp_path / "pristine"
     pristine.mkdir()
@@ -463,7 +463,7 @@ def test_a_file_whose_place_keeps_a_folder_of_the_users_files_is_old_or_new_unde
             else:
                 c = a.wb.redo.prepare({"headSeq": 5})
                 commit = lambda: a.wb.redo.commit({"headSeq": 5, "planHash": c["planHash"]})
-            with fsio.faults(fail_at=n) as plan:
+            with faultplan.faults(fail_at=n) as plan:
                 try:
                     status = commit()["status"]
                 except TurnbackError as exc:

@@ -1,7 +1,7 @@
 """Process entry points for ownership races (importable by spawned children)."""
 
 from turnback.errors import NotOwner
-from turnback.store.ownership import Lease
+from turnback.store.ownership.lease import Lease
 
 
 def lease_racer(store_dir, rounds, barrier, results):

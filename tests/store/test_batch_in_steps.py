@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from turnback.store import fsio
+from turnback.store import fs
 from turnback.store.objects import PACK_AFTER
 
 GATE = 30.0
@@ -25,7 +25,7 @@ def test_the_commit_waits_for_its_sync_in_steps_and_reads_go_on(store, monkeypat
     objects = store.objects
     blobs = [b"object %d " % i * 40 for i in range(PACK_AFTER * 4)]  # enough for a pack
     entered, release = threading.Event(), threading.Event()
-    real = fsio.syncfs_or_fsync
+    real = fs.syncfs_or_fsync
 
     def slow_sync(paths, **kw):
         paths = list(paths)
@@ -34,7 +34,7 @@ def test_the_commit_waits_for_its_sync_in_steps_and_reads_go_on(store, monkeypat
             assert release.wait(GATE), "the test never opened the gate"
         return real(paths, **kw)
 
-    monkeypatch.setattr(fsio, "syncfs_or_fsync", slow_sync)
+    monkeypatch.setattr(fs, "syncfs_or_fsync", slow_sync)
     job = objects.iter_batch(_body(objects, blobs))
     steps = 0
     while not entered.is_set():
@@ -68,7 +68,7 @@ def test_a_failed_sync_discards_the_batch_and_is_raised_where_the_job_waits(stor
     def failing(paths, **kw):
         raise OSError(5, "the disk went away")
 
-    monkeypatch.setattr(fsio, "syncfs_or_fsync", failing)
+    monkeypatch.setattr(fs, "syncfs_or_fsync", failing)
     job = objects.iter_batch(_body(objects, blobs))
     with pytest.raises(OSError, match="went away"):
         while True:

@@ -8,7 +8,7 @@ import pytest
 import zstandard
 
 from turnback.errors import CorruptObject, DigestCollision
-from turnback.store import envelope, fsio
+from turnback.store import envelope, fs
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 from turnback.store.objects import CHUNK
@@ -99,7 +99,7 @@ def test_streamed_files_compress_and_read_back(store, tmp_path):
         d3, _ = store.objects.put_file(big)
         assert b"".join(store.objects.iter_chunks(d3)) == data + b"more"
     assert store.objects.verify(d3)
-    assert [n for n in os.listdir(store.objects.root) if fsio.is_temp_name(n)] == []
+    assert [n for n in os.listdir(store.objects.root) if fs.is_temp_name(n)] == []
 
 
 def test_a_single_small_put_is_raw_until_packed(store):
@@ -140,7 +140,7 @@ def test_damaged_compressed_objects_are_refused_by_every_read_and_by_fsck(store,
     # A restore writes through a temp file from iter_chunks: damage means no file at all.
     target = store.path.parent / "restored.txt"
     with pytest.raises(CorruptObject):
-        fsio.write_atomic(target, store.objects.iter_chunks(d))
+        fs.write_atomic(target, store.objects.iter_chunks(d))
     assert not target.exists()
     report = fsck(store.path)
     assert not report.ok

@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from sessionkit import assert_faulted
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
 from turnback.store.layout import Store
@@ -29,11 +30,11 @@ def fail_every_op(action, check, reset=lambda: None, limit=200):
     faulted = 0
     for n in range(1, limit):
         reset()
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 action()
                 completed = plan.count < n
-            except fsio.FaultInjected:
+            except faultplan.FaultInjected:
                 completed = False
         faulted += plan.faulted > 0
         check(completed)
@@ -51,8 +52,8 @@ def crash_every_op(template, script, check, limit=200):
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(template, work, symlinks=True)
         r = run_py(script.replace("STORE", repr(str(work))), env={"TURNBACK_CRASH_AT": str(n)})
-        assert r.returncode in (0, fsio.CRASH_EXIT), r.stderr
-        crashed += r.returncode == fsio.CRASH_EXIT
+        assert r.returncode in (0, faultplan.CRASH_EXIT), r.stderr
+        crashed += r.returncode == faultplan.CRASH_EXIT
         check(work, r.returncode == 0)
         assert_sound(work)
         if r.returncode == 0:
@@ -92,7 +93,7 @@ def test_fail_every_op_of_repairing_a_damaged_object(store):
     damaged = b"X" + NEW[1:]
 
     def reset():
-        fsio.write_atomic(store.objects.path(d), damaged)
+        fs.write_atomic(store.objects.path(d), damaged)
 
     def check(completed):
         assert store.objects.path(d).read_bytes() in (damaged, NEW)
@@ -152,7 +153,7 @@ def test_fail_every_op_of_journal_append(store):
     pristine = jp.read_bytes()
 
     def reset():
-        fsio.write_atomic(jp, pristine)
+        fs.write_atomic(jp, pristine)
 
     def action():
         j, _, _ = Journal.open(jp)
@@ -250,7 +251,7 @@ def test_crash_at_every_op_of_object_put(template):
     # exist already, or need a mkdir and a sync): counted on a copy, and every one of them crashed.
     counted = template.parent / "counted"
     shutil.copytree(template, counted, symlinks=True)
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         Store.open(counted).objects.put(NEW)
     assert plan.count >= 5, plan.log  # a temp made, written, synced, renamed; a folder synced
     assert crash_every_op(template, PRELUDE + f"s.objects.put({NEW!r})\n", check) == plan.count + 1

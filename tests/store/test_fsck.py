@@ -1,9 +1,10 @@
 import os
 
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
-from turnback.store.ownership import Lease
+from turnback.store.ownership.lease import Lease
 from turnback.store.records import write_record
 from .conftest import session_body, tree
 
@@ -96,11 +97,11 @@ def test_fsck_is_read_only(store):
     jp = store.journal_path("s")
     with open(jp, "ab") as f:
         f.write(b"\x01")
-    tmp = fsio.temp_path(store.objects.path(store.objects.put(b"x")))
+    tmp = fs.temp_path(store.objects.path(store.objects.put(b"x")))
     tmp.write_bytes(b"tmp")
     tmp.chmod(0o600)
     before = tree(store.path)
-    with fsio.faults(fail_at=1, sticky=True):  # any mutation through the seam would raise
+    with faultplan.faults(fail_at=1, sticky=True):  # any mutation through the seam would raise
         r = fsck(store.path)
     assert tree(store.path) == before
     assert r.ok and {p.severity for p in r.problems} == {"warning"}

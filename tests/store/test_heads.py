@@ -3,7 +3,7 @@ import threading
 import pytest
 
 from turnback.errors import HeadRace, InvalidParams, RecordError
-from turnback.store import fsio
+from turnback.store import fs
 from turnback.store.heads import HeadRecord, HeadStore
 
 
@@ -72,7 +72,7 @@ def test_invalid_fields_refused(store):
 def test_damaged_or_misnamed_head_is_refused(store):
     h = store.heads.publish(**fields())
     p = store.heads.path(h.seq)
-    fsio.rename(p, store.heads.path(7))
+    fs.rename(p, store.heads.path(7))
     with pytest.raises(RecordError, match="seq 1"):
         store.heads.read(7)
     data = bytearray(store.heads.path(7).read_bytes())

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from turnback.errors import CorruptStore, NewerFormat
-from turnback.store import fsio, journal
+from turnback.store.testing import faultplan
+from turnback.store import journal
 from turnback.store.journal import HEADER, HEADER_LEN, Journal
 
 frames_st = st.lists(
@@ -116,8 +117,8 @@ def test_failed_append_is_cut_back(tmp_path):
     p = tmp_path / "s.wal"
     j, _, _ = Journal.open(p)
     j.append({"a": 1})
-    with fsio.faults(fail_at=1):
-        with pytest.raises(fsio.FaultInjected):
+    with faultplan.faults(fail_at=1):
+        with pytest.raises(faultplan.FaultInjected):
             j.append({"lost": True})
     j.append({"b": 2})
     j.sync()
@@ -128,8 +129,8 @@ def test_failed_append_is_cut_back(tmp_path):
 def test_append_that_cannot_be_cut_back_breaks_the_handle(tmp_path):
     p = tmp_path / "s.wal"
     j, _, _ = Journal.open(p)
-    with fsio.faults(fail_at=1, sticky=True):
-        with pytest.raises(fsio.FaultInjected):
+    with faultplan.faults(fail_at=1, sticky=True):
+        with pytest.raises(faultplan.FaultInjected):
             j.append({"a": 1})
     with pytest.raises(CorruptStore, match="reopen"):
         j.append({"b": 2})

@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from turnback.errors import InvalidParams, NewerFormat, NotFound, SymlinkRefused
-from turnback.store import fsio
+from turnback.store import fs
 from turnback.store.layout import FORMAT_VERSION, SUBDIRS, Store
 from turnback.store.records import encode_record, read_record
 
@@ -74,7 +74,7 @@ def test_refuses_a_foreign_folder_and_a_symlink(tmp_path):
 
 
 def test_half_created_store_is_finished(tmp_path):
-    fsio.mkdir(tmp_path / "s" / "objects")
+    fs.mkdir(tmp_path / "s" / "objects")
     s = Store.open(tmp_path / "s")
     assert all((s.path / n).is_dir() for n in SUBDIRS)
 
@@ -101,7 +101,7 @@ def test_journal_names_are_validated(store):
 
 def test_sweep_temp(store):
     d = store.objects.put(b"kept")
-    leftover = fsio.temp_path(store.objects.path(d))
+    leftover = fs.temp_path(store.objects.path(d))
     leftover.write_bytes(b"half")
     assert store.sweep_temp() == [leftover]
     assert store.objects.get(d) == b"kept"

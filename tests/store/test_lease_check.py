@@ -9,24 +9,27 @@ import os
 import pytest
 
 from turnback.errors import NotOwner
-from turnback.store import fsio, ownership
-from turnback.store.ownership import Lease, takeover
+from turnback.store import fs
+from turnback.store.ownership import holder
+from turnback.store.ownership.lease import Lease
+from turnback.store.ownership.owners import takeover
 
 
 def _count_reads(monkeypatch) -> list:
     opened = []
-    real = fsio.open_read
+    real = fs.open_read
 
     def counting(path):
         opened.append(str(path))
         return real(path)
-    monkeypatch.setattr(fsio, "open_read", counting)
+    monkeypatch.setattr(fs, "open_read", counting)
+    monkeypatch.setattr(fs.read, "open_read", counting)  # where read_file and its kin open
     return opened
 
 
 def _settle_timestamps(monkeypatch):
     """Make the freshly written record count as old: the racy window is what the test is not about."""
-    monkeypatch.setattr(ownership, "RACY_SECONDS", 0.0)
+    monkeypatch.setattr(holder, "RACY_SECONDS", 0.0)
 
 
 def test_an_unchanged_record_is_checked_by_its_stat_alone(store, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 
 from turnback.errors import NotOwner
 from turnback.store.heads import HeadStore
-from turnback.store.ownership import Lease
+from turnback.store.ownership.lease import Lease
 from turnback.workbench import Options, Workbench
 
 from .clocks import FakeClock

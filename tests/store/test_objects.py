@@ -5,7 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from turnback.errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.digest import Hasher
 from turnback.store.objects import PACK_AFTER, CHUNK, ObjectStore
 
@@ -110,7 +111,7 @@ def test_put_file_small_and_streamed(store, tmp_path):
     assert size == len(data) and d == store.hasher.digest(data)
     assert store.objects.get(d) == data
     assert store.objects.put_file(big) == (d, size)  # dedup by bytes
-    assert [n for n in os.listdir(store.objects.root) if fsio.is_temp_name(n)] == []
+    assert [n for n in os.listdir(store.objects.root) if fs.is_temp_name(n)] == []
 
 
 def test_put_file_streamed_in_batch(store, tmp_path):
@@ -139,12 +140,12 @@ def test_put_file_limits_and_refusals(store, tmp_path):
         store.objects.put_file(tmp_path / "link")
     with pytest.raises(InvalidParams):
         store.objects.put_file(tmp_path)
-    assert [n for n in os.listdir(store.objects.root) if fsio.is_temp_name(n)] == []
+    assert [n for n in os.listdir(store.objects.root) if fs.is_temp_name(n)] == []
 
 
 def test_batch_is_one_durability_pass(store):
     blobs = [b"blob %d" % i for i in range(PACK_AFTER - 1)]  # loose: too few for a pack
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         with store.objects.batch():
             digests = [store.objects.put(b) for b in blobs]
             assert all(not store.objects.path(d).exists() for d in digests)
@@ -171,7 +172,7 @@ def test_batch_abort_discards(store):
             raise RuntimeError
     assert not store.objects.has(d)
     for folder, _, files in os.walk(store.objects.root):
-        assert not [f for f in files if fsio.is_temp_name(f)]
+        assert not [f for f in files if fs.is_temp_name(f)]
 
 
 def test_nested_batch_joins_outer(store):

@@ -8,7 +8,10 @@ import psutil
 import pytest
 
 from turnback.errors import InvalidParams, NotOwner
-from turnback.store.ownership import Lease, PidLock, open_ownership, process_alive, who_owns
+from turnback.store.ownership.lease import Lease
+from turnback.store.ownership.pidlock import PidLock
+from turnback.store.ownership.owners import open_ownership, who_owns
+from turnback.store.ownership.host import process_alive
 from . import _workers
 from .conftest import REPO
 
@@ -68,7 +71,7 @@ def test_two_processes_race_for_the_lease(store):
 
 
 def _spawn_holder(store_dir, *, hold: bool):
-    code = (f"import sys, time\nfrom turnback.store.ownership import PidLock\n"
+    code = (f"import sys, time\nfrom turnback.store.ownership.pidlock import PidLock\n"
             f"PidLock.acquire({str(store_dir)!r})\nprint('ready', flush=True)\n"
             + ("time.sleep(60)\n" if hold else ""))
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
@@ -107,10 +110,10 @@ def test_pid_reuse_is_detected():
 def test_own_start_time_is_psutils(pid_store):
     """The lease stamps the start time read from /proc without psutil; `process_alive` compares it
     with psutil's, so the two must agree, here and in another process."""
-    from turnback.store.ownership import _own_start_time
+    from turnback.store.ownership.host import _own_start_time
 
     assert abs(_own_start_time() - psutil.Process().create_time()) < 0.02
-    child = subprocess.Popen([sys.executable, "-c", "import sys; from turnback.store.ownership import "
+    child = subprocess.Popen([sys.executable, "-c", "import sys; from turnback.store.ownership.host import "
                               "_own_start_time as t; print(repr(t()), flush=True); sys.stdin.read()"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -135,7 +138,7 @@ def _pretend_written_on(lock, *, host, machine, boot=None):
 
 
 def test_pid_lock_from_another_machine_is_never_stale_without_a_confirmed_takeover(pid_store):
-    from turnback.store.ownership import takeover
+    from turnback.store.ownership.owners import takeover
 
     lock = PidLock.acquire(pid_store.path)
     _pretend_written_on(lock, host="elsewhere.example", machine="f" * 32)
@@ -155,7 +158,7 @@ def test_pid_lock_from_another_machine_is_never_stale_without_a_confirmed_takeov
 def test_pid_lock_of_a_renamed_host_is_recognised_by_its_machine_id(pid_store):
     """The host name changed (laptops, containers), the machine did not: the holder's process is
     judged as on this host (here: it exited, so the lock is stale)."""
-    from turnback.store.ownership import machine_id
+    from turnback.store.ownership.host import machine_id
 
     if machine_id() is None:
         pytest.skip("this machine has no machine id")
@@ -172,7 +175,7 @@ def test_pid_lock_of_a_renamed_host_is_recognised_by_its_machine_id(pid_store):
 
 
 def test_pid_lock_from_an_earlier_boot_is_stale(pid_store):
-    from turnback.store.ownership import boot_id, machine_id
+    from turnback.store.ownership.host import boot_id, machine_id
 
     if machine_id() is None or boot_id() is None:
         pytest.skip("no machine id or boot id here")
@@ -183,7 +186,7 @@ def test_pid_lock_from_an_earlier_boot_is_stale(pid_store):
 
 
 def test_live_lease_is_taken_only_by_a_confirmed_takeover(store):
-    from turnback.store.ownership import takeover
+    from turnback.store.ownership.owners import takeover
 
     a = Lease.acquire(store.path, ttl=3600)
     with pytest.raises(NotOwner):
@@ -211,9 +214,9 @@ def test_lease_of_a_dead_holder_on_this_host_is_taken_over_before_expiry(tmp_pat
     import subprocess
     import sys
 
-    from turnback.store.ownership import Lease
+    from turnback.store.ownership.lease import Lease
 
-    code = ("import sys, os; from turnback.store.ownership import Lease; "
+    code = ("import sys, os; from turnback.store.ownership.lease import Lease; "
             "l = Lease.acquire(sys.argv[1], ttl=3600); print(l.epoch); os._exit(0)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True,
                          capture_output=True, text=True)
@@ -229,9 +232,9 @@ def test_lease_of_a_live_holder_is_not_taken_over(tmp_path):
     import pytest
 
     from turnback.errors import NotOwner
-    from turnback.store.ownership import Lease
+    from turnback.store.ownership.lease import Lease
 
-    code = ("import sys, time; from turnback.store.ownership import Lease; "
+    code = ("import sys, time; from turnback.store.ownership.lease import Lease; "
             "l = Lease.acquire(sys.argv[1], ttl=3600); print('held', flush=True); time.sleep(30)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
                             text=True)

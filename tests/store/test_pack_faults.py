@@ -11,7 +11,8 @@ import shutil
 
 import pytest
 
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 from turnback.store.objects import PACK_AFTER
@@ -46,7 +47,7 @@ def _check(path, completed):
         assert pack.doc.segment_count >= 2
     owner = Store.open(path)  # what the next owner's open does first
     owner.sweep_temp()
-    left = [p.name for p in path.rglob("*") if fsio.is_temp_name(p.name)]
+    left = [p.name for p in path.rglob("*") if fs.is_temp_name(p.name)]
     assert left == []
     assert fsck(path).ok and not [p for p in fsck(path).problems if "without an index" in p.what]
 
@@ -65,7 +66,7 @@ def _fault_loop(tmp_path, plan_for):
     for n in range(1, 400):
         _empty(path)
         store = Store.open(path)
-        with fsio.faults(**plan_for(n)) as plan:
+        with faultplan.faults(**plan_for(n)) as plan:
             try:
                 _write_all(store)
                 completed = True
@@ -111,7 +112,7 @@ def test_a_crash_at_every_operation_of_writing_a_pack(tmp_path, model):
     for n in range(1, 400):
         _empty(path)
         r = run_py(CHILD.replace("STORE", repr(str(path))), env={**env, "TURNBACK_CRASH_AT": str(n)})
-        assert r.returncode in (0, fsio.CRASH_EXIT), r.stderr
+        assert r.returncode in (0, faultplan.CRASH_EXIT), r.stderr
         _check(path, r.returncode == 0)
         if r.returncode == 0:
             break

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from turnback.store import fsio
+from turnback.store import fs
 from turnback.store.packwrite import IN_FLIGHT, PackWriter
 
 from .test_pack_backlog import BLOCK, GATE, SIZE, _objects  # one to a block, past INLINE_BLOCK
@@ -19,10 +19,10 @@ from .test_pack_backlog import BLOCK, GATE, SIZE, _objects  # one to a block, pa
 
 @pytest.fixture
 def held_writes(monkeypatch):
-    """Every `fsio.append` off the caller's thread waits for the gate; records who wrote what."""
+    """Every `fs.append` off the caller's thread waits for the gate; records who wrote what."""
     gate, writes = threading.Event(), []
     caller = threading.current_thread()
-    real = fsio.append
+    real = fs.append
 
     def append(fd, data):
         writes.append((threading.current_thread().name, len(data)))
@@ -30,7 +30,7 @@ def held_writes(monkeypatch):
             assert gate.wait(GATE), "the test never opened the gate"
         real(fd, data)
 
-    monkeypatch.setattr(fsio, "append", append)
+    monkeypatch.setattr(fs, "append", append)
     return gate, writes
 
 
@@ -98,7 +98,7 @@ def test_reading_back_a_written_block_does_not_wait_for_later_writes(store, monk
     writer = PackWriter(store.objects.packs.folder, block_raw=BLOCK)
     objs = _objects(store, IN_FLIGHT + 3)
     gate = threading.Event()
-    real = fsio.append
+    real = fs.append
     try:
         for digest, data in objs[:2]:
             writer.add(digest, data)
@@ -111,7 +111,7 @@ def test_reading_back_a_written_block_does_not_wait_for_later_writes(store, monk
                 assert gate.wait(GATE), "the test never opened the gate"
             real(fd, data)
 
-        monkeypatch.setattr(fsio, "append", append)
+        monkeypatch.setattr(fs, "append", append)
         for digest, data in objs[2:]:
             writer.add(digest, data)
         writer._drain()
@@ -130,7 +130,7 @@ def test_reading_back_a_written_block_does_not_wait_for_later_writes(store, monk
 
 
 def test_a_failed_write_fails_the_caller_and_nothing_follows_it(store, monkeypatch):
-    real, calls = fsio.append, []
+    real, calls = fs.append, []
 
     def append(fd, data):
         calls.append(threading.current_thread().name)
@@ -139,7 +139,7 @@ def test_a_failed_write_fails_the_caller_and_nothing_follows_it(store, monkeypat
             raise OSError(errno.ENOSPC, "the disk is full")
         real(fd, data)
 
-    monkeypatch.setattr(fsio, "append", append)
+    monkeypatch.setattr(fs, "append", append)
     writer = PackWriter(store.objects.packs.folder, block_raw=BLOCK)
     try:
         with pytest.raises(OSError) as raised:
@@ -151,4 +151,4 @@ def test_a_failed_write_fails_the_caller_and_nothing_follows_it(store, monkeypat
         assert off == off[:1]  # the failed one only: no later write reached the file
     finally:
         writer.discard()
-    assert not [p for p in store.objects.packs.folder.iterdir() if fsio.is_temp_name(p.name)]
+    assert not [p for p in store.objects.packs.folder.iterdir() if fs.is_temp_name(p.name)]

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from turnback.errors import CorruptObject, DigestCollision
-from turnback.store import delta, fsio
+from turnback.store import delta, fs
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 from turnback.store.objects import PACK_AFTER
@@ -103,8 +103,8 @@ def test_a_flipped_byte_inside_a_packed_object_is_named_and_never_read(store):
     assert any(digests[0] in p and pack.name in p for p in problems), problems
     assert any("fails its checksum" in p for p in problems)
     # A sound loose copy of the object wins over the damaged packed one.
-    fsio.mkdir(fresh.objects.path(digests[0]).parent)
-    fsio.write_atomic(fresh.objects.path(digests[0]), datas[0])
+    fs.mkdir(fresh.objects.path(digests[0]).parent)
+    fs.write_atomic(fresh.objects.path(digests[0]), datas[0])
     assert fresh.objects.get(digests[0]) == datas[0]
 
 

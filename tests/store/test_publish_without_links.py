@@ -9,7 +9,8 @@ import os
 import pytest
 
 from sessionkit import assert_faulted
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.heads import HeadStore
 from turnback.store.layout import Store
 
@@ -21,7 +22,7 @@ def no_hard_links(monkeypatch):
     def refuse(src, dst, **kw):
         raise PermissionError(errno.EPERM, "hard links are not supported here", str(dst))
 
-    monkeypatch.setattr(fsio.os, "link", refuse)
+    monkeypatch.setattr(fs.ops.os, "link", refuse)
 
 
 @pytest.fixture(params=["renameat2", "placeholder"])
@@ -30,16 +31,16 @@ def publish_way(request, monkeypatch, no_hard_links):
         def unsupported(src, dst):
             raise NotImplementedError("no renameat2 here")
 
-        monkeypatch.setattr(fsio, "rename_noreplace", unsupported)
+        monkeypatch.setattr(fs.publish, "rename_noreplace", unsupported)  # where create_exclusive calls it
     return request.param
 
 
 def test_exclusive_publish_without_hard_links(tmp_path, publish_way):
     p = tmp_path / "x"
-    assert fsio.create_exclusive(p, b"first")
-    assert not fsio.create_exclusive(p, b"second")
+    assert fs.create_exclusive(p, b"first")
+    assert not fs.create_exclusive(p, b"second")
     assert p.read_bytes() == b"first"
-    assert [n for n in os.listdir(tmp_path) if fsio.is_temp_name(n)] == []
+    assert [n for n in os.listdir(tmp_path) if fs.is_temp_name(n)] == []
 
 
 def test_final_name_is_never_partial_at_any_failure(tmp_path, publish_way):
@@ -47,10 +48,10 @@ def test_final_name_is_never_partial_at_any_failure(tmp_path, publish_way):
     n, faulted = 1, 0
     while True:
         p = tmp_path / f"f{n}"
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
-                fsio.create_exclusive(p, data)
-            except fsio.FaultInjected:
+                fs.create_exclusive(p, data)
+            except faultplan.FaultInjected:
                 pass
         if os.path.lexists(p):
             assert p.read_bytes() in (b"", data), n

@@ -8,7 +8,7 @@ import pytest
 from turnback.cli.main import main
 from turnback.errors import NotOwner
 from turnback.store import records
-from turnback.store.ownership import PidLock
+from turnback.store.ownership.pidlock import PidLock
 from turnback.workbench import Options, Workbench
 
 

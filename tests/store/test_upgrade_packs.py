@@ -10,7 +10,7 @@ import shutil
 import pytest
 from sessionkit import assert_faulted
 
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.store.layout import FORMAT_VERSION, Store
 from turnback.store.records import read_record
 
@@ -53,8 +53,9 @@ def test_a_crash_at_every_operation_of_the_upgrade_and_its_first_repack(old_stor
     counted = scratch / "counted"
     shutil.copytree(ws0, counted, symlinks=True)
     probe = run_py("""
-from turnback.store import fsio
-plan = fsio.install_from_env()
+from turnback.store import fs
+from turnback.store.testing import faultplan
+plan = fs.install_from_env()
 """ + CHILD.format(ws=str(counted)) + """
 import sys
 sys.stderr.write("\\n".join(plan.log))
@@ -73,9 +74,9 @@ sys.stderr.write("\\n".join(plan.log))
             env = {"TURNBACK_CRASH_AT": str(n),
                    **({"TURNBACK_CRASH_MODEL": "lose-unsynced"} if lose else {})}
             r = run_py(CHILD.format(ws=str(ws)), env=env)
-            assert r.returncode in (0, fsio.CRASH_EXIT), (n, r.stderr)
+            assert r.returncode in (0, faultplan.CRASH_EXIT), (n, r.stderr)
             points += 1
-            crashed += r.returncode == fsio.CRASH_EXIT
+            crashed += r.returncode == faultplan.CRASH_EXIT
             assert _format(ws) in (2, FORMAT_VERSION), n  # old or new, never a damaged FORMAT
             expire_lease(ws / ".turnback")
             assert_sound(ws / ".turnback")  # opens, fsck sound, every head reads back whole

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from turnback.errors import NotOwner
-from turnback.store.ownership import Lease
+from turnback.store.ownership.lease import Lease
 
 
 def _count_checks(monkeypatch, owner) -> list:

@@ -4,7 +4,7 @@ session (owner and observer alike) is the state after some prefix of the journal
 a mix, in the same session the crashed journal names; fsck finds the store sound before and after.
 
 Both crash models: a killed process (written bytes survive) and a power cut (unsynced writes lost,
-store/crashfs.py). At the time of writing one run has 52 fs operations, so each model tries 52 crash
+store/testing/crashfs.py). At the time of writing one run has 52 fs operations, so each model tries 52 crash
 points (the test asserts at least 30, so a change that stops the run early cannot pass silently); a
 failure (EIO) at each of the same 52 operations too. And `session/start` over such a session, crashed
 at each of its ~95 operations: the old session live with its journal, or the new one with the old one
@@ -20,7 +20,7 @@ from sessionkit import assert_faulted, pristine_copy, run_child
 from turnback.store import journal as journal_mod
 import turnback.collect  # noqa: F401  (fsck with the deep check, as `turnback fsck` runs it)
 from turnback.store.fsck import fsck
-from turnback.store.fsio import CRASH_EXIT
+from turnback.store.testing.faultplan import CRASH_EXIT
 from turnback.store.layout import Store
 from turnback.workbench import Options, Workbench
 
@@ -62,10 +62,11 @@ try:
 except OSError:  # an injected failure: say what this process holds, then die unpublished
     print(json.dumps(snapshot(wb)), flush=True)
     os._exit(1)
-from turnback.store import fsio
-if fsio._plan is not None:
-    print("faulted", fsio._plan.faulted, file=sys.stderr, flush=True)
-    print("operations", fsio._plan.count, file=sys.stderr, flush=True)
+from turnback.store import fs
+from turnback.store.testing import faultplan
+if faultplan.current() is not None:
+    print("faulted", faultplan.current().faulted, file=sys.stderr, flush=True)
+    print("operations", faultplan.current().count, file=sys.stderr, flush=True)
 os._exit(0)  # killed before any publication: the journal is all there is
 '''
 

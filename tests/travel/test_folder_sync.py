@@ -1,6 +1,6 @@
 """A plan that writes into many folders makes their names durable with one syncfs of the workspace's
 file system instead of a fsync per folder (travel/disk.py, `SYNCFS_FOLDERS`), and a power cut right
-after the commit still finds every file the rewind wrote: the crash model (store/crashfs.py) undoes
+after the commit still finds every file the rewind wrote: the crash model (store/testing/crashfs.py) undoes
 every rename no sync covered, so skipping that syncfs fails here."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import pytest
 from sessionkit import Agent
 from travelkit import tree
 
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.travel import disk
 
-linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/fd") or fsio._load_syncfs() is None,
+linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/fd") or fs.sync._load_syncfs() is None,
                                 reason="the crash model needs /proc, and this path syncfs")
 
 FOLDERS = [f"pkg{i}/sub" for i in range(disk.SYNCFS_FOLDERS + 2)]
@@ -32,7 +33,7 @@ def build(root):
 def test_a_power_cut_after_a_rewind_into_many_folders_keeps_every_file_it_wrote(tmp_path):
     a = build(tmp_path / "w")
     want = None
-    with fsio.faults(lose_unsynced=True) as plan:
+    with faultplan.faults(lose_unsynced=True) as plan:
         c = a.wb.rewind.prepare({"boundary": B2})
         assert len({os.path.dirname(f["path"]) for f in c["files"]}) > disk.SYNCFS_FOLDERS
         assert a.wb.rewind.commit({"boundary": B2, "planHash": c["planHash"]})["status"] == "committed"
@@ -58,10 +59,10 @@ def test_syncfs_makes_renames_durable_in_the_crash_model(tmp_path):
     target = tmp_path / "t"
     target.write_bytes(b"old")
     os.sync()
-    with fsio.faults(lose_unsynced=True) as plan:
-        fsio.write_atomic(target, b"new", sync=False)
-        fsio.syncfs_at(tmp_path)
-        fsio.write_atomic(tmp_path / "later", b"after the sync", sync=False)
+    with faultplan.faults(lose_unsynced=True) as plan:
+        fs.write_atomic(target, b"new", sync=False)
+        fs.syncfs_at(tmp_path)
+        fs.write_atomic(tmp_path / "later", b"after the sync", sync=False)
         plan.unsynced.lose_unsynced()
     assert target.read_bytes() == b"new"
     assert not (tmp_path / "later").exists()  # what came after the syncfs is still lost
@@ -75,10 +76,10 @@ def test_syncfs_leaves_another_file_systems_changes_unsynced(tmp_path):
     here = tmp_path / "here"
     there = os.path.join(other, f"turnback-test-{os.getpid()}")
     try:
-        with fsio.faults(lose_unsynced=True) as plan:
-            fsio.write_atomic(here, b"x", sync=False)
-            fsio.write_atomic(there, b"y", sync=False)
-            fsio.syncfs_at(tmp_path)
+        with faultplan.faults(lose_unsynced=True) as plan:
+            fs.write_atomic(here, b"x", sync=False)
+            fs.write_atomic(there, b"y", sync=False)
+            fs.syncfs_at(tmp_path)
             plan.unsynced.lose_unsynced()
         assert here.read_bytes() == b"x"
         assert not os.path.exists(there)

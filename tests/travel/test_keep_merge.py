@@ -11,7 +11,7 @@ import sys
 import pytest
 from sessionkit import assert_faulted
 
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 
 APP1 = "def hello():\n    return 'hello'\n\n\ndef bye():\n    return 'bye'\n"
 TEST1 = ("import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n"
@@ -248,7 +248,7 @@ def test_a_fault_at_every_operation_of_a_merging_keep_leaves_old_or_new(tmp_path
         shutil.copytree(pristine, work, symlinks=True)
         b = Agent(work)
         c = b.wb.rewind.prepare({"boundary": BEFORE_3})
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 b.wb.rewind.commit({"boundary": BEFORE_3, "planHash": c["planHash"],
                                     "keepUserEdits": True})

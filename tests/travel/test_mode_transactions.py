@@ -8,20 +8,21 @@ import shutil
 
 from sessionkit import Agent, assert_faulted, run_child, tree_with_modes
 
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 
 BOUNDARY = {"kind": "beforePrompt", "turn": 2}
 
 REWIND = """
 import sys
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.workbench import Workbench, Options
 wb = Workbench.open(sys.argv[1], Options())
 b = {"kind": "beforePrompt", "turn": 2}
 c = wb.rewind.prepare({"boundary": b})
 if len(sys.argv) > 2:  # count: print every operation of the commit
-    plan = fsio.FaultPlan()
-    fsio.install(plan)
+    plan = faultplan.FaultPlan()
+    faultplan.install(plan)
 assert wb.rewind.commit({"boundary": b, "planHash": c["planHash"]})["status"] == "committed"
 if len(sys.argv) > 2:
     print("\\n".join(plan.log))
@@ -30,14 +31,14 @@ wb.close()
 
 
 AFTER_RUN_SH = """
-class AfterRunSh(fsio.FaultPlan):
+class AfterRunSh(faultplan.FaultPlan):
     armed = False
     def tick(self, op, path, src=None):
         if self.armed:
             self.crash()
         super().tick(op, path, src)
         self.armed = op == "rename" and str(path).endswith("/run.sh")
-fsio.install(AfterRunSh())
+faultplan.install(AfterRunSh())
 """
 
 
@@ -89,7 +90,7 @@ def test_recovery_at_open_rolls_back_bytes_and_mode_together(tmp_path):
     shutil.copytree(pristine, work, symlinks=True)
     child = REWIND.replace('c = wb.rewind.prepare({"boundary": b})\n',
                            'c = wb.rewind.prepare({"boundary": b})\n' + AFTER_RUN_SH)
-    assert run_child(child, work).returncode == fsio.CRASH_EXIT
+    assert run_child(child, work).returncode == faultplan.CRASH_EXIT
     assert tree(work)["run.sh"] == after["run.sh"]  # killed after run.sh was rewound
     b = Agent(work)
     try:
@@ -142,7 +143,7 @@ def test_a_chmod_only_rollback_through_the_seam_at_every_operation(agent):
         shutil.copytree(pristine, work, symlinks=True)
         b = Agent(work)
         c = b.wb.rewind.prepare({"boundary": BOUNDARY})
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 status = b.wb.rewind.commit({"boundary": BOUNDARY,
                                              "planHash": c["planHash"]})["status"]

@@ -13,7 +13,8 @@ from sessionkit import Agent, assert_faulted, crash_every_operation, normalised_
 from travelkit import tree
 
 from turnback.errors import TurnbackError
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.travel import disk
 
@@ -81,7 +82,7 @@ def test_fail_every_operation_of_a_rewind_commit(tmp_path, kind):
         a = Agent(work, store_kind=kind)
         boundary = {"kind": "beforePrompt", "turn": 2}
         c = a.wb.rewind.prepare({"boundary": boundary})
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             try:
                 out = a.wb.rewind.commit({"boundary": boundary, "planHash": c["planHash"]})
                 status = out["status"]
@@ -172,7 +173,7 @@ def test_recovery_at_open_is_reported(tmp_path):
         if run_child(REWIND, work, "heads", crash_at=n).returncode == 0:
             break
         intents = [p for p in (work / ".turnback" / "txn").iterdir()
-                   if p.name.endswith(".cbor") and not fsio.is_temp_name(p.name)]
+                   if p.name.endswith(".cbor") and not fs.is_temp_name(p.name)]
         if intents:  # (a crash inside the intent's own write leaves only a temp file: no intent)
             a = Agent(work)
             try:
@@ -190,7 +191,7 @@ def test_temp_files_a_crash_left_in_the_store_are_removed_at_open(agent):
     a.turn("one", {"a.txt": "1"})
     store = a.wb.store.path
     a.close()
-    litter = [store / "txn" / f".x.cbor{fsio.TEMP_MARK}abc", store / "heads" / f".h{fsio.TEMP_MARK}def"]
+    litter = [store / "txn" / f".x.cbor{fs.TEMP_MARK}abc", store / "heads" / f".h{fs.TEMP_MARK}def"]
     for p in litter:
         p.write_bytes(b"half written")
     a.reopen()
@@ -206,11 +207,11 @@ def test_recovery_never_cleans_temp_files_through_a_linked_folder(agent, tmp_pat
     a = agent()
     outside = tmp_path / "outside"
     outside.mkdir()
-    victim = outside / f".x.txt{fsio.TEMP_MARK}abc"
+    victim = outside / f".x.txt{fs.TEMP_MARK}abc"
     victim.write_text("not ours")
     os.symlink(outside, a.root / "lib")
     (a.root / "src").mkdir()
-    ours = a.root / "src" / f".x.txt{fsio.TEMP_MARK}abc"
+    ours = a.root / "src" / f".x.txt{fs.TEMP_MARK}abc"
     ours.write_text("ours")
     clean_temps(a.wb.ws, [{"rel": "lib/x.txt"}, {"rel": "src/x.txt"}])
     assert victim.exists() and not ours.exists()

@@ -12,7 +12,7 @@ from sessionkit import Agent
 from travelkit import FORK_CHILD, as_json, child, ok, operations, turnback
 
 from turnback.store.fsck import fsck
-from turnback.store.fsio import CRASH_EXIT
+from turnback.store.testing.faultplan import CRASH_EXIT
 
 
 def _two_turns(root, kind="heads"):

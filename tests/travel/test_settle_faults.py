@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from turnback.model.images import ABSENT, FOLDER
-from turnback.store import fsio
+from turnback.store.testing import faultplan
 from turnback.travel.settle import settle_all
 
 
@@ -33,7 +33,7 @@ def _holds_backup(root) -> dict[str, bool]:
 def test_a_failed_file_sync_names_that_file_and_not_the_folder_removed_before_it(agent):
     a = agent()
     ws, objects, files = _rollback(a)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         settle_all(ws, objects, files, "backup", max_bytes=1 << 30)
     ops = counter.log
     for p in (a.root / "new" / "d.txt", a.root / "new"):
@@ -42,7 +42,7 @@ def test_a_failed_file_sync_names_that_file_and_not_the_folder_removed_before_it
     # the temp file's own sync: in the batch's durability pass
     at = next(i for i, op in enumerate(ops, 1) if op.startswith(("fsync ", "syncfs "))
               and any(o.startswith("create") and ".d.txt" in o for o in ops[:i]))
-    with fsio.faults(fail_at=at):
+    with faultplan.faults(fail_at=at):
         failed = settle_all(ws, objects, files, "backup", max_bytes=1 << 30)
     assert [f["rel"] for f in failed] == ["new/d.txt"]
     assert _holds_backup(a.root) == {"keep/": True, "new/d.txt": False}
@@ -51,7 +51,7 @@ def test_a_failed_file_sync_names_that_file_and_not_the_folder_removed_before_it
 def test_a_failure_at_every_operation_names_exactly_what_is_not_put_back_or_not_proven(agent):
     a = agent()
     ws, objects, files = _rollback(a)
-    with fsio.faults() as counter:
+    with faultplan.faults() as counter:
         settle_all(ws, objects, files, "backup", max_bytes=1 << 30)
     total, faulted = counter.count, 0
     assert total >= 6, counter.log
@@ -65,7 +65,7 @@ def test_a_failure_at_every_operation_names_exactly_what_is_not_put_back_or_not_
             os.rmdir(a.root / "new")
         if not (a.root / "keep").exists():
             (a.root / "keep").mkdir()
-        with fsio.faults(fail_at=n) as plan:
+        with faultplan.faults(fail_at=n) as plan:
             failed = {f["rel"] for f in settle_all(ws, objects, files, "backup", max_bytes=1 << 30)}
         faulted += plan.faulted
         op = plan.log[n - 1] if len(plan.log) >= n else ""

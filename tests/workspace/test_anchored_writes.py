@@ -7,7 +7,7 @@ import os
 import pytest
 
 from turnback.errors import NotOwner
-from turnback.store import fsio
+from turnback.store import fs
 from turnback.store.layout import Store
 from turnback.travel.disk import put_image
 from turnback.workspace import fence
@@ -68,7 +68,7 @@ def test_store_moved_away_and_linked_back_gets_no_write(agent, tmp_path):
 def test_writes_outside_any_fenced_root_still_work(tmp_path):
     p = tmp_path / "plain" / "f"
     p.parent.mkdir()
-    fsio.write_atomic(p, b"x")
+    fs.write_atomic(p, b"x")
     assert p.read_bytes() == b"x"
 
 
@@ -79,6 +79,6 @@ def test_seam_refuses_a_linked_folder_below_a_root(tmp_path):
     os.symlink(tmp_path / "target", root / "linked")
     Workspace(root, root / ".turnback")
     with pytest.raises(OSError):
-        fsio.write_atomic(root / "linked" / "f", b"x")
+        fs.write_atomic(root / "linked" / "f", b"x")
     assert os.listdir(tmp_path / "target") == []
-    assert fence.fsio is fsio
+    assert fence.fs is fs

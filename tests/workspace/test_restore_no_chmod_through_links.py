@@ -5,7 +5,8 @@ workspace."""
 import os
 import stat
 
-from turnback.store import fsio
+from turnback.store import fs
+from turnback.store.testing import faultplan
 from turnback.store.layout import Store
 from turnback.travel.disk import put_image
 from turnback.workspace.fence import Workspace
@@ -20,7 +21,7 @@ def test_mode_of_a_file_outside_the_workspace_is_never_changed(tmp_path, monkeyp
     store = Store.open(root / ".turnback")
     ws = Workspace(root, store.path)
     digest = store.objects.put(b"restored bytes")
-    real_rename = fsio.os.replace
+    real_rename = fs.ops.os.replace
 
     def rename_then_swap(src, dst, **dir_fds):
         real_rename(src, dst, **dir_fds)
@@ -29,7 +30,7 @@ def test_mode_of_a_file_outside_the_workspace_is_never_changed(tmp_path, monkeyp
             os.unlink(target)  # a racing process swaps the restored file for a link
             os.symlink(outside, target)
 
-    monkeypatch.setattr(fsio.os, "replace", rename_then_swap)
+    monkeypatch.setattr(fs.ops.os, "replace", rename_then_swap)
     put_image(ws, store.objects, "f.txt", digest, mode=0o644)
     assert stat.S_IMODE(os.stat(outside).st_mode) == 0o600
     assert outside.read_text() == "private"
@@ -41,7 +42,7 @@ def test_restored_file_gets_the_mode_on_creation(tmp_path):
     store = Store.open(root / ".turnback")
     ws = Workspace(root, store.path)
     digest = store.objects.put(b"#!/bin/sh\n")
-    with fsio.faults() as plan:
+    with faultplan.faults() as plan:
         put_image(ws, store.objects, "run.sh", digest, mode=0o755)
     assert stat.S_IMODE(os.lstat(root / "run.sh").st_mode) == 0o755
     assert not any(entry.startswith("chmod") for entry in plan.log)

@@ -1,9 +1,9 @@
-"""`fence-cost`: what the write path's fence costs (store/anchored.py).
+"""`fence-cost`: what the write path's fence costs (store/fs/anchored.py).
 
 Every write, rename and unlink in a fenced root resolves its folder afresh from the root with
 `O_NOFOLLOW | O_DIRECTORY` opens (or one `openat2` with RESOLVE_NO_SYMLINKS where the kernel has it),
 so a folder swapped for a link between check and use cannot redirect it. That costs system calls. Here
-the same restore-shaped work (replace N files, 5 folders deep, through `fsio.write_atomic`) runs in a
+the same restore-shaped work (replace N files, 5 folders deep, through `fs.write_atomic`) runs in a
 fenced root and in an unfenced one, in the same run; the unfenced figure is the baseline. Both with
 and without the fsyncs, since on most disks the fsyncs hide the walk entirely.
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 
-from ..store import anchored, fsio
+from ..store.fs import anchored
+from ..store import fs
 
 DEPTH = 5
 
@@ -29,7 +30,7 @@ def _tree(root, n: int) -> list:
 def _replace_all(paths, sync: bool) -> float:
     start = time.perf_counter()
     for i, p in enumerate(paths):
-        fsio.write_atomic(p, b"new %d\n" % i, sync=sync)
+        fs.write_atomic(p, b"new %d\n" % i, sync=sync)
     return (time.perf_counter() - start) / len(paths)
 
 

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from ..store import fsio
+from ..store.testing import faultplan
 from ..store.fsck import fsck
 from .common import begin, open_wb, settle, timed, write
 
@@ -89,7 +89,7 @@ def run(ctx) -> None:
     ctx.require("the rewind was killed half way", proc.returncode == -9, proc.stderr[-300:])
     half = _files(crashed)
     ctx.check("the kill left the files half rewound", half not in (one, two))
-    with fsio.faults() as counter:  # counts the recovery's operations; faults nothing
+    with faultplan.faults() as counter:  # counts the recovery's operations; faults nothing
         wb, t_recover = timed(open_wb, crashed)
     try:
         lines = wb.open_report.get("recovered") or []

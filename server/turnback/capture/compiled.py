@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from ..store import fsio
+from ..store import fs
 from .sealed import seal, unseal
 
 _MAGIC = b"TBIX"
@@ -58,7 +58,7 @@ def load(path: Path | str) -> None:
         return
     _loaded.add(key)
     try:
-        doc = unseal(_MAGIC, _VERSION, fsio.read_file(key), "compiled ignore patterns")
+        doc = unseal(_MAGIC, _VERSION, fs.read_file(key), "compiled ignore patterns")
         if doc.get("pathspec") != _mark() or not _mark():
             return
         for line, patterns in doc["lines"].items():
@@ -76,8 +76,8 @@ def save(path: Path | str) -> None:
     lines = dict(list(_known.items())[-MAX_LINES:])
     doc = {"pathspec": _mark(), "lines": {k: [list(p) for p in v] for k, v in lines.items()}}
     p = Path(path)
-    fsio.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True)
-    fsio.write_atomic(p, seal(_MAGIC, _VERSION, doc), mode=0o600, sync=False)
+    fs.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True)
+    fs.write_atomic(p, seal(_MAGIC, _VERSION, doc), mode=0o600, sync=False)
     _dirty = False
 
 

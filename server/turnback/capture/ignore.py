@@ -30,7 +30,7 @@ import re
 import stat as _stat
 from typing import NamedTuple
 
-from ..store.fsio import is_temp_name
+from ..store.fs import is_temp_name
 from . import compiled
 from ..workspace.fence import Workspace
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..store import fsio
+from ..store import fs
 from .ignore import RulesSnapshot
 from .sealed import seal, unseal
 
@@ -70,7 +70,7 @@ def _snapshot(doc) -> RulesSnapshot:
 
 def load(path: Path | str) -> list[RulesSnapshot] | None:
     try:
-        return decode(fsio.read_file(path))
+        return decode(fs.read_file(path))
     except Exception:  # noqa: BLE001 - rebuildable: any failure means "not known"
         return None
 
@@ -79,5 +79,5 @@ def save(path: Path | str, snaps: list[RulesSnapshot]) -> None:
     """Replace the file atomically and durably: the order of this write and the journal's is what
     keeps a crash from ever judging a hidden file by rules that did not hide it."""
     p = Path(path)
-    fsio.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True, sync=True)
-    fsio.write_atomic(p, encode(snaps), mode=0o600, sync=True)
+    fs.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True, sync=True)
+    fs.write_atomic(p, encode(snaps), mode=0o600, sync=True)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import InvalidParams, SymlinkRefused, TooLarge
-from ..store import fsio
+from ..store import fs
 from ..workspace.fence import Workspace
 
 Status = Literal["ok", "absent", "too-large", "unreadable", "symlink", "not-a-file", "git-internal"]
@@ -172,9 +172,9 @@ def _read_in_memory(rel, fd, before, objects, max_bytes) -> ImageRead | None:
     expected = before.st_size
     try:
         while True:
-            # A buffer of the file's size, and no read more to see its end (`fsio.read_size`;
+            # A buffer of the file's size, and no read more to see its end (`fs.read_size`;
             # the fstat below catches a change meanwhile).
-            want = min(fsio.read_size(total, expected, _CHUNK), limit + 1 - total)
+            want = min(fs.read_size(total, expected, _CHUNK), limit + 1 - total)
             b = os.read(fd, want)
             if not b:
                 break

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from ..store import fsio
+from ..store import fs
 from .reader import ImageStat
 from .sealed import seal, unseal
 
@@ -186,7 +186,7 @@ class StatCache:
     def load(cls, path: Path | str) -> "StatCache":
         """Load the cache file; a missing, unreadable or corrupt file gives an empty cache."""
         try:
-            data = fsio.read_file(path)
+            data = fs.read_file(path)
             return cls.decode(data)
         except Exception:  # noqa: BLE001 - rebuildable: any failure means "start empty"
             return cls()
@@ -194,8 +194,8 @@ class StatCache:
     def save(self, path: Path | str) -> None:
         """Replace the cache file atomically (private mode, no fsync: it is rebuildable)."""
         p = Path(path)
-        fsio.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True, sync=False)
-        fsio.write_atomic(p, self.encode(), mode=0o600, sync=False)
+        fs.mkdir(p.parent, mode=0o700, parents=True, exist_ok=True, sync=False)
+        fs.write_atomic(p, self.encode(), mode=0o600, sync=False)
 
 
 class KeptCache:

@@ -175,7 +175,7 @@ def open_through_owner(args, root: Path, store: Path) -> OwnerWorkbench | None:
 def _leased(store: Path) -> bool:
     """Whether anyone holds the store's lease (or lock) now, read without writing."""
     from ..store.layout import Store
-    from ..store.ownership import who_owns
+    from ..store.ownership.owners import who_owns
 
     try:
         return who_owns(store, Store.open(store, kind=None, create=False).kind) is not None

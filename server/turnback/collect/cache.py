@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..store import fsio
+from ..store import fs
 from ..store.records import decode_record, encode_record
 from .scan import HeadFacts, facts_of
 
@@ -34,7 +34,7 @@ class HeadCache:
     def load(cls, store) -> "HeadCache":
         cache = cls(Path(store.cache_dir) / FILE_NAME, store.store_id)
         try:
-            body = decode_record(fsio.read_file(cache.path), path=str(cache.path), kind=KIND)
+            body = decode_record(fs.read_file(cache.path), path=str(cache.path), kind=KIND)
             if body.get("store") != store.store_id:
                 raise ValueError("cache of another store")
             for obs in body.get("heads", []):
@@ -74,10 +74,10 @@ class HeadCache:
         if not self.dirty:
             return False
         if not self.path.parent.is_dir():
-            fsio.mkdir(self.path.parent)
+            fs.mkdir(self.path.parent)
         data = encode_record(KIND, {"store": self.store_id,
                                     "heads": [f.to_obs() for _, f in sorted(self.facts.items())]})
-        fsio.write_atomic(self.path, data, sync=False)
+        fs.write_atomic(self.path, data, sync=False)
         self.dirty = False
         return True
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..store import fsio
+from ..store import fs
 from . import repack
 from .cache import HeadCache
 from .plan import CollectionPlan, Planner
@@ -111,7 +111,7 @@ class Collector(Planner):
                 continue
             # Unlinked now, made durable below with one folder sync off the loop: under load one
             # fsync per head held the loop 8-20 ms a retirement. Nothing is deleted before that sync.
-            fsio.unlink(self.store.heads.path(seq), missing_ok=True)
+            fs.unlink(self.store.heads.path(seq), missing_ok=True)
             self.retired.add(seq)
             self.known.pop(seq, None)
             self.cache.drop(seq)
@@ -120,7 +120,7 @@ class Collector(Planner):
             if self._tick():
                 yield from self._pause()
         if self.stats["headsRetired"]:
-            yield from self._off_loop(fsio.fsync_dir, self.store.heads.dir)
+            yield from self._off_loop(fs.fsync_dir, self.store.heads.dir)
         # Kept heads past the newest few go into the pack of old heads (a block each on disk
         # otherwise), retired ones out of it: durable before anything is deleted.
         self.wb.book.require_owner()

@@ -33,7 +33,7 @@ from .retention import Decision, decide, kept_for
 from .child import observations as child_observations
 from .scan import list_heads, observe
 from .slices import Slices
-from ..store import fsio
+from ..store import fs
 from ..store.digest import is_digest
 
 # The batch child costs a Python start-up (about 0.1 s, three times that on a loaded machine) where
@@ -209,7 +209,7 @@ class Planner(Reach):
                 continue
             for e in entries:
                 digest = fan + e.name
-                if fsio.is_temp_name(e.name) or not is_digest(digest):
+                if fs.is_temp_name(e.name) or not is_digest(digest):
                     continue
                 try:
                     st = e.stat(follow_symlinks=False)

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..store import fsio
+from ..store import fs
 from ..store.packformat import DELTA, NONE
 from ..store.packwrite import PackWriter
 from .repackplan import Plan
@@ -191,7 +191,7 @@ def _empty_fanouts(col, fans: set[str]):
         try:
             if os.listdir(folder):
                 continue
-            fsio.rmdir(folder)
+            fs.rmdir(folder)
         except OSError:
             continue  # refilled meanwhile, or gone: nothing to do
         if col._tick():
@@ -242,14 +242,14 @@ def phase(col: Collector, plan: Plan) -> Slices[None]:
         return
     col.wb.book.require_owner()
     for pack in going:
-        fsio.unlink(pack.index_path, missing_ok=True)
+        fs.unlink(pack.index_path, missing_ok=True)
     objects.packs.refresh(force=True)  # from here on no lookup in this process finds them
     # The indexes' removal durable first: a power cut may then bring back a pack without its index
     # (which the next owner removes), never an index naming a missing pack.
-    yield from col._off_loop(fsio.fsync_dir, objects.packs.folder)
+    yield from col._off_loop(fs.fsync_dir, objects.packs.folder)
     dropped = []
     for pack in going:
-        fsio.unlink(pack.pack_path, missing_ok=True)
+        fs.unlink(pack.pack_path, missing_ok=True)
         dropped += built.uncopied[pack.name]
         s["packsDeleted"] += 1
     objects.packs.refresh(force=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..store import fsio, journal as journal_mod
+from ..store import fs, journal as journal_mod
 from ..store.digest import is_digest
 from ..store.records import read_record
 from ..timeline.staterefs import NOT_DIGESTS
@@ -118,7 +118,7 @@ class StateRefs:
 def _record_files(folder: Path) -> list[Path]:
     try:
         return sorted(Path(e.path) for e in os.scandir(folder)
-                      if e.name.endswith(".cbor") and not fsio.is_temp_name(e.name)
+                      if e.name.endswith(".cbor") and not fs.is_temp_name(e.name)
                       and e.is_file(follow_symlinks=False))
     except FileNotFoundError:
         return []

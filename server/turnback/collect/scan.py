@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import TurnbackError
-from ..store import fsio, headpack
+from ..store import fs, headpack
 from ..store.heads import KIND as HEAD_KIND, HeadRecord, head_name
 from ..store.records import decode_record
 
@@ -96,7 +96,7 @@ def observe(store_path: str | os.PathLike, seq: int, stamp: tuple[int, int] | No
 
 
 def _read_loose(path: Path) -> tuple[int, bytes]:
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
         mtime_ns = os.fstat(fd).st_mtime_ns
         return mtime_ns, b"".join(iter(lambda: os.read(fd, 1 << 16), b""))

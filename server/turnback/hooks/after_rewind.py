@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..store.agentrecord import AgentRecord
+from ..agents.agentrecord import AgentRecord
 
 TAIL = 600  # characters of the command's output kept in the log line
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
-from ..store import agenttranscript
-from ..store.agentrecord import waiting_for
+from ..agents import agenttranscript
+from ..agents.agentrecord import waiting_for
 from .port import PortError
 
 NEW_CONVERSATION = ("startup", "clear", "fork")

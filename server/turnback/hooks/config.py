@@ -247,9 +247,9 @@ def load(workspace: Path, store: Path | None = None) -> HookConfig:
 def _read_trusted(path: Path) -> bytes:
     """The file's bytes, read without following a link, when it is the user's own and nobody
     else may write it; `untrusted` otherwise (a planted `block = true` is never obeyed)."""
-    from ..store import fsio, trust
+    from ..store import fs, trust
 
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
         trust.require_fd(fd, path, "configuration", private=False)
         chunks = []

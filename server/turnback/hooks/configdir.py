@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..store import fsio
+from ..store import fs
 
 
 def prepare_parent(path: Path, scope: str, root: Path) -> None:
@@ -19,4 +19,4 @@ def prepare_parent(path: Path, scope: str, root: Path) -> None:
         ws.ensure_parent_dirs(rel)
         ws.check_components(rel)
     else:
-        fsio.mkdir(path.parent, 0o700)
+        fs.mkdir(path.parent, 0o700)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from ..store import agenttranscript
-from ..store.agentrecord import turn_key
+from ..agents import agenttranscript
+from ..agents.agentrecord import turn_key
 from .agents import CONTEXT, DELIVERS
 from .port import PortError
 from .transcript import last_prompt

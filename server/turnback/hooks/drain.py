@@ -18,7 +18,8 @@ import json
 import os
 from pathlib import Path
 
-from ..store import fsio, spool
+from ..store import fs
+from ..agents import spool
 from .fast import budget, cwd_of, find_workspace, parse
 
 # An event waits this long for the agent record's lock, then goes to the spool (the variable is
@@ -80,7 +81,7 @@ def replaying(record, data: dict, event_id: str | None, cursor: dict | None, por
 
 def _save(record, data: dict) -> None:
     """The agent record written now, and synced (the lock's own write at its end is not)."""
-    fsio.write_atomic(record.state_path, json.dumps(data, sort_keys=True).encode())
+    fs.write_atomic(record.state_path, json.dumps(data, sort_keys=True).encode())
 
 
 class Deferred(Exception):

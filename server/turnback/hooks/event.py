@@ -41,7 +41,7 @@ class Event:
         "changed": None,  # the files a shell command changed, when the agent says (bashEditDiff)
         "identity": None,  # what makes this one event (for two copies through two hook files)
         "status": None,  # how the turn ended when the agent says: completed, aborted, error
-        "process": None,  # the agent's process {pid, start} (store/agentrecord.agent_process)
+        "process": None,  # the agent's process {pid, start} (agents/agentrecord.agent_process)
         "permission_mode": None,  # Claude Code: default, plan, acceptEdits, auto, dontAsk, bypassPermissions
     }
 

@@ -21,7 +21,7 @@ Never in the agent's way, whatever happens: the workspace is trusted only when i
 (`store/trust.py`); the hook never waits on an owner that is stopped or gone (its pid, from the
 socket's peer credentials, is looked up in `/proc` while the hook waits), never longer than
 `HOOK_SECONDS` in all; and an event it could not hand over is kept in the store's spool
-(`store/spool.py`) with its id, for the next owner to record in order (docs/agents/README.md).
+(`agents/spool.py`) with its id, for the next owner to record in order (docs/agents/README.md).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def find_workspace(cwd: str | None):
 
 def locate(cwd: str | None):
     """(the workspace and store, or None; why a workspace found was refused, or None)."""
-    from ..store.owned import entry_ok
+    from ..store.ownership.owned import entry_ok
 
     if not cwd:
         return None, None

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InvalidParams
-from ..store import fsio
+from ..store import fs
 from .configdir import prepare_parent
 
 FILES = {
@@ -151,8 +151,8 @@ def _load_manifest() -> dict:
 
 def _save_manifest(data: dict) -> None:
     path = manifest_path()
-    fsio.mkdir(path.parent, 0o700)
-    fsio.write_atomic(path, json.dumps(data, indent=2, sort_keys=True).encode())
+    fs.mkdir(path.parent, 0o700)
+    fs.write_atomic(path, json.dumps(data, indent=2, sort_keys=True).encode())
 
 
 # -- reading and writing settings files -----------------------------------------------------------
@@ -176,12 +176,12 @@ def _write(path: Path, data: dict | None, scope: str, root: Path) -> None:
     prepare_parent(path, scope, root)
     backup = path.with_name(path.name + ".turnback-backup")
     if path.exists() and not backup.exists():
-        fsio.write_atomic(backup, path.read_bytes(), mode=0o600)
+        fs.write_atomic(backup, path.read_bytes(), mode=0o600)
     if data is None:
-        fsio.unlink(path, missing_ok=True)
+        fs.unlink(path, missing_ok=True)
         return
     mode = (os.stat(path).st_mode & 0o777) if path.exists() else 0o644
-    fsio.write_atomic(path, (json.dumps(data, indent=2) + "\n").encode(), mode=mode)
+    fs.write_atomic(path, (json.dumps(data, indent=2) + "\n").encode(), mode=mode)
 
 
 # -- the three commands ---------------------------------------------------------------------------
@@ -286,7 +286,7 @@ def _install_plugin(path: Path, scope: str, root: Path, command: str) -> dict:
         result["alreadyInstalled"] = True
         return result
     if st.get("edited"):
-        fsio.write_atomic(path.with_name(path.name + ".turnback-backup"), path.read_bytes(),
+        fs.write_atomic(path.with_name(path.name + ".turnback-backup"), path.read_bytes(),
                           mode=0o600)
         result["editedKept"] = str(path.with_name(path.name + ".turnback-backup"))
     opencodeplugin.write(path, command, scope, root)
@@ -307,7 +307,7 @@ def _uninstall_plugin(path: Path, scope: str) -> dict:
         _save_manifest(manifest)
     removed = []
     if st.get("ours"):
-        fsio.unlink(path, missing_ok=True)
+        fs.unlink(path, missing_ok=True)
         removed = EVENTS["opencode"]
     return {"agent": "opencode", "scope": scope, "path": str(path), "removed": removed,
             **({"kept": "the file there is not turnback's"} if st["exists"] and not st.get("ours")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from ..store import agenttranscript
-from ..store.agentrecord import QUIET_SECONDS, waiting_for
+from ..agents import agenttranscript
+from ..agents.agentrecord import QUIET_SECONDS, waiting_for
 from .port import PortError
 
 PROMPT_CLIP = 300
@@ -151,7 +151,7 @@ class LifecycleMixin:
         return n
 
     def _enter(self, s: dict, n: int, started, prompt: str) -> None:
-        from ..store.agentrecord import turn_key
+        from ..agents.agentrecord import turn_key
 
         key = turn_key(n, started)
         s.update(turn=n, turnKey=key, promptId=self.ev.prompt_id, stopped=None, interrupted=False,

@@ -280,7 +280,7 @@ class Mapper(AttachMixin, LifecycleMixin, ConversationMixin):
     def flush(self, s: dict, *, final: bool = False, turn: int | None = None) -> None:
         """Log finished tool calls in the order they began; with `final`, the unfinished ones too,
         as steps of unknown scope (a Pre without a Post: denied, failed or interrupted)."""
-        from ..store.agentrecord import steps_in_order, unfinished_step
+        from ..agents.agentrecord import steps_in_order, unfinished_step
 
         n = turn if turn is not None else self.turn_of(s)
         for key, p, params in steps_in_order(s["pending"], final=final):

@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from ..store import fsio
+from ..store import fs
 from .configdir import prepare_parent
 
 NAME = "turnback.js"
@@ -180,4 +180,4 @@ def state(path: Path, command: str | None = None) -> dict:
 
 def write(path: Path, command: str, scope: str, root: Path) -> None:
     prepare_parent(path, scope, root)
-    fsio.write_atomic(path, render(command).encode(), mode=0o644)
+    fs.write_atomic(path, render(command).encode(), mode=0o644)

@@ -11,7 +11,7 @@ tool call fails. What it does print is what the agent asked for: additional cont
 after a rewind, or a message for the person (JSON on stdout, in the agent's own output shape).
 
 An event that could not reach an owner able to record it (stopped, starting, gone, its lock held)
-is kept in the store's spool (`store/spool.py`) and recorded, in order, by the next owner
+is kept in the store's spool (`agents/spool.py`) and recorded, in order, by the next owner
 (`drain.py`); each event carries an id, so one that reached its owner after all is not recorded twice.
 
 A payload whose `cwd` is in no workspace turnback knows (no `.turnback/` store and no
@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..store.agentrecord import AgentRecord
+from ..agents.agentrecord import AgentRecord
 from .agents import ADAPTERS
 from .event import BadPayload
 from .drain import LOCK_SECONDS, Deferred
@@ -102,9 +102,9 @@ def _through_started_owner(place, agent, body, event, event_id, cwd):
     except client.OwnerStarting as exc:  # still importing or recovering: never race it for the lease
         return Missed(f"no owner answered within {wait:g} s: {exc}", sent=False)
     except client.NoOwner as exc:
-        from ..store import ownership
+        from ..store.ownership import owners
 
-        held = _held_by_other(ownership, place[1])
+        held = _held_by_other(owners, place[1])
         if held:  # an owner is on its way (or cannot be reached): do not open the store here
             return Missed(f"no owner answered within {wait:g} s ({held}): {exc}", sent=False)
         AgentRecord(place[1]).log(f"could not start a background sidecar ({exc}); "
@@ -120,13 +120,13 @@ def _through_started_owner(place, agent, body, event, event_id, cwd):
     return outcome
 
 
-def _held_by_other(ownership, store) -> str | None:
+def _held_by_other(owners, store) -> str | None:
     """Who holds the store's ownership, when a process other than this one does and is alive."""
     try:
         from ..store.layout import Store
 
         kind = Store.open(store, kind=None, create=False).kind
-        holder = ownership.who_owns(store, kind)
+        holder = owners.who_owns(store, kind)
     except Exception:  # noqa: BLE001 - an unreadable lease is the direct path's to report
         return None
     pid = holder.get("pid") if holder else None
@@ -144,7 +144,7 @@ def _held_by_other(ownership, store) -> str | None:
 
 def _replay_spool(root: Path, store: Path, make_port) -> bool:
     """Replay the spool before this event; whether it is empty now."""
-    from ..store import spool
+    from ..agents import spool
 
     if not spool.pending(store):
         return True
@@ -194,7 +194,7 @@ def handle(agent: str, raw, body: bytes | None, root: Path, store: Path, make_po
         record.log(f"{exc}; payload: {_clip(raw)}")
         _mark(record, event_id, cursor)
         return EXIT_OK
-    from ..store.agentrecord import agent_process
+    from ..agents.agentrecord import agent_process
 
     ev.process = agent_process(hook_parent)
     from .config import load
@@ -245,7 +245,7 @@ class _Tally:
 
 def _keep(store, record: AgentRecord, ev, raw, body, event_id: str, exc) -> bool:
     """Put an event that could not be recorded now into the spool; whether that worked."""
-    from ..store import spool
+    from ..agents import spool
 
     code = getattr(exc, "code", type(exc).__name__)
     data = body if body is not None else json.dumps(raw).encode()
@@ -265,7 +265,8 @@ def undelivered(agent: str, raw, body: bytes, event: str | None, event_id: str, 
     """The hook could not hand the event to an owner that answered (`Missed`), or earlier
     events wait in the spool: it goes to the spool, to be recorded by the next owner in order,
     unless the user asked such events to be blocked."""
-    from ..store import spool, trust
+    from ..agents import spool
+    from ..store import trust
 
     stderr = stderr if stderr is not None else sys.stderr
     root, store = Path(place[0]), Path(place[1])

@@ -1,10 +1,10 @@
-"""What the hooks read in an agent's transcript beyond a turn's end (store/agenttranscript.py): the
+"""What the hooks read in an agent's transcript beyond a turn's end (agents/agenttranscript.py): the
 newest prompt (Claude Code's own `/rewind` is seen in its parent) and a helper agent's transcript.
 """
 
 from __future__ import annotations
 
-from ..store.agenttranscript import is_prompt, read, text_of
+from ..agents.agenttranscript import is_prompt, read, text_of
 
 records = read
 

@@ -23,7 +23,7 @@ from ..errors import NotOwner, TurnbackError
 from ..hooks import after_rewind
 from ..remote import client
 from ..remote.paths import recorded_socket, run_dir, store_dir
-from ..store import fsio
+from ..store import fs
 
 log = logging.getLogger("turnback.daemon")
 
@@ -61,8 +61,8 @@ def start(workspace: str, store: str | None, *, store_kind: str | None = None,
                                 code="unresponsive", data={"owner": holder, "socket": found})
         # Whoever listens there lost the store: a new owner takes the store and the socket's name.
     try:
-        fsio.mkdir(run_dir(sdir), mode=0o700, parents=True, exist_ok=True)
-        fd = fsio.open_for_append(log_path(sdir))
+        fs.mkdir(run_dir(sdir), mode=0o700, parents=True, exist_ok=True)
+        fd = fs.open_for_append(log_path(sdir))
     except OSError as exc:
         raise TurnbackError(f"the store's run folder {run_dir(sdir)} cannot hold the owner's log "
                             f"({exc.strerror or exc}); no owner was started", code="daemon-failed",
@@ -161,7 +161,7 @@ def _owner_pid(workspace, store) -> int | None:
 def _lease_holder(store: str) -> dict | None:
     """Who holds the store's lease (or lock) now, read without writing; None when nobody does."""
     from ..store.layout import Store
-    from ..store.ownership import who_owns
+    from ..store.ownership.owners import who_owns
 
     try:
         kind = Store.open(store, kind=None, create=False).kind
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("TURNBACK_LOG", "INFO").upper(),
                         format="%(asctime)s turnback[%(process)d] %(levelname)s %(name)s: %(message)s")
-    fsio.install_from_env()
+    fs.install_from_env()
     try:
         return run(a.workspace, a.store, store_kind=a.store_kind, idle=a.idle)
     except Exception:

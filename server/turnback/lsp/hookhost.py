@@ -199,7 +199,7 @@ async def drain_spool(server) -> bool:
     """Replay the store's hook spool, if there is one, before anything else is mapped; whether it
     is empty now (False: some events could not be recorded yet and wait, or a replay is under way,
     which will also take whatever joins the spool meanwhile)."""
-    from ..store import spool
+    from ..agents import spool
 
     wb = server.wb
     if wb is None or server.closed or not wb.is_owner:
@@ -223,7 +223,7 @@ async def drain_spool(server) -> bool:
         def work() -> dict:
             from ..hooks.drain import drain
             from ..hooks.runtime import handle
-            from ..store.agentrecord import AgentRecord
+            from ..agents.agentrecord import AgentRecord
 
             return drain(root, store, lambda config, record: OwnerPort(server, loop),
                          AgentRecord(store).log, handle=handle, stop=lambda: _stopping(server, loop),

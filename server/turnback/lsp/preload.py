@@ -14,7 +14,7 @@ JOB_MODULES = (
     "turnback.collect",  # the collector, its fsck checks and its repack
     "turnback.hooks.agents", "turnback.hooks.drain", "turnback.hooks.fast",
     "turnback.hooks.port", "turnback.hooks.runtime",  # the hook events an owner is sent
-    "turnback.store.agentrecord",  # a turn's agent record
+    "turnback.agents.agentrecord",  # a turn's agent record
     "turnback.travel.disk", "turnback.travel.recovered",  # an opened file; a recovery's notice
 )
 

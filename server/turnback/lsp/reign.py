@@ -28,7 +28,7 @@ import logging
 import os
 import time
 
-from ..store.ownership import relocated, who_owns
+from ..store.ownership.owners import relocated, who_owns
 from ..errors import NotOwner, TurnbackError
 
 log = logging.getLogger("turnback.lsp")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
 
-from ..store import fsio
+from ..store import fs
 
 SLICE_BUDGET = 0.005  # seconds; BRIEF law 7: goal 10 ms, hard ceiling 50 ms
 # How long another thread may hold the interpreter lock before the loop's thread gets it back. The
@@ -116,29 +116,29 @@ class Gate:
             with open(path) as fh:
                 text = fh.read().strip()
             step = 0 if text == "answer" else int(text)
-            fsio.unlink(path)  # the test's own folder: never the workspace or the store
+            fs.unlink(path)  # the test's own folder: never the workspace or the store
         except (OSError, ValueError):
             return None
-        fsio.unlink(os.path.join(folder, "go"), missing_ok=True)  # a go left by an earlier cancel
+        fs.unlink(os.path.join(folder, "go"), missing_ok=True)  # a go left by an earlier cancel
         return cls(step, folder, at_answer=step == 0)
 
     def ended(self, steps: int) -> None:
         """The job ended before the gate's step: FOLDER/ended says after how many yields."""
         import os
 
-        fsio.write_atomic(os.path.join(self.folder, "ended"), str(steps).encode(), sync=False)
+        fs.write_atomic(os.path.join(self.folder, "ended"), str(steps).encode(), sync=False)
 
     async def hold(self) -> None:
         import os
 
         paused, go = os.path.join(self.folder, "paused"), os.path.join(self.folder, "go")
-        fsio.write_atomic(paused, b"", sync=False)
+        fs.write_atomic(paused, b"", sync=False)
         try:
             while not os.path.exists(go):
                 await asyncio.sleep(0.005)  # a cancel arrives here, as at any yield of the job
-            fsio.unlink(go)
+            fs.unlink(go)
         finally:
-            fsio.unlink(paused, missing_ok=True)
+            fs.unlink(paused, missing_ok=True)
 
 
 async def run_job(job: Generator[Any, None, Any], *, budget: float = SLICE_BUDGET,

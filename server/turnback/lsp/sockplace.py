@@ -27,7 +27,7 @@ from ..errors import TurnbackError
 from ..remote.paths import (PRIVATE_PREFIX, SOCKET_NAME, UnsafeSocket, check_private, fits,
                             inside_socket, pointer_path, private_bases, run_dir, trusted_socket)
 from ..remote.wire import peer
-from ..store import fsio
+from ..store import fs
 
 log = logging.getLogger("turnback.socket")
 BACKLOG = 128
@@ -41,7 +41,7 @@ def private_run_dir(store: str) -> str:
     """`<store>/run`, made (0700) or checked: a real folder of this user's, closed to others."""
     run = run_dir(store)
     try:
-        fsio.mkdir(run, mode=0o700, parents=True, exist_ok=True)
+        fs.mkdir(run, mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise SocketRefused(f"the store's run folder {run} cannot be made ({exc}); not listening") \
             from None
@@ -49,7 +49,7 @@ def private_run_dir(store: str) -> str:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         raise SocketRefused(f"the store's run folder {run} is not a folder of yours; not listening")
     if stat.S_IMODE(st.st_mode) != 0o700:
-        fsio.chmod(run, 0o700)
+        fs.chmod(run, 0o700)
     return run
 
 
@@ -80,10 +80,10 @@ class Placement:
             try:
                 sock = self._bind_at(os.path.join(folder, SOCKET_NAME))
             except BaseException:
-                fsio.rmdir(folder)
+                fs.rmdir(folder)
                 raise
             self.private_folder = folder
-            fsio.write_atomic(pointer_path(self.store), self.path.encode() + b"\n", sync=False)
+            fs.write_atomic(pointer_path(self.store), self.path.encode() + b"\n", sync=False)
         if previous and previous != self.path:
             self._tidy_previous(previous)
         return sock
@@ -102,7 +102,7 @@ class Placement:
             probe.connect(path)
         except (ConnectionRefusedError, FileNotFoundError):
             log.info("removing the stale socket %s of an owner that is gone", path)
-            fsio.unlink(path, missing_ok=True)
+            fs.unlink(path, missing_ok=True)
             return
         except (BlockingIOError, TimeoutError):
             who = None  # its queue is full: a listener that takes no connection (stopped)
@@ -121,7 +121,7 @@ class Placement:
 
     def _forget_record(self) -> None:
         """Before the store's own socket appears, a record of another place must be gone."""
-        fsio.unlink(pointer_path(self.store), missing_ok=True)
+        fs.unlink(pointer_path(self.store), missing_ok=True)
 
     # -- a private folder -------------------------------------------------------------------------
     def _make_private_folder(self) -> str:
@@ -130,7 +130,7 @@ class Placement:
             for _ in range(8):
                 folder = os.path.join(base, PRIVATE_PREFIX + secrets.token_hex(8))
                 try:  # exclusive: a name someone else made (a folder, a link) is never used
-                    fsio.mkdir(folder, mode=0o700, parents=False, exist_ok=False)
+                    fs.mkdir(folder, mode=0o700, parents=False, exist_ok=False)
                 except FileExistsError:
                     continue
                 except OSError as exc:
@@ -154,18 +154,18 @@ class Placement:
         staged = os.path.join(folder, f".o{os.getpid()}")
         try:
             if os.path.lexists(staged):
-                fsio.unlink(staged)
+                fs.unlink(staged)
             sock.bind(staged)
-            fsio.chmod(staged, 0o600)
+            fs.chmod(staged, 0o600)
             sock.listen(BACKLOG)
             if before_publish is not None:
                 before_publish()
-            fsio.rename(staged, path)
+            fs.rename(staged, path)
             sock.setblocking(False)
         except BaseException:
             sock.close()
             if os.path.lexists(staged):
-                fsio.unlink(staged, missing_ok=True)
+                fs.unlink(staged, missing_ok=True)
             raise
         self._ino = os.lstat(path).st_ino
         self.path = path
@@ -194,8 +194,8 @@ class Placement:
                 pass
             finally:
                 probe.close()
-            fsio.unlink(previous, missing_ok=True)
-            fsio.rmdir(folder)
+            fs.unlink(previous, missing_ok=True)
+            fs.rmdir(folder)
 
     def damage(self) -> str | None:
         """What is wrong with the bound socket now, or None: checked by the owner every second,
@@ -218,7 +218,7 @@ class Placement:
                 log.warning("%s changed to mode %04o while this owner listened: set back to %04o",
                             path, stat.S_IMODE(now), want)
                 try:
-                    fsio.chmod(path, want)
+                    fs.chmod(path, want)
                 except OSError as exc:
                     return f"{path} is open to others and cannot be closed again ({exc})"
         return None
@@ -232,12 +232,12 @@ class Placement:
             return
         with contextlib.suppress(OSError):
             if (store_too or path != inside_socket(self.store)) and os.lstat(path).st_ino == self._ino:
-                fsio.unlink(path, missing_ok=True)
+                fs.unlink(path, missing_ok=True)
         if self.private_folder is not None:
             with contextlib.suppress(OSError):
-                fsio.rmdir(self.private_folder)
+                fs.rmdir(self.private_folder)
             if store_too:
                 with contextlib.suppress(OSError, UnsafeSocket):
                     if trusted_socket(self.store) == path:
-                        fsio.unlink(pointer_path(self.store), missing_ok=True)
+                        fs.unlink(pointer_path(self.store), missing_ok=True)
             self.private_folder = None

@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 
-from ..store import fsio
+from ..store import fs
 from .server import TurnbackServer, create_server
 
 log = logging.getLogger("turnback.lsp")
@@ -17,7 +17,7 @@ log = logging.getLogger("turnback.lsp")
 def serve() -> None:
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("TURNBACK_LOG", "WARNING").upper(),
                         format="turnback %(levelname)s %(name)s: %(message)s")
-    fsio.install_from_env()  # TURNBACK_CRASH_AT / TURNBACK_FAIL_AT, for crash tests
+    fs.install_from_env()  # TURNBACK_CRASH_AT / TURNBACK_FAIL_AT, for crash tests
     server = create_server()
     try:
         try:

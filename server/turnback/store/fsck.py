@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptStore
-from . import fsck_packs, fsio, headpack, journal, loose
+from . import fsck_packs, fs, headpack, journal, loose
 from .digest import is_digest
 from .heads import HeadStore, decode_head
 from .layout import KNOWN_NAMES, SUBDIRS, Store
@@ -75,7 +75,7 @@ def fsck(store_path: str | os.PathLike) -> FsckReport:
         if not (root / name).is_dir():
             report.add(root / name, "missing folder", "warning")
     for name in sorted(os.listdir(root)):
-        if name not in KNOWN_NAMES and not fsio.is_temp_name(name):
+        if name not in KNOWN_NAMES and not fs.is_temp_name(name):
             report.add(root / name, "unexpected entry in the store folder", "warning")
     _check_records(root, report)
     heads = _check_heads(root, report)
@@ -103,7 +103,7 @@ def _check_permissions(root: Path, report: FsckReport) -> None:
         for name in dirnames + filenames:
             p = Path(dirpath, name)
             _check_mode(p, report)
-            if fsio.is_temp_name(name):
+            if fs.is_temp_name(name):
                 report.add(p, "temp file left by an interrupted write", "warning")
 
 
@@ -128,7 +128,7 @@ def _check_mode(p: Path, report: FsckReport) -> None:
 
 def _check_record(path: Path, kind: str | None, report: FsckReport) -> dict | None:
     try:
-        body = decode_record(fsio.read_file(path), path=str(path), kind=kind)
+        body = decode_record(fs.read_file(path), path=str(path), kind=kind)
     except CorruptStore as exc:
         report.add(path, exc.message)
         return None
@@ -178,7 +178,7 @@ def _check_heads(root: Path, report: FsckReport) -> list:
         packed = {}
     for seq in sorted(known.intersection(packed)):  # a crash between the pack and the unlinks
         try:
-            same = fsio.read_file(heads.path(seq)) == packed[seq].data
+            same = fs.read_file(heads.path(seq)) == packed[seq].data
         except OSError:
             continue
         if not same:
@@ -226,7 +226,7 @@ def _check_journals(root: Path, report: FsckReport) -> None:
 def _check_objects(store: Store, report: FsckReport) -> None:
     root = store.objects.root
     for fan in sorted(os.scandir(root), key=lambda e: e.name) if root.is_dir() else []:
-        if fsio.is_temp_name(fan.name) or fan.name == "pack":
+        if fs.is_temp_name(fan.name) or fan.name == "pack":
             continue
         if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
             report.add(fan.path, "unexpected entry in objects/")
@@ -236,7 +236,7 @@ def _check_objects(store: Store, report: FsckReport) -> None:
         except FileNotFoundError:
             continue  # an emptied fan-out folder a live owner's collection removed meanwhile
         for entry in entries:
-            if fsio.is_temp_name(entry):
+            if fs.is_temp_name(entry):
                 continue
             digest = fan.name + entry
             if not is_digest(digest):
@@ -255,7 +255,7 @@ def _check_objects(store: Store, report: FsckReport) -> None:
 
 def _lease_epoch(root: Path) -> int | None:
     try:
-        body = decode_record(fsio.read_file(root / "lease.cbor"), path="lease.cbor", kind="lease")
+        body = decode_record(fs.read_file(root / "lease.cbor"), path="lease.cbor", kind="lease")
     except (OSError, CorruptStore):
         return None
     return body.get("epoch") if isinstance(body.get("epoch"), int) else None
@@ -264,6 +264,6 @@ def _lease_epoch(root: Path) -> int | None:
 def _files(folder: Path) -> list[Path]:
     try:
         return sorted(Path(e.path) for e in os.scandir(folder)
-                      if e.is_file(follow_symlinks=False) and not fsio.is_temp_name(e.name))
+                      if e.is_file(follow_symlinks=False) and not fs.is_temp_name(e.name))
     except FileNotFoundError:
         return []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import xxhash
 
-from . import fsio
+from . import fs
 from .packformat import PACK_HEADER, PACK_MAGIC, TRAILER
 from .packs import PackDamage, PackSet
 
@@ -31,7 +31,7 @@ def check_packs(store, report) -> None:
     packs = PackSet(folder, store.hasher)  # a fresh view: fsck trusts nothing this process cached
     packs.refresh(force=True)
     for name in names:
-        if fsio.is_temp_name(name):
+        if fs.is_temp_name(name):
             continue
         if not _NAME.match(name):
             report.add(folder / name, "unexpected file in objects/pack/")
@@ -51,7 +51,7 @@ def _check_pack_file(pack, report) -> bool:
     read at all (then each is named once, below, as unreadable)."""
     path = pack.pack_path
     try:
-        fd = fsio.open_read(path)
+        fd = fs.open_read(path)
     except FileNotFoundError:
         report.add(pack.index_path, f"the index names a missing pack ({path.name}); its "
                                     f"{pack.doc.count} object(s) cannot be read")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import RecordError
-from . import fsio
+from . import fs
 from .records import decode_record, encode_record
 
 NAME = "packed.cbor"
@@ -54,7 +54,7 @@ def read(heads_dir: str | os.PathLike) -> dict[int, Packed]:
     if hit is not None and hit[0] == key:
         return hit[1]
     try:
-        data, st = fsio.read_file_and_stat(p)
+        data, st = fs.read_file_and_stat(p)
     except FileNotFoundError:
         return {}
     entries = _decode(data, str(p))
@@ -83,8 +83,8 @@ def write(heads_dir: str | os.PathLike, entries: dict[int, Packed]) -> None:
     p = path_in(heads_dir)
     if not entries:
         if os.path.lexists(p):
-            fsio.unlink(p)
-            fsio.fsync_dir(p.parent)
+            fs.unlink(p)
+            fs.fsync_dir(p.parent)
         return
     rows = [[seq, e.mtime_ns, e.data] for seq, e in sorted(entries.items())]
-    fsio.write_atomic(p, encode_record(KIND, {"heads": rows}))
+    fs.write_atomic(p, encode_record(KIND, {"heads": rows}))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HeadRace, InvalidParams, RecordError
-from . import fsio, headpack
+from . import fs, headpack
 from .digest import is_digest
 from .records import decode_record, encode_record
 
@@ -98,7 +98,7 @@ class HeadStore:
     def read(self, seq: int) -> HeadRecord:
         where = str(self.path(seq))
         try:
-            data = fsio.read_file(where)
+            data = fs.read_file(where)
         except FileNotFoundError:
             entry = self.packed().get(seq)
             if entry is None:
@@ -110,7 +110,7 @@ class HeadStore:
         """The head in force: the newest one not superseded, or None for a store without heads.
 
         Passed over: a 0-byte placeholder (a publication that crashed before its bytes arrived, see
-        `fsio.create_exclusive`), and a head stamped with an epoch lower than an earlier head's (an
+        `fs.create_exclusive`), and a head stamped with an epoch lower than an earlier head's (an
         owner that stalled past its lease published after another had taken over). Damage to the
         newest candidate is raised, never silently skipped; older heads only bound the epoch.
         """
@@ -119,7 +119,7 @@ class HeadStore:
         best_error: Exception | None = None
         top = -1
         for seq in seqs:
-            if fsio.is_placeholder(self.path(seq)):
+            if fs.is_placeholder(self.path(seq)):
                 continue
             try:
                 rec = self.read(seq)
@@ -134,11 +134,11 @@ class HeadStore:
 
     def clear_placeholders(self) -> list[int]:
         """Remove the empty names crashed publications left (owner only, at open); returns them."""
-        gone = [seq for seq in self.loose_seqs()[-EPOCH_WINDOW:] if fsio.is_placeholder(self.path(seq))]
+        gone = [seq for seq in self.loose_seqs()[-EPOCH_WINDOW:] if fs.is_placeholder(self.path(seq))]
         for seq in gone:
-            fsio.unlink(self.path(seq), missing_ok=True)
+            fs.unlink(self.path(seq), missing_ok=True)
         if gone:
-            fsio.fsync_dir(self.dir)
+            fs.fsync_dir(self.dir)
         return gone
 
     def publish(self, *, parent: int | None, session: str, created: float, turn_count: int,
@@ -164,15 +164,15 @@ class HeadStore:
                          body=body, last_prompt=last_prompt, txn=txn)
         _check_types(rec, str(self.path(seq)))
         if not self.dir.is_dir():
-            fsio.mkdir(self.dir)
-        if not fsio.create_exclusive(self.path(seq), encode_record(KIND, rec.to_body())):
+            fs.mkdir(self.dir)
+        if not fs.create_exclusive(self.path(seq), encode_record(KIND, rec.to_body())):
             raise HeadRace(f"head {seq} was published by another writer", data={"seq": seq})
         return rec
 
     def retire(self, seq: int) -> None:
         """Remove a head, loose or packed, durably. For the collector only."""
-        fsio.unlink(self.path(seq), missing_ok=True)
-        fsio.fsync_dir(self.dir)
+        fs.unlink(self.path(seq), missing_ok=True)
+        fs.fsync_dir(self.dir)
         self.repack(add=(), drop=(seq,))
 
     def pack_old(self, *, drop=()) -> list[int]:
@@ -197,7 +197,7 @@ class HeadStore:
         moved = []
         for seq in add:
             try:
-                data, st = fsio.read_file_and_stat(self.path(seq))
+                data, st = fs.read_file_and_stat(self.path(seq))
                 decode_head(data, seq, str(self.path(seq)))
             except (FileNotFoundError, RecordError):  # gone meanwhile, or damaged: stays as it is
                 continue
@@ -207,9 +207,9 @@ class HeadStore:
             return []
         headpack.write(self.dir, entries)
         for seq in moved:
-            fsio.unlink(self.path(seq), missing_ok=True)
+            fs.unlink(self.path(seq), missing_ok=True)
         if moved:
-            fsio.fsync_dir(self.dir)
+            fs.fsync_dir(self.dir)
         return moved
 
 

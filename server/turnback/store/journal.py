@@ -10,7 +10,7 @@ long, fails its checksum or is not a CBOR map ends the replay. Like SQLite's WAL
 first bad frame is replayed, so a replay is always a prefix of what was appended. What happens to the
 bytes depends on what follows the bad frame:
 
-* nothing valid (a crash cut the last append short): a *torn tail*, cut (truncated through fsio) and
+* nothing valid (a crash cut the last append short): a *torn tail*, cut (truncated through fs) and
   reported as a TornTail;
 * a valid frame somewhere after it: *damage*, not a tear (a bit flipped in a synced frame). The file
   is kept whole as evidence (`<name>.damaged-<hash>`, beside it), the journal restarts from the good
@@ -28,7 +28,7 @@ from pathlib import Path
 import xxhash
 
 from ..errors import CorruptStore, NewerFormat, RecordError
-from . import fsio
+from . import fs
 from .records import dumps, loads_exact
 
 MAGIC = b"TBJ1"
@@ -103,7 +103,7 @@ def scan(path: str | os.PathLike, start: int | None = None,
     bytes of them are read (at least one); `more` then says so and `good_end` where to read on
     (the rest is not judged)."""
     path = str(path)
-    with os.fdopen(fsio.open_read(path), "rb") as f:
+    with os.fdopen(fs.open_read(path), "rb") as f:
         size = os.fstat(f.fileno()).st_size
         header = f.read(HEADER_LEN)
         if len(header) < HEADER_LEN:
@@ -208,7 +208,7 @@ def salvage_frames(path: str | os.PathLike) -> list[dict]:
     s = scan(path)
     frames = list(s.frames)
     if s.good_end < s.size:
-        with os.fdopen(fsio.open_read(str(path)), "rb") as f:
+        with os.fdopen(fs.open_read(str(path)), "rb") as f:
             f.seek(s.good_end)
             rest = f.read()
         for payload in _chain_after(rest, skip=1):
@@ -224,10 +224,10 @@ def salvage_frames(path: str | os.PathLike) -> list[dict]:
 def keep_evidence(path: Path) -> str:
     """Copy a damaged journal beside itself, named by its content hash (a repeat open after a crash
     finds the same copy); returns the copy's path."""
-    data = fsio.read_file(path)
+    data = fs.read_file(path)
     evidence = path.with_name(f"{path.name}{EVIDENCE_MARK}{xxhash.xxh64_hexdigest(data)}")
     if not os.path.lexists(evidence):
-        fsio.write_atomic(evidence, data)
+        fs.write_atomic(evidence, data)
     return str(evidence)
 
 
@@ -249,28 +249,28 @@ class Journal:
         restart it from its good prefix (see the module text)."""
         path = Path(path)
         if not os.path.lexists(path):
-            fsio.create_exclusive(path, HEADER + (frame_bytes(first) if first else b""))
+            fs.create_exclusive(path, HEADER + (frame_bytes(first) if first else b""))
         s = scan(path)
         if s.damage is not None:
             evidence = keep_evidence(path)
-            fsio.write_atomic(path, fsio.read_file(path)[:s.good_end])  # after the evidence copy
+            fs.write_atomic(path, fs.read_file(path)[:s.good_end])  # after the evidence copy
             damage = dataclasses.replace(s.damage, evidence=evidence)
             return cls._open_scanned(path, scan(path), damage)
         return cls._open_scanned(path, s, s.torn)
 
     @classmethod
     def _open_scanned(cls, path: Path, s: Scan, report):
-        fd = fsio.open_for_append(path)
+        fd = fs.open_for_append(path)
         _cut(path)  # whatever it cuts below, readers read it anew
         try:
             if s.header_torn:
-                fsio.truncate(fd, 0)
-                fsio.append(fd, HEADER)
-                fsio.fsync(fd)
+                fs.truncate(fd, 0)
+                fs.append(fd, HEADER)
+                fs.fsync(fd)
                 s.good_end = HEADER_LEN
             elif s.torn is not None:
-                fsio.truncate(fd, s.good_end)
-                fsio.fsync(fd)
+                fs.truncate(fd, s.good_end)
+                fs.fsync(fd)
         except BaseException:
             os.close(fd)
             raise
@@ -281,11 +281,11 @@ class Journal:
         fd = self._require_open()
         data = frame_bytes(frame)
         try:
-            fsio.append(fd, data)
+            fs.append(fd, data)
         except BaseException:
             _cut(self.path)
             try:
-                fsio.truncate(fd, self._end)
+                fs.truncate(fd, self._end)
             except OSError as exc:
                 self._broken = f"a failed append could not be cut back ({exc})"
             raise
@@ -293,14 +293,14 @@ class Journal:
         self.count += 1
 
     def sync(self) -> None:
-        fsio.fsync(self._require_open())
+        fs.fsync(self._require_open())
 
     def reset(self) -> None:
         """Empty the journal durably (the header stays), e.g. once a head covering it is published."""
         fd = self._require_open()
         _cut(self.path)
-        fsio.truncate(fd, HEADER_LEN)
-        fsio.fsync(fd)
+        fs.truncate(fd, HEADER_LEN)
+        fs.fsync(fd)
         self._end = HEADER_LEN
         self.count = 0
         self._broken = None

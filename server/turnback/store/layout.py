@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import InvalidParams, NewerFormat, NotFound, RecordError, SymlinkRefused
-from . import fsio, trust
+from . import fs, trust
 from .digest import Hasher, new_seed
 from .heads import HeadStore
 from .objects import ObjectStore
@@ -34,7 +34,7 @@ SUBDIRS = ("objects", "heads", "journal", "recovery", "txn", "cache", "sessions"
 KNOWN_NAMES = frozenset(SUBDIRS) | {"FORMAT", ".gitignore", "lease.cbor", "lease.lock", "pid.lock",
                                     "pid.flock", "sidecar.cbor",
                                     "run",  # the live owner's socket folder (remote/paths.py)
-                                    "agents", "config.toml"}  # agents/: store/agentrecord.py
+                                    "agents", "config.toml"}  # agents/: agents/agentrecord.py
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -75,8 +75,8 @@ class Store:
                                  data={"path": str(path)})
         trust.require_store(path)  # another user's, or open to others: never read, never written
         # From now on the store folder itself is reached from its parent without following a link:
-        # a store moved away and linked back mid-session gets no write (store/anchored.py).
-        fsio.fence_root(path.absolute().parent)
+        # a store moved away and linked back mid-session gets no write (store/fs/anchored.py).
+        fs.fence_root(path.absolute().parent)
         fmt = path / "FORMAT"
         if not os.path.lexists(fmt):
             if not create:
@@ -91,7 +91,7 @@ class Store:
         if create:
             for name in SUBDIRS:
                 if not (path / name).is_dir():
-                    fsio.mkdir(path / name)
+                    fs.mkdir(path / name)
             if store.version < FORMAT_VERSION:
                 store._upgrade()
         return store
@@ -101,8 +101,8 @@ class Store:
         (objects, and old heads). Every older object and head stays valid as it is (the collector
         packs the small ones later); only a turnback that reads this format may open it after. One atomic replace: a crash leaves
         the old FORMAT or the new one, and either reads."""
-        body = decode_record(fsio.read_file(self.format_path), path=str(self.format_path), kind="format")
-        fsio.write_atomic(self.format_path, encode_record("format", {**body, "format": FORMAT_VERSION}))
+        body = decode_record(fs.read_file(self.format_path), path=str(self.format_path), kind="format")
+        fs.write_atomic(self.format_path, encode_record("format", {**body, "format": FORMAT_VERSION}))
         self.version = FORMAT_VERSION
         self.objects.compress = True
         self.objects.pack = True
@@ -111,23 +111,23 @@ class Store:
     def _create(cls, path: Path, kind: str) -> None:
         if path.is_dir():
             strangers = sorted(n for n in os.listdir(path)
-                               if n not in KNOWN_NAMES and not fsio.is_temp_name(n))
+                               if n not in KNOWN_NAMES and not fs.is_temp_name(n))
             if strangers:
                 raise InvalidParams(f"{path} exists and is not a turnback store (it holds {strangers[:3]})",
                                     data={"path": str(path)})
-        fsio.mkdir(path)
+        fs.mkdir(path)
         for name in SUBDIRS:
-            fsio.mkdir(path / name)
+            fs.mkdir(path / name)
         if not os.path.lexists(path / ".gitignore"):
-            fsio.write_atomic(path / ".gitignore", b"*\n")
+            fs.write_atomic(path / ".gitignore", b"*\n")
         body = {"format": FORMAT_VERSION, "store_id": uuid.uuid4().hex, "kind": kind,
                 "seed": new_seed(), "created": time.time()}
-        fsio.create_exclusive(path / "FORMAT", encode_record("format", body))  # loser reads the winner's
+        fs.create_exclusive(path / "FORMAT", encode_record("format", body))  # loser reads the winner's
 
     @classmethod
     def _from_format(cls, path: Path) -> "Store":
         fmt = path / "FORMAT"
-        body = decode_record(fsio.read_file(fmt), path=str(fmt), kind="format")
+        body = decode_record(fs.read_file(fmt), path=str(fmt), kind="format")
         version = body.get("format")
         if isinstance(version, int) and version > FORMAT_VERSION:
             raise NewerFormat(f"the store at {path} has format {version}; this turnback reads up to "
@@ -147,7 +147,7 @@ class Store:
 
     def ownership(self, **kwargs):
         """Acquire this store's ownership (Lease for heads stores, PidLock for pid stores)."""
-        from .ownership import open_ownership
+        from .ownership.owners import open_ownership
 
         return open_ownership(self.path, self.kind, **kwargs)
 
@@ -163,9 +163,9 @@ class Store:
             except FileNotFoundError:
                 continue
             for e in entries:
-                if fsio.is_temp_name(e.name) and e.is_file(follow_symlinks=False) \
+                if fs.is_temp_name(e.name) and e.is_file(follow_symlinks=False) \
                         and e.stat(follow_symlinks=False).st_mtime <= cutoff:
-                    fsio.unlink(e.path, missing_ok=True)
+                    fs.unlink(e.path, missing_ok=True)
                     removed.append(Path(e.path))
         removed += self._orphan_packs()
         return removed
@@ -179,9 +179,9 @@ class Store:
         except FileNotFoundError:
             return []
         orphans = [folder / n for n in sorted(names) if n.endswith(".pack") and len(n) == 37
-                   and not fsio.is_temp_name(n) and n[:-5] + ".idx" not in names]
+                   and not fs.is_temp_name(n) and n[:-5] + ".idx" not in names]
         for p in orphans:
-            fsio.unlink(p, missing_ok=True)
+            fs.unlink(p, missing_ok=True)
         return orphans
 
     def _fanouts(self) -> list[Path]:

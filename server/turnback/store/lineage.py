@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from ..errors import InvalidParams
-from . import fsio
+from . import fs
 from .records import read_record, write_record
 
 SESSION_KIND = "session"
@@ -50,7 +50,7 @@ def fork_path(store, branch_id: str) -> Path:
 def _ensure(store) -> Path:
     folder = _folder(store)
     if not folder.is_dir():
-        fsio.mkdir(folder)  # stores made before sessions existed
+        fs.mkdir(folder)  # stores made before sessions existed
     return folder
 
 
@@ -64,7 +64,7 @@ def read_session(store, session_id: str) -> dict | None:
 
 
 def remove_session(store, session_id: str) -> None:
-    fsio.unlink(session_path(store, session_id), missing_ok=True)
+    fs.unlink(session_path(store, session_id), missing_ok=True)
 
 
 def write_fork(store, record: dict) -> None:
@@ -73,13 +73,13 @@ def write_fork(store, record: dict) -> None:
 
 
 def remove_fork(store, branch_id: str) -> None:
-    fsio.unlink(fork_path(store, branch_id), missing_ok=True)
+    fs.unlink(fork_path(store, branch_id), missing_ok=True)
 
 
 def _names(store) -> list[str]:
     try:
         return sorted(e.name for e in os.scandir(_folder(store))
-                      if e.name.endswith(".cbor") and not fsio.is_temp_name(e.name)
+                      if e.name.endswith(".cbor") and not fs.is_temp_name(e.name)
                       and e.is_file(follow_symlinks=False))
     except FileNotFoundError:
         return []

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from . import envelope, fsio
+from . import envelope, fs
 from .envelope import EnvelopeError
 
 CHUNK = 1 << 20  # streaming unit; files above this are never held whole in memory
@@ -25,9 +25,9 @@ class LooseDamage(Exception):
 
 def chunks_of(path: Path) -> Iterator[bytes]:
     """The file's stored bytes, as they are on disk."""
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
-        yield from fsio.iter_read(fd, os.fstat(fd).st_size, CHUNK)
+        yield from fs.iter_read(fd, os.fstat(fd).st_size, CHUNK)
     finally:
         os.close(fd)
 
@@ -35,14 +35,14 @@ def chunks_of(path: Path) -> Iterator[bytes]:
 def raw_chunks(path: Path, limit: int) -> Iterator[bytes]:
     """The object's raw bytes, decoding an envelope; EnvelopeError if the envelope is damaged.
     Does not verify the digest."""
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
-        size = os.fstat(fd).st_size  # reads sized by it (`fsio.read_size`), not 1 MiB each
+        size = os.fstat(fd).st_size  # reads sized by it (`fs.read_size`), not 1 MiB each
         head = os.read(fd, envelope.HEADER)
         if not envelope.is_envelope(head):
             if head:
                 yield head
-            yield from fsio.iter_read(fd, size - len(head), CHUNK)
+            yield from fs.iter_read(fd, size - len(head), CHUNK)
             return
         os.lseek(fd, 0, os.SEEK_SET)
         with os.fdopen(os.dup(fd), "rb", buffering=0) as source:
@@ -54,7 +54,7 @@ def raw_chunks(path: Path, limit: int) -> Iterator[bytes]:
 def raw_size(path: Path, limit: int, st_size: int | None = None) -> int:
     """The raw size of the object in `path`: its file size, or what its envelope declares (a
     damaged envelope counts as size -1, which matches nothing)."""
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
         head = os.read(fd, envelope.HEADER)
         if not envelope.is_envelope(head):
@@ -70,7 +70,7 @@ def raw_size(path: Path, limit: int, st_size: int | None = None) -> int:
 def read_verified(path: Path, digest: str, hasher, limit: int) -> bytes:
     """The raw bytes of the loose object in `path`, verified; LooseDamage (with the reason) if they
     do not hash to `digest`, FileNotFoundError if there is no such file."""
-    data = fsio.read_file(path)
+    data = fs.read_file(path)
     if not envelope.is_envelope(data):
         if hasher.digest(data) != digest:
             raise LooseDamage("its bytes do not match its digest")
@@ -107,7 +107,7 @@ def damage(path: Path, digest: str, hasher, limit: int) -> str | None:
 
 
 def starts_as_envelope(path: Path) -> bool:
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
         return envelope.is_envelope(os.read(fd, 4))
     finally:
@@ -115,7 +115,7 @@ def starts_as_envelope(path: Path) -> bool:
 
 
 def is_small_envelope(path: Path) -> bool:
-    fd = fsio.open_read(path)
+    fd = fs.open_read(path)
     try:
         return envelope.is_envelope(os.read(fd, 4)) and os.fstat(fd).st_size <= CHUNK
     finally:
@@ -142,15 +142,15 @@ def same_bytes(a: Iterator[bytes], b) -> bool:
 def write_temp(final: Path, stored: bytes) -> Path:
     """Write `stored` to a fresh temp name beside `final` (not synced: the batch syncs it); removed
     again if the write fails."""
-    tmp = fsio.temp_path(final)
-    fd = fsio.create(tmp)
+    tmp = fs.temp_path(final)
+    fd = fs.create(tmp)
     try:
         try:
-            fsio.append(fd, stored)
+            fs.append(fd, stored)
         finally:
             os.close(fd)
     except BaseException:
-        fsio.discard(tmp)
+        fs.discard(tmp)
         raise
     return tmp
 
@@ -161,14 +161,14 @@ def stream_into_temp(root: Path, fd: int, hasher, max_bytes: int | None,
     """Copy the open file `fd` into a temp file in `root`, hashing the raw bytes (and compressing
     them with `packer`); returns (temp, digest, size), or None when the file's size moved while it
     was read and `packer` had declared it. The temp file is the caller's to place or discard."""
-    tmp = fsio.temp_path(root / "stream")
-    out = fsio.create(tmp)
+    tmp = fs.temp_path(root / "stream")
+    out = fs.create(tmp)
     done = False
     try:
         h, size = hasher.stream(), 0
         try:
             if packer is not None:
-                fsio.append(out, packer.head())
+                fs.append(out, packer.head())
             while True:
                 b = os.read(fd, CHUNK)
                 if not b:
@@ -179,17 +179,17 @@ def stream_into_temp(root: Path, fd: int, hasher, max_bytes: int | None,
                 if packer is not None and size > packer.raw_size:
                     return None  # grew while read: the declared size would lie
                 h.update(b)
-                fsio.append(out, packer.feed(b) if packer is not None else b)
+                fs.append(out, packer.feed(b) if packer is not None else b)
             if packer is not None:
                 if size != packer.raw_size:
                     return None
-                fsio.append(out, packer.finish())
+                fs.append(out, packer.finish())
             if sync:
-                fsio.fsync(out)
+                fs.fsync(out)
         finally:
             os.close(out)
         done = True
         return tmp, h.hexdigest(), size
     finally:
         if not done:
-            fsio.discard(tmp)
+            fs.discard(tmp)

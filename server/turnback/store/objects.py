@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
-from . import envelope, fsio, loose, waiting
+from . import envelope, fs, loose, waiting
 from .digest import Hasher, is_digest
 from .envelope import EnvelopeError
 from .loose import CHUNK, LooseDamage, same_bytes
@@ -50,7 +50,7 @@ DROP_CACHED_FROM = 64 << 10
 
 def _sync_contents(temps: list[Path]) -> None:
     """A batch's first durability point: its temp files' contents, before any is named."""
-    fsio.syncfs_or_fsync(temps, at_least=BATCH_SYNCFS_FROM)
+    fs.syncfs_or_fsync(temps, at_least=BATCH_SYNCFS_FROM)
 
 
 class _Batch:
@@ -82,7 +82,7 @@ class Staged:
 
     def discard(self) -> None:
         if self.tmp is not None:
-            fsio.discard(self.tmp)
+            fs.discard(self.tmp)
             self.tmp = None
 
 
@@ -156,8 +156,8 @@ class ObjectStore:
             raw = b is None and self.pack and len(data) <= RAW_LOOSE_MAX \
                 and not envelope.is_envelope(data)
             stored = data if raw else self.encode(data)
-        if b is None:  # a big image's pages go back once durable (fsio.drop_cached)
-            fsio.write_atomic(final, stored, drop_cache=len(stored) >= DROP_CACHED_FROM)
+        if b is None:  # a big image's pages go back once durable (fs.drop_cached)
+            fs.write_atomic(final, stored, drop_cache=len(stored) >= DROP_CACHED_FROM)
         else:
             b.pending[digest] = (loose.write_temp(final, stored), len(data))
         return digest
@@ -212,7 +212,7 @@ class ObjectStore:
                 staged.tmp = None
         finally:
             if staged.tmp is not None:
-                fsio.discard(staged.tmp)  # a duplicate, or a collision refused
+                fs.discard(staged.tmp)  # a duplicate, or a collision refused
                 staged.tmp = None
         return d
 
@@ -222,7 +222,7 @@ class ObjectStore:
         Opens with O_NOFOLLOW so a symlink is refused rather than followed. Raises TooLarge as soon as
         more than `max_bytes` have been read (the file may grow while it is read).
         """
-        fd = fsio.open_read(path)
+        fd = fs.open_read(path)
         try:
             st = os.fstat(fd)
             if not statmod.S_ISREG(st.st_mode):
@@ -285,17 +285,17 @@ class ObjectStore:
             final = self.path(digest)
             self._ensure_fanout(final.parent)
             if b is None:
-                fsio.rename(tmp, final)
+                fs.rename(tmp, final)
                 placed = True
-                fsio.fsync_dir(final.parent)
-                fsio.fsync_dir(self.root)  # the temp name lived here; make its removal durable too
+                fs.fsync_dir(final.parent)
+                fs.fsync_dir(self.root)  # the temp name lived here; make its removal durable too
             else:
                 b.pending[digest] = (tmp, size)
                 placed = True
             return digest, size
         finally:
             if not placed:
-                fsio.discard(tmp)
+                fs.discard(tmp)
 
     def _too_large(self, path, size: int, limit: int) -> TooLarge:
         return TooLarge(f"{path} is over the size limit ({size} > {limit} bytes)",
@@ -308,11 +308,11 @@ class ObjectStore:
         if not folder.is_dir():
             if self._batch is not None or not sync:
                 # Inside a batch the commit makes the new folder durable with everything else.
-                fsio.mkdir(folder, sync=False)
+                fs.mkdir(folder, sync=False)
                 if self._batch is not None:
                     self._batch.new_fanouts = True
             else:
-                fsio.mkdir(folder)
+                fs.mkdir(folder)
 
     # ------------------------------------------------------------ confirming existing copies
 
@@ -469,7 +469,7 @@ class ObjectStore:
             for digest, data in b.small.items():  # too few for a pack: loose, as ever
                 final = self.path(digest)
                 if not final.parent.is_dir():
-                    fsio.mkdir(final.parent, sync=False)
+                    fs.mkdir(final.parent, sync=False)
                     b.new_fanouts = True  # synced with the names below
                 b.pending[digest] = (loose.write_temp(final, self.encode(data)), len(data))
             b.small.clear()
@@ -485,7 +485,7 @@ class ObjectStore:
             folders: set[Path] = set()
             for digest, (tmp, _) in items:
                 final = self.path(digest)
-                fsio.rename(tmp, final)
+                fs.rename(tmp, final)
                 folders.add(final.parent)
                 folders.add(tmp.parent)
             if b.pack is not None:
@@ -495,7 +495,7 @@ class ObjectStore:
                 folders.add(self.root)
             # The new names: their durability point, before any head can name them (one syncfs
             # for the fan-outs of a few loose objects, where a fsync each cost more than them).
-            fsio.sync_folders(folders, at_least=BATCH_SYNCFS_FROM)
+            fs.sync_folders(folders, at_least=BATCH_SYNCFS_FROM)
         except BaseException:
             _discard(b)  # renamed ones are already gone; the rest must not linger
             raise
@@ -506,10 +506,10 @@ class ObjectStore:
         """Make a pack written outside a batch (the collector's repack) durable and visible: one
         sync pass, the renames, the folder. The writer is discarded if any of it fails."""
         try:
-            fsio.syncfs_or_fsync([*writer.finish(), *also_sync])
+            fs.syncfs_or_fsync([*writer.finish(), *also_sync])
             writer.publish()
-            fsio.fsync_dir(writer.folder)
-            fsio.fsync_dir(self.root)
+            fs.fsync_dir(writer.folder)
+            fs.fsync_dir(self.root)
         except BaseException:
             writer.discard()
             raise
@@ -721,7 +721,7 @@ class ObjectStore:
         """Delete an object's loose file. For the collector only, after it proved nothing references
         it (packed copies go when their pack is rewritten: collect/repack.py)."""
         self.removals += 1
-        fsio.unlink(self.path(digest), missing_ok=True)
+        fs.unlink(self.path(digest), missing_ok=True)
 
     def _corrupt(self, digest: str, where: Path, reason: str) -> CorruptObject:
         return CorruptObject(f"object {digest} is damaged: {reason} ({where})",
@@ -730,6 +730,6 @@ class ObjectStore:
 
 def _discard(b: _Batch) -> None:
     for tmp, _ in b.pending.values():
-        fsio.discard(tmp)
+        fs.discard(tmp)
     if b.pack is not None:
         b.pack.discard()

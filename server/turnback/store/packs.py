@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from . import delta, fsio
+from . import delta, fs
 from .packformat import (BLOCK, DELTA, DIGEST, LEVEL_AT, NONE, PACK_HEADER, PACK_MAGIC, RAW,
                          IndexDoc, PackFiles, PackFormatError, Segment, decode_index, inflate_exactly,
                          segment_check)
@@ -54,7 +54,7 @@ class Pack(PackFiles):
         """The zstd level its writer made its blocks at (its header says), 0 when the header does
         not say (a pack of an earlier version, with 8 MiB blocks) or cannot be read."""
         try:
-            fd = fsio.open_read(self.pack_path)
+            fd = fs.open_read(self.pack_path)
         except OSError:
             return 0
         try:
@@ -69,7 +69,7 @@ class Pack(PackFiles):
         """A segment's stored bytes, checked against its checksum."""
         own = fd is None
         if own:
-            fd = fsio.open_read(self.pack_path)
+            fd = fs.open_read(self.pack_path)
         try:
             data = os.pread(fd, seg.stored, seg.offset)
             if own and seg.offset == PACK_HEADER and os.pread(fd, 4, 0) != PACK_MAGIC:
@@ -120,7 +120,7 @@ class PackSet:
         if not force and stamp == self._stamp and not racy:
             return False
         names = {n[:-4] for n in os.listdir(self.folder)
-                 if n.endswith(".idx") and not fsio.is_temp_name(n)}
+                 if n.endswith(".idx") and not fs.is_temp_name(n)}
         self._stamp = stamp
         with self._lock:
             if names == set(self.packs) | set(self.broken) and not force:
@@ -129,7 +129,7 @@ class PackSet:
             broken = {}
             for name in sorted(names - set(packs)):
                 try:
-                    doc = decode_index(fsio.read_file(self.folder / f"{name}.idx"))
+                    doc = decode_index(fs.read_file(self.folder / f"{name}.idx"))
                 except FileNotFoundError:
                     continue
                 except (PackFormatError, OSError) as exc:

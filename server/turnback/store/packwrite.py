@@ -35,7 +35,7 @@ from pathlib import Path
 import xxhash
 import zstandard
 
-from . import delta, fsio, memory, waiting, zstdctx
+from . import delta, fs, memory, waiting, zstdctx
 from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, PackFiles, Segment,
                          encode_index, pack_header, segment_check)
 
@@ -112,7 +112,7 @@ class PackWriter(PackFiles):
         self.block_raw = REPACK_BLOCK_RAW if repack and block_raw == BLOCK_RAW else block_raw
         self.pack_id = os.urandom(16)
         self.name = self.pack_id.hex()
-        self.pack_tmp = fsio.temp_path(self.folder / f"{self.name}.pack")
+        self.pack_tmp = fs.temp_path(self.folder / f"{self.name}.pack")
         self.index_tmp: Path | None = None
         self._fd: int | None = None
         self._hash = xxhash.xxh3_128()
@@ -196,8 +196,8 @@ class PackWriter(PackFiles):
     def _ensure_open(self) -> None:
         if self._fd is None:
             if not self.folder.is_dir():
-                fsio.mkdir(self.folder, sync=False)  # the caller's pass syncs objects/ too
-            self._fd = fsio.create(self.pack_tmp)
+                fs.mkdir(self.folder, sync=False)  # the caller's pass syncs objects/ too
+            self._fd = fs.create(self.pack_tmp)
             self._write(pack_header(self.pack_id, REPACK_LEVEL if self.repack else LEVEL))
 
     def _write(self, data: bytes) -> None:
@@ -211,7 +211,7 @@ class PackWriter(PackFiles):
         self._writes.append((start, self._writer.submit(self._append_queued, data)))
 
     def _append(self, data: bytes) -> None:
-        fsio.append(self._fd, data)
+        fs.append(self._fd, data)
         self._hash.update(data)
 
     def _append_queued(self, data: bytes) -> None:
@@ -343,7 +343,7 @@ class PackWriter(PackFiles):
 
     def _stored(self, seg: Segment) -> bytes:
         self._written(below=seg.offset + seg.stored)
-        fd = fsio.open_read(self.pack_tmp)
+        fd = fs.open_read(self.pack_tmp)
         try:
             return os.pread(fd, seg.stored, seg.offset)
         finally:
@@ -384,7 +384,7 @@ class PackWriter(PackFiles):
         self._close_writer()
         self._ensure_open()
         digest = self._hash.digest()
-        fsio.append(self._fd, digest)
+        fs.append(self._fd, digest)
         size = self._offset + TRAILER
         os.close(self._fd)
         self._fd = None
@@ -393,10 +393,10 @@ class PackWriter(PackFiles):
                    for d, (seg, start, n, base) in self.objects.items()]
         level = REPACK_LEVEL if self.repack and len(objects) <= INDEX_HIGH_MAX else LEVEL
         index = encode_index(self.pack_id, size, digest, self.segments, objects, level)
-        self.index_tmp = fsio.temp_path(self.folder / f"{self.name}.idx")
-        fd = fsio.create(self.index_tmp)
+        self.index_tmp = fs.temp_path(self.folder / f"{self.name}.idx")
+        fd = fs.create(self.index_tmp)
         try:
-            fsio.append(fd, index)
+            fs.append(fd, index)
         finally:
             os.close(fd)
         self.finished = True
@@ -409,11 +409,11 @@ class PackWriter(PackFiles):
     def publish(self) -> None:
         """Rename the synced pack into place, then its index (the commit point of the pack)."""
         assert self.finished and self.index_tmp is not None
-        fsio.rename(self.pack_tmp, self.pack_path)
+        fs.rename(self.pack_tmp, self.pack_path)
         try:
-            fsio.rename(self.index_tmp, self.index_path)
+            fs.rename(self.index_tmp, self.index_path)
         except BaseException:
-            fsio.discard(self.pack_path)  # invisible without its index; do not leave it behind
+            fs.discard(self.pack_path)  # invisible without its index; do not leave it behind
             raise
         self.published = True
 
@@ -429,7 +429,7 @@ class PackWriter(PackFiles):
         self._close_pool(cancel=True)
         if not self.published:
             for p in self.temp_files():
-                fsio.discard(p)
+                fs.discard(p)
 
     def _close_writer(self, cancel: bool = False) -> None:
         if self._writer is not None:

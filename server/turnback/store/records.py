@@ -19,7 +19,7 @@ import cbor2
 import xxhash
 
 from ..errors import NewerFormat, RecordError
-from . import fsio
+from . import fs
 
 MAGIC = b"TBR1"
 SUM_LEN = 8
@@ -95,14 +95,14 @@ def decode_record(data: bytes, *, path: str, kind: str | None = None, max_versio
 def write_record(path: str | os.PathLike, kind: str, body: dict, *, version: int = 1,
                  sync: bool = True) -> None:
     """Atomically replace the record at `path` (temp, fsync, rename, fsync folder)."""
-    fsio.write_atomic(path, encode_record(kind, body, version=version), sync=sync)
+    fs.write_atomic(path, encode_record(kind, body, version=version), sync=sync)
 
 
 def read_record(path: str | os.PathLike, kind: str | None, *, max_version: int = 1,
                 missing_ok: bool = False) -> dict | None:
     """Read and check a record; a missing file raises FileNotFoundError, or returns None if missing_ok."""
     try:
-        data = fsio.read_file(path)
+        data = fs.read_file(path)
     except FileNotFoundError:
         if missing_ok:
             return None

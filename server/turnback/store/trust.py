@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .owned import entry_ok, fault  # noqa: F401 - the rule, re-exported for every opener
+from .ownership.owned import entry_ok, fault  # noqa: F401 - the rule, re-exported for every opener
 
 # What a hook reads or writes in a store, checked before each event (`place_problem`).
 STORE_FILES = ("FORMAT", "agents/state.json", "agents/lock", "agents/hook.log", "agents/spool",

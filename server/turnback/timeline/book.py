@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import CorruptStore, InvalidParams, NotOwner, TurnbackError
 from ..model.session import SessionState
-from ..store import fsio, journal as journal_mod, waiting
+from ..store import fs, journal as journal_mod, waiting
 from ..store.heads import HeadRecord
 from ..store.records import read_record, write_record
 from .codec import StateCodec
@@ -85,7 +85,7 @@ def _journal_files(store) -> list[Path]:
         return []
     out = []
     for e in entries:
-        if (not e.name.endswith(".wal") or fsio.is_temp_name(e.name)
+        if (not e.name.endswith(".wal") or fs.is_temp_name(e.name)
                 or not e.is_file(follow_symlinks=False)):
             continue
         try:
@@ -409,7 +409,7 @@ class Book:
 
 
 def _owner_info(store) -> dict:
-    from ..store.ownership import who_owns
+    from ..store.ownership.owners import who_owns
     try:
         return who_owns(store.path, store.kind) or {}
     except CorruptStore:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import CorruptStore, SymlinkRefused
 from ..model.images import ABSENT, FOLDER, Image, folder_path, is_digest, is_folder_key
-from ..store import fsio
+from ..store import fs
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not hang the planner
@@ -48,7 +48,7 @@ def disk_image(ws, rel: str, hasher, *, max_bytes: int,
         if st.st_size > max_bytes:
             return None, "too-large"
         h = hasher.stream()
-        for chunk in fsio.iter_read(fd, st.st_size):
+        for chunk in fs.iter_read(fd, st.st_size):
             h.update(chunk)
         digest = h.hexdigest()
         if memo is not None:
@@ -123,7 +123,7 @@ def read_bytes(ws, rel: str, *, max_bytes: int) -> bytes | None:
         st = os.fstat(fd)
         if not statmod.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
-        return b"".join(fsio.iter_read(fd, st.st_size))
+        return b"".join(fs.iter_read(fd, st.st_size))
     except OSError:
         return None
     finally:
@@ -192,8 +192,8 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
         if os.path.lexists(path):
             if os.path.isdir(path) and not os.path.islink(path):
                 raise CorruptStore(f"{rel} is a folder now; refusing to delete it", data={"path": rel})
-            fsio.unlink(path)
-            fsio.fsync_dir(path.parent)
+            fs.unlink(path)
+            fs.fsync_dir(path.parent)
         return
     if not objects.has(image):
         raise CorruptStore(f"the image {image} of {rel} is missing from the store",
@@ -205,7 +205,7 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
         mode = ws.dir_mode & 0o666  # what a new file gets under the user's umask
     # The mode is set on the temp file's descriptor before the rename, never by path afterwards: a
     # path can be swapped for a link the moment after the rename, and chmod follows links.
-    fsio.write_atomic(path, objects.iter_chunks(image), mode=mode)
+    fs.write_atomic(path, objects.iter_chunks(image), mode=mode)
 
 
 # A batch of restores: its temp files are made durable in one pass before any is renamed.
@@ -228,7 +228,7 @@ class Put:
 
 def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
     """Make the disk hold every `Put`, with durability batched: each batch's temp files (and chmods)
-    are made durable in one pass (`fsio.syncfs_or_fsync`: one syncfs, or an fsync each), then
+    are made durable in one pass (`fs.syncfs_or_fsync`: one syncfs, or an fsync each), then
     renamed into place; every folder touched is synced once, at the end (one syncfs of the file
     system from `SYNCFS_FOLDERS` folders on). A crash at any point
     leaves each path with its old image or its new one (a temp file at most, which recovery removes).
@@ -255,7 +255,7 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
                     synced.append(path)
                 yield ("write", i, len(puts))  # i paths of the plan handled so far
             try:
-                fsio.syncfs_or_fsync(synced)
+                fs.syncfs_or_fsync(synced)
             except Exception as exc:  # noqa: BLE001
                 if stop_on_error:
                     raise
@@ -266,12 +266,12 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
                     if p.bits_only or p.rel in written:
                         errors.setdefault(p.rel, f"{type(exc).__name__}: {exc}")
                 for _rel, tmp, _final in temps:
-                    fsio.discard(tmp)
+                    fs.discard(tmp)
                 temps = []
             yield ("sync", start + len(batch), len(puts))
         except BaseException:
             for _rel, tmp, _final in temps:
-                fsio.discard(tmp)
+                fs.discard(tmp)
             raise
         left = list(temps)
         try:
@@ -281,21 +281,21 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
                     place(rel, tmp, final)
                     folders.add(os.path.dirname(final))
                 except Exception as exc:  # noqa: BLE001
-                    fsio.discard(tmp)
+                    fs.discard(tmp)
                     if stop_on_error:
                         raise
                     errors[rel] = f"{type(exc).__name__}: {exc}"
                 yield ("rename", start, len(puts))
         except BaseException:
             for _rel, tmp, _final in left:  # not in place yet: they go, so no temp file is left
-                fsio.discard(tmp)
+                fs.discard(tmp)
             raise
     # The renames and removals are durable before the caller goes on. A folder the plan removed
     # is gone: its parent, synced too, holds the removal.
     live = [folder for folder in sorted(folders) if os.path.isdir(folder)]
-    for step in fsio.folder_syncs(live, syncfs_from=SYNCFS_FOLDERS):
+    for step in fs.folder_syncs(live, syncfs_from=SYNCFS_FOLDERS):
         try:
-            fsio.sync_step(step)
+            fs.sync_step(step)
         except Exception as exc:  # noqa: BLE001
             if stop_on_error:
                 raise
@@ -333,7 +333,7 @@ def _folder_of(ws, p: Put) -> str:
 
 def place(rel: str, tmp, final) -> None:
     """Rename one durable temp file over its path (one path of a batch; tests fail it per path)."""
-    fsio.rename(tmp, final)
+    fs.rename(tmp, final)
 
 
 def _batches(puts: list[Put], objects):
@@ -368,14 +368,14 @@ def _put_one(ws, objects, p: Put, temps: list, synced: list, folders: set):
     ws.check_components(p.rel)
     path = ws.abs_path(p.rel)
     if p.bits_only:
-        fsio.chmod(path, p.mode, sync=False)
+        fs.chmod(path, p.mode, sync=False)
         return path
     if p.image == ABSENT:
         if os.path.lexists(path):
             if os.path.isdir(path) and not os.path.islink(path):
                 raise CorruptStore(f"{p.rel} is a folder now; refusing to delete it",
                                    data={"path": p.rel})
-            fsio.unlink(path)
+            fs.unlink(path)
             folders.add(os.path.dirname(path))
         return None
     if not objects.has(p.image):
@@ -385,7 +385,7 @@ def _put_one(ws, objects, p: Put, temps: list, synced: list, folders: set):
     mode = p.mode if p.mode is not None else current_mode(ws, p.rel)
     if mode is None:
         mode = ws.dir_mode & 0o666
-    tmp = fsio.write_temp(path, objects.iter_chunks(p.image), mode=mode)  # verified as it streams
+    tmp = fs.write_temp(path, objects.iter_chunks(p.image), mode=mode)  # verified as it streams
     temps.append((p.rel, tmp, path))
     return tmp
 
@@ -406,9 +406,9 @@ def _put_folder(ws, p: Put, folders: set) -> None:
         raise CorruptStore(f"{rel} is not a folder now; refusing to replace it", data={"path": rel})
     if p.image == FOLDER:
         ws.ensure_parent_dirs(rel)
-        fsio.mkdir(path, mode=ws.dir_mode, parents=False, exist_ok=True, sync=False)
+        fs.mkdir(path, mode=ws.dir_mode, parents=False, exist_ok=True, sync=False)
     else:
-        fsio.rmdir(path)  # fails (ENOTEMPTY) if something appeared in it meanwhile
+        fs.rmdir(path)  # fails (ENOTEMPTY) if something appeared in it meanwhile
     folders.add(os.path.dirname(path))
 
 
@@ -420,5 +420,5 @@ def put_mode(ws, rel: str, mode: int) -> None:
         raise SymlinkRefused(f"{rel!r} is inside .git; turnback never restores Git's own data",
                              data={"path": rel, "reason": "git-internal"})
     ws.check_components(rel)
-    fsio.chmod(ws.abs_path(rel), mode, sync=True)
+    fs.chmod(ws.abs_path(rel), mode, sync=True)
 

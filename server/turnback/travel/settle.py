@@ -15,7 +15,7 @@ import stat as statmod
 
 from ..errors import TurnbackError
 from ..model.images import ABSENT
-from ..store import fsio
+from ..store import fs
 from .disk import Put, current_mode, disk_image, drain, put_many_job
 
 
@@ -116,7 +116,7 @@ def remove_created_folders(ws, files: list[dict]) -> None:
             st = os.lstat(path)
             if not statmod.S_ISDIR(st.st_mode) or os.listdir(path):
                 continue
-            fsio.rmdir(path)
-            fsio.fsync_dir(path.parent)
+            fs.rmdir(path)
+            fs.fsync_dir(path.parent)
         except (OSError, TurnbackError):
             continue

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..capture.reader import read_image
 from ..errors import TurnbackError
 from ..model.images import ABSENT, Image, folder_key, is_folder_key
-from ..store import fsio
+from ..store import fs
 from ..store.records import read_record, write_record
 from . import outcome as oc
 from .disk import Put, drain, folder_image, memo_image, put_many_job
@@ -123,7 +123,7 @@ def run_job(book, ws, *, operation: str, changes: list[tuple[str, Image]], new_s
     try:
         write_record(intent_path, INTENT_KIND, intent)
     except OSError as exc:
-        fsio.discard(intent_path)
+        fs.discard(intent_path)
         raise TurnbackError(f"could not write the {operation}'s intent record ({exc}); "
                             "nothing was changed", code="io-error") from exc
     # Every file may be touched from here: a failure rolls back all of them (settling a file that
@@ -267,8 +267,8 @@ def _roll_back(book, ws, intent, intent_path: Path, applied: list[dict], cause: 
 def remove_record(path: Path) -> bool:
     """Remove an intent or recovery record durably (its folder synced); False when that failed."""
     try:
-        fsio.unlink(path, missing_ok=True)
-        fsio.fsync_dir(path.parent)
+        fs.unlink(path, missing_ok=True)
+        fs.fsync_dir(path.parent)
     except OSError:
         return False
     return True
@@ -289,7 +289,7 @@ def write_recovery(store, record: dict) -> bool:
     path = Path(store.recovery_dir) / f"{record['id']}.cbor"
     try:
         if not path.parent.is_dir():
-            fsio.mkdir(path.parent)
+            fs.mkdir(path.parent)
         write_record(path, RECOVERY_KIND, record)
     except OSError:
         return False
@@ -304,7 +304,7 @@ def pending_intents(store) -> list[tuple[Path, dict | None]]:
         return []
     out = []
     for name in sorted(os.listdir(folder)):
-        if name.endswith(".cbor") and not fsio.is_temp_name(name):
+        if name.endswith(".cbor") and not fs.is_temp_name(name):
             try:
                 out.append((folder / name, read_record(folder / name, INTENT_KIND)))
             except (OSError, TurnbackError):
@@ -387,7 +387,7 @@ def clean_temps(ws, files: list[dict]) -> bool:
         except (OSError, TurnbackError):
             continue
         path = ws.abs_path(f["rel"])
-        by_folder.setdefault(str(path.parent), set()).add(f".{path.name}{fsio.TEMP_MARK}")
+        by_folder.setdefault(str(path.parent), set()).add(f".{path.name}{fs.TEMP_MARK}")
     removed_in = []  # folders whose temp files were removed: each synced once, at the end
     for folder, prefixes in sorted(by_folder.items()):
         try:
@@ -397,18 +397,18 @@ def clean_temps(ws, files: list[dict]) -> bool:
         except OSError:
             clean = False
             continue
-        ours = [n for n in names if fsio.TEMP_MARK in n
-                and n[:n.index(fsio.TEMP_MARK) + len(fsio.TEMP_MARK)] in prefixes]
+        ours = [n for n in names if fs.TEMP_MARK in n
+                and n[:n.index(fs.TEMP_MARK) + len(fs.TEMP_MARK)] in prefixes]
         for name in ours:
             try:
-                fsio.unlink(Path(folder) / name, missing_ok=True)
+                fs.unlink(Path(folder) / name, missing_ok=True)
             except OSError:
                 clean = False
         if ours:
             removed_in.append(folder)
     for folder in removed_in:
         try:
-            fsio.fsync_dir(folder)  # the removals are durable before the intent naming them goes
+            fs.fsync_dir(folder)  # the removals are durable before the intent naming them goes
         except OSError:
             clean = False
     return clean

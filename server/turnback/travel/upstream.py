@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..store import fsio
+from ..store import fs
 
 DEADLINE = 3.0  # seconds for the whole look at the upstream
 CHUNK = 400  # paths per `git ls-tree`
@@ -116,7 +116,7 @@ def _blob_id(path: Path, algo, max_bytes: int) -> str | None:
         if not (st.st_mode & 0o170000 == 0o100000) or st.st_size > max_bytes:
             return None
         h = algo(b"blob %d\0" % st.st_size)
-        for chunk in fsio.iter_read(fd, st.st_size):
+        for chunk in fs.iter_read(fd, st.st_size):
             h.update(chunk)
         return h.hexdigest()
     except OSError:

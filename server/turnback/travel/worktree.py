@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ..errors import TurnbackError
-from ..store import fsio
+from ..store import fs
 
 
 class BadTarget(TurnbackError):
@@ -156,7 +156,7 @@ def create_folder(target: Path, *, use_git: bool, root: Path) -> None:
                             data={"path": str(target)})
         return
     try:
-        fsio.mkdir(target, 0o777 & ~_umask(), parents=False, exist_ok=False)
+        fs.mkdir(target, 0o777 & ~_umask(), parents=False, exist_ok=False)
     except FileExistsError:
         raise BadTarget(f"{target} appeared while the fork was being prepared; nothing was written "
                         "into it", data={"path": str(target)}) from None

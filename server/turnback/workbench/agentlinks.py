@@ -1,4 +1,4 @@
-"""What the agent record (store/agentrecord.py, written by agent hooks) tells the workbench and its clients:
+"""What the agent record (agents/agentrecord.py, written by agent hooks) tells the workbench and its clients:
 
 * the exact command that resumes the agent's own conversation at a boundary after a rewind, Redo or
   fork (resolved from the transcript now when the Stop could not find the record yet);
@@ -13,8 +13,8 @@ import os
 import time
 
 from ..errors import TurnRunning
-from ..store import agenttranscript
-from ..store.agentrecord import (AgentRecord, describe, end_of, holder, sessions_of, turn_key,
+from ..agents import agenttranscript
+from ..agents.agentrecord import (AgentRecord, describe, end_of, holder, sessions_of, turn_key,
                                  waiting_for)
 
 RESUMABLE = ("claude-code",)  # agents with a "resume at this record" switch

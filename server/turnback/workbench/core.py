@@ -225,7 +225,7 @@ class Workbench:
     def owner_info(self) -> dict:
         if self.book.owner is not None:
             return self.book.owner.owner_info()
-        from ..store.ownership import who_owns
+        from ..store.ownership.owners import who_owns
 
         return who_owns(self.store.path, self.store.kind) or {}
 
@@ -249,7 +249,7 @@ class Workbench:
             owner = self.book.owner.owner_info()
             return {"pid": owner.get("pid"), "host": owner.get("host"), "alive": True,
                     "state": "live"}
-        from ..store.ownership import last_owner
+        from ..store.ownership.owners import last_owner
 
         held = self.owner_info()
         last = last_owner(self.store.path, self.store.kind) or {}

@@ -9,7 +9,7 @@ grows, so the old holder's next publication is refused and it becomes an observe
 
 from __future__ import annotations
 
-from ..store.ownership import takeover as take_store
+from ..store.ownership.owners import takeover as take_store
 from .params import field, obj
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import CorruptStore, NotFound, TurnbackError
-from ..store import fsio
+from ..store import fs
 from ..store.records import read_record
 from ..travel import transaction
 from ..travel.disk import put_image
@@ -62,7 +62,7 @@ class RecoveryFeature:
             return []
         out: Rows = []
         for name in sorted(os.listdir(folder)):
-            if name.endswith(".cbor") and not fsio.is_temp_name(name):
+            if name.endswith(".cbor") and not fs.is_temp_name(name):
                 try:
                     out.append(cast("dict[str, Any]",  # never None: a missing one raises
                                     read_record(folder / name, transaction.RECOVERY_KIND)))

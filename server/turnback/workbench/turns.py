@@ -96,7 +96,7 @@ class TurnsFeature:
         return {"turn": n, "started": turn.started, "continued": True}
 
     def settle_idle_job(self, operation: str):
-        """A turn an agent's hooks began, whose agent is no longer working on it (store/agentrecord.py
+        """A turn an agent's hooks began, whose agent is no longer working on it (agents/agentrecord.py
         `waiting_for`: no tool call, helper or answer in flight), is settled now, with its sweep, so a
         rewind, Redo, fork or new turn is not refused for it; its unfinished tool calls become steps
         of unknown scope. Returns what was settled (for the confirmation), or None when no such turn
@@ -104,7 +104,7 @@ class TurnsFeature:
         running = self.state.running
         if not self.wb.is_owner:
             return None
-        from ..store.agentrecord import (AgentRecord, holder, process_gone, steps_in_order,
+        from ..agents.agentrecord import (AgentRecord, holder, process_gone, steps_in_order,
                                          unfinished_step)
         from .agentlinks import busy, follow_settled, idle_holder, settled_words
 

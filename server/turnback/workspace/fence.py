@@ -20,9 +20,9 @@ What is guaranteed (time of check versus time of use)
 `check_components` and `ensure_parent_dirs` look at the file system at one instant; they give a
 clear refusal (`SymlinkRefused`) for what is already there. A process that can write inside the
 workspace could still swap a checked folder for a symbolic link right after the check. That window
-is closed in the seam itself: a `Workspace` registers its root with `fsio.fence_root`, and from then
+is closed in the seam itself: a `Workspace` registers its root with `fs.fence_root`, and from then
 on every mutation below the root opens each folder of the path with `O_NOFOLLOW|O_DIRECTORY`
-relative to the one above and acts on the last folder's descriptor (`store/anchored.py`). A folder
+relative to the one above and acts on the last folder's descriptor (`store/fs/anchored.py`). A folder
 that became a link fails that walk (ELOOP or ENOTDIR) and nothing is written through it; a final
 component is never followed either (`O_NOFOLLOW`, `O_EXCL`, modes set with `fchmod`). Callers keep
 passing paths.
@@ -41,7 +41,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from ..errors import InvalidParams, OutsideWorkspace, SymlinkRefused
-from ..store import fsio
+from ..store import fs
 
 # A reference that starts with "scheme:" is taken as a URI. RFC 3986 schemes are at least one letter;
 # we require two characters so a Windows drive letter ("C:") is never mistaken for one.
@@ -78,7 +78,7 @@ def _escapes(rel: str) -> bool:
 
 class Workspace:
     """One workspace root and its store location; converts and checks paths, never writes files
-    except through `ensure_parent_dirs` (which goes through `fsio`).
+    except through `ensure_parent_dirs` (which goes through the seam, `store/fs/`).
 
     `root` is the resolved real path of the workspace. `store_path` may be relative (to the root) or
     absolute; when it lies inside the root, that subtree is fenced off (`in_store`).
@@ -103,10 +103,10 @@ class Workspace:
         self._store_prefixes = tuple(f + "/" for f in self._store_folds)  # asked once per file swept
         # Mode for folders a restore creates in the workspace: what `mkdir` would give by default
         # (0o777 minus the umask), because these are the user's project folders, not private store
-        # folders. fsio.mkdir sets the mode exactly, so we compute it rather than pass 0o777.
+        # folders. fs.mkdir sets the mode exactly, so we compute it rather than pass 0o777.
         self.dir_mode = 0o777 & ~_current_umask()
-        # Every write below the root is resolved from it without following links (store/anchored.py).
-        fsio.fence_root(self.root)
+        # Every write below the root is resolved from it without following links (store/fs/anchored.py).
+        fs.fence_root(self.root)
 
     # ------------------------------------------------------------------ lexical
 
@@ -284,7 +284,7 @@ class Workspace:
         self._scan(rel)
 
     def ensure_parent_dirs(self, rel: str) -> None:
-        """Check the components, then create missing parent folders one level at a time via fsio.
+        """Check the components, then create missing parent folders one level at a time through the seam.
 
         Folders get `self.dir_mode` (0o777 & ~umask), like any folder the user's tools would create:
         they belong to the project, not to the private store. After each level is created (or found
@@ -296,7 +296,7 @@ class Workspace:
             sub = "/".join(parts[: i + 1])
             path = self.root / sub
             try:
-                fsio.mkdir(path, mode=self.dir_mode, parents=False, exist_ok=True)
+                fs.mkdir(path, mode=self.dir_mode, parents=False, exist_ok=True)
             except FileExistsError:
                 pass  # something else appeared there; the lstat below decides
             try:

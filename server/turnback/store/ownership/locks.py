@@ -36,7 +36,7 @@ def acquire(fd: int, budget: float, *, what: str, on_wait=None, stop=None) -> No
             note()
         left = deadline - now
         if left <= 0 or (stop is not None and stop()):
-            from ..errors import LockTimeout
+            from ...errors import LockTimeout
 
             why = "the process is stopping" if stop is not None and stop() else \
                 f"another process held it for {budget:g} s"

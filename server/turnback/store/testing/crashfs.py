@@ -30,7 +30,7 @@ class _Entry:
     mode: int = 0o600
     src: str = ""
     link: str | None = None  # an unlinked symbolic link's target
-    times: tuple | None = None  # (atime_ns, mtime_ns) before a utime
+    times: tuple[int, int] | None = None  # (atime_ns, mtime_ns) before a utime
 
 
 # Entries made durable by an fsync of their file, not of a folder.
@@ -226,7 +226,7 @@ class UnsyncedJournal:
         if e.kind == "content":
             path = self.where.get(e.ino, e.path)
             st = os.lstat(path)
-            if (st.st_dev, st.st_ino) == e.ino:
+            if (st.st_dev, st.st_ino) == e.ino and e.pre is not None:  # a content entry has one
                 _overwrite(path, e.pre)
         elif e.kind in ("create", "link"):
             if os.path.lexists(e.path) and not os.path.isdir(e.path):
@@ -257,7 +257,7 @@ class UnsyncedJournal:
                 return  # that inode is no longer there (renamed over, removed): nothing to undo
             if e.kind == "chmod":
                 os.chmod(path, e.mode)
-            else:
+            elif e.times is not None:  # a utime entry has them
                 os.utime(path, ns=e.times)
 
 

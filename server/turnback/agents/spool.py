@@ -10,7 +10,7 @@ second recording of it a no-op), the agent, `--event`, the hook's folder, the pa
 (base64), when, whether its bytes had been sent to an owner that then did not answer, and why.
 
 Any process of the user appends (`append`): the file is opened with `O_APPEND | O_NOFOLLOW`, mode
-0600, checked to be the user's own, locked (with a budget: store/locks.py), checked to still be the
+0600, checked to be the user's own, locked (with a budget: store/ownership/locks.py), checked to still be the
 file at that name, and the frame is written and fsynced (and the folder, when the file is new). An
 owner takes the spool (`take`): under the same lock it renames it to `agents/spool.replaying`, so
 new events start a new spool, and reads the frames. A replay that stops half-way (the owner died, a
@@ -30,7 +30,8 @@ import json
 import os
 import time
 
-from . import fsio, locks, trust
+from ..store import fs, trust
+from ..store.ownership import locks
 
 NAME = "spool"
 REPLAYING = "spool.replaying"
@@ -96,12 +97,12 @@ def append(store, record: dict, *, budget: float = LOCK_SECONDS) -> None:
     frame = frame_bytes(record)
     folder = os.path.join(os.fspath(store), "agents")
     if not os.path.lexists(folder):
-        fsio.mkdir(folder, 0o700)
+        fs.mkdir(folder, 0o700)
     trust.require(folder, "agent folder", folder=True)
     path = spool_path(store)
     for _ in range(8):  # an owner may take the file between our open and our lock: open anew
         created = not os.path.lexists(path)
-        fd = fsio.open_for_append(path)
+        fd = fs.open_for_append(path)
         try:
             trust.require_fd(fd, path, "hook spool")
             locks.acquire(fd, budget, what=f"hook spool {path}")
@@ -111,12 +112,12 @@ def append(store, record: dict, *, budget: float = LOCK_SECONDS) -> None:
             if size + len(frame) > MAX_SPOOL:
                 raise ValueError(f"the spool {path} is full ({size} bytes); no owner has replayed "
                                  "it for a long while")
-            fsio.append(fd, (MAGIC + os.urandom(8) if size == 0 else b"") + frame)
-            fsio.fsync(fd)
+            fs.append(fd, (MAGIC + os.urandom(8) if size == 0 else b"") + frame)
+            fs.fsync(fd)
         finally:
             os.close(fd)
         if created:
-            fsio.fsync_dir(folder)
+            fs.fsync_dir(folder)
         return
     raise OSError(f"the spool {path} kept being replaced while this hook wrote to it")
 
@@ -138,22 +139,22 @@ def take(store, *, budget: float = LOCK_SECONDS) -> Taken | None:
         if not os.path.lexists(path):
             return None
         trust.require(path, "hook spool")
-        fd = fsio.open_read(path)
+        fd = fs.open_read(path)
         try:
             trust.require_fd(fd, path, "hook spool")
             locks.acquire(fd, budget, what=f"hook spool {path}")
             if not _still_named(fd, path):
                 return None  # another owner took it just now
-            fsio.rename(path, replaying)  # new events go to a new spool from now on
+            fs.rename(path, replaying)  # new events go to a new spool from now on
         finally:
             os.close(fd)
-        fsio.fsync_dir(os.path.dirname(path))
+        fs.fsync_dir(os.path.dirname(path))
     return read(replaying)
 
 
 def read(path: str) -> Taken:
     trust.require(path, "hook spool")
-    data = fsio.read_file(path)
+    data = fs.read_file(path)
     if len(data) < HEADER_LEN or data[:4] != MAGIC:
         return Taken(path, "", [], f"{path} has no spool header ({len(data)} bytes)" if data
                      else None)
@@ -186,8 +187,8 @@ def finish(taken: Taken) -> str | None:
     kept = None
     if taken.torn:
         kept = f"{taken.path}.damaged-{int(time.time())}-{os.urandom(4).hex()}"
-        fsio.rename(taken.path, kept)
+        fs.rename(taken.path, kept)
     else:
-        fsio.unlink(taken.path, missing_ok=True)
-    fsio.fsync_dir(os.path.dirname(taken.path))
+        fs.unlink(taken.path, missing_ok=True)
+    fs.fsync_dir(os.path.dirname(taken.path))
     return kept

@@ -5,7 +5,7 @@ share lives in `agents/state.json` inside the store: which agent session feeds w
 the turn it is in and the prompt that began it, the tool calls begun and not yet finished, the helper
 agents still running, and, per turn, the agent transcript's record at the end of that turn (so a
 rewind can name the exact point to resume the agent's conversation). Every change happens under an
-exclusive `flock` on `agents/lock` (given up after a budget, store/locks.py), and the file is
+exclusive `flock` on `agents/lock` (given up after a budget, store/ownership/locks.py), and the file is
 replaced atomically through the file-system seam, so concurrent hooks never lose each other's
 updates. Every file here is checked to be the user's own before it is used (store/trust.py).
 
@@ -25,7 +25,8 @@ import os
 import time
 from pathlib import Path
 
-from . import fsio, locks, trust
+from ..store import fs, trust
+from ..store.ownership import locks
 
 FOLDER = "agents"
 STATE_NAME = "state.json"
@@ -65,7 +66,7 @@ class AgentRecord:
             _note(problem)
             return empty()
         try:
-            data = json.loads(fsio.read_file(self.state_path))
+            data = json.loads(fs.read_file(self.state_path))
         except FileNotFoundError:
             return empty()
         except (OSError, ValueError):
@@ -77,7 +78,7 @@ class AgentRecord:
     # -- changing ---------------------------------------------------------------------------------
     def _ensure_folder(self) -> None:
         if not os.path.lexists(self.folder):
-            fsio.mkdir(self.folder, 0o700)
+            fs.mkdir(self.folder, 0o700)
         trust.require(self.folder, "agent folder", folder=True)
 
     @contextlib.contextmanager
@@ -102,7 +103,7 @@ class AgentRecord:
         """`budget` None: do not wait at all (yields None when the record is held, or when it is
         not the user's own: the workbench's best-effort changes then leave it alone)."""
         self._ensure_folder()
-        fd = fsio.open_for_append(self.lock_path)
+        fd = fs.open_for_append(self.lock_path)
         try:
             problem = trust.explain(os.fstat(fd), self.lock_path, "agent lock") or \
                 trust.check(self.state_path, "agent record")
@@ -139,7 +140,7 @@ class AgentRecord:
         if after != before:
             # No fsync: losing the last note in a crash costs a Post without its Pre, which the
             # mapper records as a step of its own; the session itself is in the journal.
-            fsio.write_atomic(self.state_path, after.encode(), sync=False)
+            fs.write_atomic(self.state_path, after.encode(), sync=False)
 
     def log(self, line: str) -> None:
         """One line in the hook log; never raises (the log is where failures go to be read)."""
@@ -148,15 +149,15 @@ class AgentRecord:
             trust.require(self.log_path, "hook log")
             try:
                 if os.lstat(self.log_path).st_size > LOG_LIMIT:
-                    tail = fsio.read_file(self.log_path)[-LOG_LIMIT // 2:]
-                    fsio.write_atomic(self.log_path, tail.split(b"\n", 1)[-1], sync=False)
+                    tail = fs.read_file(self.log_path)[-LOG_LIMIT // 2:]
+                    fs.write_atomic(self.log_path, tail.split(b"\n", 1)[-1], sync=False)
             except FileNotFoundError:
                 pass
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-            fd = fsio.open_for_append(self.log_path)
+            fd = fs.open_for_append(self.log_path)
             try:
                 trust.require_fd(fd, self.log_path, "hook log")
-                fsio.append(fd, f"{stamp} {line.rstrip()}\n".encode("utf-8", "replace"))
+                fs.append(fd, f"{stamp} {line.rstrip()}\n".encode("utf-8", "replace"))
             finally:
                 os.close(fd)
         except OSError:
