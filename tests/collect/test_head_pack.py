@@ -1,4 +1,4 @@
-"""The pack of old heads (store/headpack.py): the collector moves kept heads past the newest few into
+"""The pack of old heads (store/objects/headpack.py): the collector moves kept heads past the newest few into
 one file; they read, list, redo and collect the same as loose ones; the store gets smaller on disk;
 damage is named, never read past; and a failure or crash at every operation loses no head."""
 
@@ -11,7 +11,8 @@ import pytest
 from sessionkit import assert_faulted
 
 from turnback.errors import CorruptStore, HeadRace
-from turnback.store import fsio, headpack, heads
+from turnback.store import fsio, heads
+from turnback.store.objects import headpack
 from turnback.store.fsck import fsck
 
 from .conftest import (age_objects, assert_sound, expire_lease, open_wb, reference_run, rewind, run_py,

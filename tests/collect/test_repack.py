@@ -15,7 +15,7 @@ from sessionkit import assert_faulted
 from turnback.collect import repack, repackplan
 from turnback.store import fsio
 from turnback.store.layout import Store
-from turnback.store.packformat import DELTA, NONE
+from turnback.store.objects.packformat import DELTA, NONE
 
 from .conftest import (assert_sound, expected_live, expire_lease, open_wb, rewind, run_py, turn)
 

@@ -6,8 +6,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from turnback.errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
 from turnback.store import fsio
-from turnback.store.digest import Hasher
-from turnback.store.objects import PACK_AFTER, CHUNK, ObjectStore
+from turnback.store.objects.digest import Hasher
+from turnback.store.objects.objectstore import PACK_AFTER, ObjectStore
+from turnback.store.objects.loose import CHUNK
 
 
 class ConstantHasher(Hasher):

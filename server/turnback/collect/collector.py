@@ -6,7 +6,7 @@ Order (docs/collection.md gives the argument for each step):
             observed by the batch child process, the rest in process, a few per slice;
 2. decide   which heads are kept (`retention.decide`);
 3. retire   every obsolete head, each after an ownership check and a head-stability check; then
-            kept heads past the newest 64 into the pack of old heads (store/headpack.py);
+            kept heads past the newest 64 into the pack of old heads (store/objects/headpack.py);
 4. roots    journal pins, intent and recovery records, the live state's references;
 5. mark     the body of every kept head (and of intents, or the sidecar), and each reference list
             it names, a step each;
@@ -37,7 +37,7 @@ from pathlib import Path
 import cbor2
 
 from ..errors import TurnbackError
-from ..store.digest import is_digest
+from ..store.objects.digest import is_digest
 from ..store import fsio, lineage
 from . import repack, repackplan, roots
 from .cache import HeadCache

@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass
 
 from ..store import fsio
-from ..store.packformat import DELTA, NONE
-from ..store.packwrite import PackWriter
+from ..store.objects.packformat import DELTA, NONE
+from ..store.objects.packwrite import PackWriter
 from .repackplan import Plan, iter_version_hints, make_plan
 
 BURST, REST = 0.002, 0.001  # the helper thread's pace (seconds of work, then of rest)

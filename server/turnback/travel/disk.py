@@ -212,7 +212,7 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
 BATCH_FILES = 256
 BATCH_BYTES = 64 << 20
 # From this many folders written into on, one syncfs of the workspace's file system makes their
-# names durable instead of a fsync per folder: the store's threshold (store/objects.py). A syncfs
+# names durable instead of a fsync per folder: the store's threshold (store/objects/). A syncfs
 # also writes back what other programs left dirty on that file system, so on a busy disk it costs
 # dozens of folder fsyncs (docs/performance.md, travel).
 SYNCFS_FOLDERS = 16

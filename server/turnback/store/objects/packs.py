@@ -19,7 +19,8 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from . import delta, fsio
+from . import delta
+from .. import fsio
 from .packformat import (BLOCK, DELTA, DIGEST, LEVEL_AT, NONE, PACK_HEADER, PACK_MAGIC, RAW,
                          IndexDoc, PackFiles, PackFormatError, Segment, decode_index, inflate_exactly,
                          segment_check)

@@ -19,9 +19,9 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import RecordError
-from . import fsio
-from .records import decode_record, encode_record
+from ...errors import RecordError
+from .. import fsio
+from ..records import decode_record, encode_record
 
 NAME = "packed.cbor"
 KIND = "headpack"

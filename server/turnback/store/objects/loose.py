@@ -11,7 +11,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from . import envelope, fsio
+from . import envelope
+from .. import fsio
 from .envelope import EnvelopeError
 
 CHUNK = 1 << 20  # streaming unit; files above this are never held whole in memory

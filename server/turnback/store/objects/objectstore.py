@@ -1,7 +1,7 @@
 """Content-addressed, write-once object space, named by the seeded xxh3-128 digest of the raw bytes.
 
-An object lives loose (`objects/ab/cdef…`, store/loose.py) or in a pack (`objects/pack/`,
-store/packs.py), or both for a while; nothing above this class sees the difference. A batch that
+An object lives loose (`objects/ab/cdef…`, store/objects/loose.py) or in a pack (`objects/pack/`,
+store/objects/packs.py), or both for a while; nothing above this class sees the difference. A batch that
 writes many small objects (the first checkpoint above all) writes one pack; fewer, or big ones, are
 loose files; the collector moves small loose objects into packs later (collect/repack.py).
 
@@ -22,8 +22,9 @@ import stat as statmod
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
-from . import envelope, fsio, loose, waiting
+from ...errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
+from . import envelope, loose
+from .. import fsio, waiting
 from .digest import Hasher, is_digest
 from .envelope import EnvelopeError
 from .loose import CHUNK, LooseDamage, same_bytes

@@ -14,7 +14,7 @@ blocks of earlier versions made a Redo listing of 100 mypy turns spend 17 of its
 Similar files still share their bytes inside a block (the collector orders objects by path), and the
 collector makes its blocks at a higher level on its helper thread (`REPACK_LEVEL`), which more than
 wins back what the smaller window costs; docs/performance.md ("Pack layout") has the figures.
-Deltas are frames of their own (store/delta.py), against a base in the same pack.
+Deltas are frames of their own (store/objects/delta.py), against a base in the same pack.
 
 Writes: once a pack has a compressing thread it has a writing thread too, and every write after that
 (blocks, delta frames) goes to it, in the order they were made: a 2 MiB frame's `write` costs about
@@ -35,7 +35,8 @@ from pathlib import Path
 import xxhash
 import zstandard
 
-from . import delta, fsio, memory, waiting, zstdctx
+from . import delta, zstdctx
+from .. import fsio, memory, waiting
 from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, PackFiles, Segment,
                          encode_index, pack_header, segment_check)
 

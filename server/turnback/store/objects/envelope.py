@@ -37,7 +37,7 @@ class EnvelopeError(ValueError):
     """The envelope is damaged: the reason names what is wrong (kept short, it goes in messages)."""
 
 
-# zstd contexts are not thread-safe: each use takes one of its own (store/zstdctx.py)
+# zstd contexts are not thread-safe: each use takes one of its own (store/objects/zstdctx.py)
 _compressors = zstdctx.Kept(
     lambda: zstandard.ZstdCompressor(level=LEVEL, write_checksum=False, write_content_size=True),
     keep=2)  # 2.5 MiB each after a 1 MiB object
