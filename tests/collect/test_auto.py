@@ -11,7 +11,7 @@ import pytest
 from sessionkit import assert_faulted
 from turnback.collect import auto, collector
 from turnback.store import fsio
-from turnback.store.objects.objectstore import RAW_LOOSE_MAX
+from turnback.store.objects.writer import RAW_LOOSE_MAX
 from turnback.store.objects.packs import Pack
 
 from .conftest import (age_objects, assert_sound, build_template, finish_and_compare, open_wb,

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from turnback.store import fsio
-from turnback.store.objects.objectstore import PACK_AFTER
+from turnback.store.objects.batch import PACK_AFTER
 
 GATE = 30.0
 

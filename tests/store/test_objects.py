@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from turnback.errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
 from turnback.store import fsio
 from turnback.store.objects.digest import Hasher
-from turnback.store.objects.objectstore import PACK_AFTER, ObjectStore
+from turnback.store.objects.batch import PACK_AFTER
+from turnback.store.objects.objectstore import ObjectStore
 from turnback.store.objects.loose import CHUNK
 
 

@@ -14,7 +14,7 @@ import pytest
 from turnback.store import fsio
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects.objectstore import PACK_AFTER
+from turnback.store.objects.batch import PACK_AFTER
 
 from .conftest import run_py
 

@@ -13,7 +13,7 @@ import zstandard
 from turnback.store.objects import delta
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects.objectstore import PACK_AFTER
+from turnback.store.objects.batch import PACK_AFTER
 from turnback.store.objects.packs import PackDamage, inflate
 from turnback.store.objects.packformat import (DIGEST, FANOUT, SEGMENT_SIZE, TRAILER,
                                                PackFormatError, decode_index)

@@ -13,7 +13,7 @@ from turnback.store.objects import delta
 from turnback.store import fsio
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects.objectstore import PACK_AFTER
+from turnback.store.objects.batch import PACK_AFTER
 from turnback.store.objects.packformat import PACK_HEADER, TRAILER, decode_index
 from turnback.store.objects.packwrite import PackWriter
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..store.objects.objectstore import RAW_LOOSE_MAX
+from ..store.objects.writer import RAW_LOOSE_MAX
 from ..store.objects.packwrite import LEVEL as PUT_LEVEL
 
 REPACK_MAX = RAW_LOOSE_MAX  # loose objects up to this size (stored) move into packs

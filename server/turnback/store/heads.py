@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import HeadRace, InvalidParams, RecordError
 from . import fsio
 from .objects import headpack
-from .objects.digest import is_digest
+from .objects.digest import Digest, is_digest
 from .records import decode_record, encode_record
 
 KIND = "head"
@@ -39,7 +39,7 @@ class HeadRecord:
     fork_point: str
     settled: bool
     epoch: int
-    body: str  # object digest of the head body
+    body: Digest  # object digest of the head body
     last_prompt: str = ""
     txn: str | None = None
 
