@@ -18,8 +18,8 @@ from pathlib import Path
 
 import cbor2
 
-from turnback.store.packformat import BLOCK, DELTA, decode_index
-from turnback.store.packs import inflate
+from turnback.store.objects.packformat import BLOCK, DELTA, decode_index
+from turnback.store.objects.packs import inflate
 
 
 def _kind(obj: bytes) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from turnback.store.digest import Hasher
-from turnback.store.objects import ObjectStore
+from turnback.store.objects.digest import Hasher
+from turnback.store.objects.objectstore import ObjectStore
 from turnback.workspace import Workspace
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from turnback.collect import auto
 from turnback.store.testing import faultplan
-from turnback.store.packformat import DELTA
+from turnback.store.objects.packformat import DELTA
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
 

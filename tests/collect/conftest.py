@@ -13,7 +13,7 @@ import pytest
 import turnback.collect  # noqa: F401  (registers the fsck body check)
 from turnback.store.testing import faultplan
 from turnback.store import journal as journal_mod
-from turnback.store.digest import is_digest
+from turnback.store.objects.digest import is_digest
 from turnback.store.fsck import fsck
 from turnback.store.records import read_record, write_record
 from turnback.timeline.codec import StateCodec

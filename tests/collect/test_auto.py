@@ -11,8 +11,8 @@ import pytest
 from sessionkit import assert_faulted
 from turnback.collect import auto, collector
 from turnback.store.testing import faultplan
-from turnback.store.objects import RAW_LOOSE_MAX
-from turnback.store.packs import Pack
+from turnback.store.objects.writer import RAW_LOOSE_MAX
+from turnback.store.objects.packs import Pack
 
 from .conftest import (age_objects, assert_sound, build_template, finish_and_compare, open_wb,
                        reference_run, snapshot, turn)

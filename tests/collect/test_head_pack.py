@@ -1,4 +1,4 @@
-"""The pack of old heads (store/headpack.py): the collector moves kept heads past the newest few into
+"""The pack of old heads (store/objects/headpack.py): the collector moves kept heads past the newest few into
 one file; they read, list, redo and collect the same as loose ones; the store gets smaller on disk;
 damage is named, never read past; and a failure or crash at every operation loses no head."""
 
@@ -12,7 +12,8 @@ from sessionkit import assert_faulted
 
 from turnback.errors import CorruptStore, HeadRace
 from turnback.store.testing import faultplan
-from turnback.store import headpack, heads
+from turnback.store.objects import headpack
+from turnback.store import heads
 from turnback.store.fsck import fsck
 
 from .conftest import (age_objects, assert_sound, expire_lease, open_wb, reference_run, rewind, run_py,

@@ -5,7 +5,7 @@ mypy's store stayed 1.58x git's after `turnback gc` (0.90x for the same history 
 
 from __future__ import annotations
 
-from turnback.store.packformat import DELTA
+from turnback.store.objects.packformat import DELTA
 
 from .conftest import age_objects, assert_sound, open_wb, turn
 

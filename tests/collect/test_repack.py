@@ -16,7 +16,7 @@ from turnback.collect import repack, repackplan
 from turnback.store import fs
 from turnback.store.testing import faultplan
 from turnback.store.layout import Store
-from turnback.store.packformat import DELTA, NONE
+from turnback.store.objects.packformat import DELTA, NONE
 
 from .conftest import (assert_sound, expected_live, expire_lease, open_wb, rewind, run_py, turn)
 

@@ -9,7 +9,7 @@ import threading
 
 from turnback.capture import reader
 from turnback.lsp.methods import METHODS
-from turnback.store.objects import ObjectStore
+from turnback.store.objects.objectstore import ObjectStore
 from turnback.workbench import Workbench
 
 

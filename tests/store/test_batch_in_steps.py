@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from turnback.store import fs
-from turnback.store.objects import PACK_AFTER
+from turnback.store.objects.batch import PACK_AFTER
 
 GATE = 30.0
 

@@ -8,10 +8,11 @@ import pytest
 import zstandard
 
 from turnback.errors import CorruptObject, DigestCollision
-from turnback.store import envelope, fs
+from turnback.store.objects import envelope
+from turnback.store import fs
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects import CHUNK
+from turnback.store.objects.loose import CHUNK
 from turnback.store.records import encode_record, read_record
 
 from .test_objects import ConstantHasher

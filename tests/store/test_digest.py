@@ -1,6 +1,6 @@
 from hypothesis import given, strategies as st
 
-from turnback.store.digest import Hasher, is_digest, new_seed
+from turnback.store.objects.digest import Hasher, is_digest, new_seed
 
 
 def test_digest_shape_and_seed():

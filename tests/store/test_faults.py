@@ -14,7 +14,7 @@ from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.journal import Journal
 from turnback.store.layout import Store
-from turnback.store.objects import CHUNK
+from turnback.store.objects.loose import CHUNK
 from .conftest import SESSION_BODY_CODE, run_py, session_body
 
 OLD, NEW = b"old content " * 10, b"new content " * 10

@@ -7,8 +7,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from turnback.errors import CorruptObject, DigestCollision, InvalidParams, TooLarge
 from turnback.store import fs
 from turnback.store.testing import faultplan
-from turnback.store.digest import Hasher
-from turnback.store.objects import PACK_AFTER, CHUNK, ObjectStore
+from turnback.store.objects.digest import Hasher
+from turnback.store.objects.batch import PACK_AFTER
+from turnback.store.objects.loose import CHUNK
+from turnback.store.objects.objectstore import ObjectStore
 
 
 class ConstantHasher(Hasher):

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from turnback.store import packwrite
-from turnback.store.packwrite import IN_FLIGHT, IN_FLIGHT_MAX, PackWriter
+from turnback.store.objects import packwrite
+from turnback.store.objects.packwrite import IN_FLIGHT, IN_FLIGHT_MAX, PackWriter
 
 GATE = 30.0
 BLOCK = 400 << 10

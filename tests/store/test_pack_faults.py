@@ -15,7 +15,7 @@ from turnback.store import fs
 from turnback.store.testing import faultplan
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects import PACK_AFTER
+from turnback.store.objects.batch import PACK_AFTER
 
 from .conftest import run_py
 

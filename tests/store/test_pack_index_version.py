@@ -10,13 +10,13 @@ import pytest
 import xxhash
 import zstandard
 
-from turnback.store import delta
+from turnback.store.objects import delta
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects import PACK_AFTER
-from turnback.store.packs import PackDamage, inflate
-from turnback.store.packformat import (DIGEST, FANOUT, SEGMENT_SIZE, TRAILER, PackFormatError,
-                                       decode_index)
+from turnback.store.objects.batch import PACK_AFTER
+from turnback.store.objects.packs import PackDamage, inflate
+from turnback.store.objects.packformat import (DIGEST, FANOUT, SEGMENT_SIZE, TRAILER,
+                                               PackFormatError, decode_index)
 
 HEAD = 56  # magic, version, id, pack size, pack digest, S, N
 

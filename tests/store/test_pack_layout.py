@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import random
 
-from turnback.store import packs as packs_mod, packwrite
+from turnback.store.objects import packs as packs_mod, packwrite
 from turnback.workbench import Options, Workbench
 
 

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from turnback.store import fs
-from turnback.store.packwrite import IN_FLIGHT, PackWriter
+from turnback.store.objects.packwrite import IN_FLIGHT, PackWriter
 
 from .test_pack_backlog import BLOCK, GATE, SIZE, _objects  # one to a block, past INLINE_BLOCK
 

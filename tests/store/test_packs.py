@@ -9,12 +9,13 @@ import random
 import pytest
 
 from turnback.errors import CorruptObject, DigestCollision
-from turnback.store import delta, fs
+from turnback.store.objects import delta
+from turnback.store import fs
 from turnback.store.fsck import fsck
 from turnback.store.layout import Store
-from turnback.store.objects import PACK_AFTER
-from turnback.store.packformat import PACK_HEADER, TRAILER, decode_index
-from turnback.store.packwrite import PackWriter
+from turnback.store.objects.batch import PACK_AFTER
+from turnback.store.objects.packformat import PACK_HEADER, TRAILER, decode_index
+from turnback.store.objects.packwrite import PackWriter
 
 SOURCE = "".join(f"def function_{i}(value):\n    return value * {i} + {i % 7}\n" for i in range(400))
 
@@ -326,7 +327,7 @@ def test_a_worker_confirms_an_existing_copy_so_adopt_reads_nothing_back(store, m
 
 
 def test_kept_blocks_go_once_no_read_used_them_for_a_while(store, monkeypatch):
-    from turnback.store import packs as packs_mod
+    from turnback.store.objects import packs as packs_mod
 
     datas = blobs()
     digests = packed(store, datas)
@@ -345,7 +346,8 @@ def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch)
     import threading
 
     from turnback.lsp.server import TurnbackServer
-    from turnback.store import memory, packs as packs_mod, packwrite, zstdctx
+    from turnback.store import memory
+    from turnback.store.objects import packs as packs_mod, packwrite, zstdctx
     from turnback.workbench import Workbench
 
     wb = Workbench.open(tmp_path)
@@ -377,7 +379,7 @@ def test_an_owners_lease_timer_gives_the_idle_blocks_back(tmp_path, monkeypatch)
 def _inflations(monkeypatch):
     import threading
 
-    from turnback.store import packs as packs_mod
+    from turnback.store.objects import packs as packs_mod
 
     seen, real = [], packs_mod.inflate
 
@@ -441,7 +443,7 @@ def test_a_writers_lookups_look_at_the_pack_folder_at_most_every_half_second(sto
     lookup (`racy=False`, where a miss only costs a duplicate copy) looks again at most every
     `WRITER_LOOKS_EVERY`; a reader's lookup always looks; a pack another process publishes is found
     once the window has passed."""
-    from turnback.store import packs as packs_mod
+    from turnback.store.objects import packs as packs_mod
 
     clock = [1000.0]
     monkeypatch.setattr(packs_mod.time, "monotonic", lambda: clock[0])

@@ -1,4 +1,4 @@
-"""zstd contexts are kept for the next use by any thread, a few at most (`store/zstdctx.py`): kept
+"""zstd contexts are kept for the next use by any thread, a few at most (`store/objects/zstdctx.py`): kept
 per thread, every waiting helper that ever compressed a block held its 9.8 MiB workspace for as
 long as it lived, and an owner at 250,000 files waited 15-20 MiB above what ending the helpers gave
 (docs/performance.md, 4 December)."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import threading
 
-from turnback.store import envelope, packwrite, zstdctx
-from turnback.store.packformat import BLOCK
-from turnback.store.packs import inflate
+from turnback.store.objects import envelope, packwrite, zstdctx
+from turnback.store.objects.packformat import BLOCK
+from turnback.store.objects.packs import inflate
 
 GATE = 30.0
 

@@ -97,7 +97,7 @@ def _delta_read_cost(ctx, store) -> None:
     read with the block cache emptied: the cost of a restore's first read)."""
     import time
 
-    from ..store.packformat import NONE
+    from ..store.objects.packformat import NONE
 
     deepest = None
     for pack in store.objects.packs.packs.values():

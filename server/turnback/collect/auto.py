@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from ..store.heads import LOOSE_NEWEST
-from ..store.objects import RAW_LOOSE_MAX
+from ..store.objects.writer import RAW_LOOSE_MAX
 
 AUTO_LOOSE = 512  # estimated loose objects (a command-line turn writes about 10-20)
 AUTO_HEADS = LOOSE_NEWEST + 96  # loose head files (a collection packs all but the newest 64)

@@ -6,7 +6,7 @@ each mutation after ownership and, for every deletion, after looking again at ev
 have changed since the plan (`Reach._recheck`):
 
 1. retire   every obsolete head, each after an ownership check and a head-stability check; then
-            kept heads past the newest 64 into the pack of old heads (store/headpack.py);
+            kept heads past the newest 64 into the pack of old heads (store/objects/headpack.py);
 2. sweep    delete the planned loose objects in batches of `delete_batch`, each batch only after
             ownership, heads, the sidecar, pins and records were looked at again. Anything new is an
             added observation: a new head is kept and its body marked, new pins are added, and the

@@ -8,7 +8,7 @@ included, gets it. For a plain file store the same is checked for the sidecar re
 from __future__ import annotations
 
 from ..store import fsck as fsck_mod
-from ..store.digest import is_digest
+from ..store.objects.digest import is_digest
 from ..timeline.codec import StateCodec
 from . import roots
 

@@ -34,7 +34,7 @@ from .child import observations as child_observations
 from .scan import list_heads, observe
 from .slices import Slices
 from ..store import fs
-from ..store.digest import is_digest
+from ..store.objects.digest import is_digest
 
 # The batch child costs a Python start-up (about 0.1 s, three times that on a loaded machine) where
 # the in-process scan costs about 70 us a head, sliced: the child pays off only for big cold scans.

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import TurnbackError
 from ..store import lineage
-from ..store.digest import is_digest
+from ..store.objects.digest import is_digest
 from . import roots
 from .cache import HeadCache
 from .scan import HeadFacts, facts_of, list_heads, observe

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..store import fs
-from ..store.packformat import DELTA, NONE
-from ..store.packwrite import PackWriter
+from ..store.objects.packformat import DELTA, NONE
+from ..store.objects.packwrite import PackWriter
 from .repackplan import Plan
 from .slices import Slices
 
@@ -47,15 +47,15 @@ BURST, REST = 0.002, 0.001  # the helper thread's pace (seconds of work, then of
 class Built:
     writer: PackWriter | None
     moved: set[str]  # objects the new pack holds
-    uncopied: dict[str, list[str]]  # old pack name -> its objects the new pack does not hold
+    uncopied: dict[str, list[Digest]]  # old pack name -> its objects the new pack does not hold
     deltas: int = 0
 
 
-def _covered(objects, old, uncopied: dict[str, list[str]]) -> dict[str, set[str]]:
+def _covered(objects, old, uncopied: dict[str, list[Digest]]) -> dict[str, set[Digest]]:
     """For each old pack, its objects with a sound copy outside every old pack. Runs on the thread."""
     names = {p.name for p in old}
     staying = [p for p in objects.packs.packs.values() if p.name not in names]
-    out: dict[str, set[str]] = {}
+    out: dict[str, set[Digest]] = {}
     for pack in old:
         out[pack.name] = got = set()
         for d in uncopied[pack.name]:
@@ -183,7 +183,7 @@ def _empty_fanouts(col, fans: set[str]):
     """Fan-out folders the repack emptied go too: each still costs a block on disk (256 of them
     were a fifth of a long session's store). Never while an object batch is open: a job between
     its slices may be about to write into one."""
-    objects = col.store.objects
+    objects: ObjectRemover = col.store.objects
     for fan in sorted(fans):
         if objects.batch_open:
             return

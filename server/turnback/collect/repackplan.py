@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..store.objects import RAW_LOOSE_MAX
-from ..store.packwrite import LEVEL as PUT_LEVEL
+from ..store.objects.writer import RAW_LOOSE_MAX
+from ..store.objects.packwrite import LEVEL as PUT_LEVEL
 
 REPACK_MAX = RAW_LOOSE_MAX  # loose objects up to this size (stored) move into packs
 MIN_LOOSE = 64  # ...once there are this many of them

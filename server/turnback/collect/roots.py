@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..store import fs, journal as journal_mod
-from ..store.digest import is_digest
+from ..store.objects.digest import is_digest
 from ..store.records import read_record
 from ..timeline.staterefs import NOT_DIGESTS
 

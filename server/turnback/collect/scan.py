@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import TurnbackError
-from ..store import fs, headpack
+from ..store import fs
+from ..store.objects import headpack
 from ..store.heads import KIND as HEAD_KIND, HeadRecord, head_name
 from ..store.records import decode_record
 
@@ -129,7 +130,7 @@ def observe_many(store_path: str | os.PathLike, seqs=None) -> list[list]:
 
 def _objects_of(root: Path):
     """The object space of the store at `root`, for sizes only (its seed is not needed for them)."""
-    from ..store.digest import Hasher
-    from ..store.objects import ObjectStore
+    from ..store.objects.digest import Hasher
+    from ..store.objects.objectstore import ObjectStore
 
     return ObjectStore(root / "objects", Hasher(0))

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptStore
-from . import fsck_packs, fs, headpack, journal, loose
-from .digest import is_digest
+from . import fsck_packs, fs, journal
+from .objects import headpack, loose
+from .objects.digest import is_digest
 from .heads import HeadStore, decode_head
 from .layout import KNOWN_NAMES, SUBDIRS, Store
 from .records import decode_record

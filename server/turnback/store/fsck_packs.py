@@ -16,8 +16,8 @@ from pathlib import Path
 import xxhash
 
 from . import fs
-from .packformat import PACK_HEADER, PACK_MAGIC, TRAILER
-from .packs import PackDamage, PackSet
+from .objects.packformat import PACK_HEADER, PACK_MAGIC, TRAILER
+from .objects.packs import PackDamage, PackSet
 
 _NAME = re.compile(r"^[0-9a-f]{32}\.(pack|idx)$")
 

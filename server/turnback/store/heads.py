@@ -3,7 +3,7 @@
 The next sequence number is claimed by an exclusive create of its file name: that create is the
 compare-and-swap between writers. The record is small on purpose; what a head references lives in its
 body object, so a cold scan reads only these facts. Kept heads older than the newest `LOOSE_NEWEST`
-are moved by the collector into one file, `heads/packed.cbor` (store/headpack.py), with the same
+are moved by the collector into one file, `heads/packed.cbor` (store/objects/headpack.py), with the same
 bytes; every read looks at the loose name first, then at the pack.
 """
 
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HeadRace, InvalidParams, RecordError
-from . import fs, headpack
-from .digest import is_digest
+from . import fs
+from .objects import headpack
+from .objects.digest import is_digest
 from .records import decode_record, encode_record
 
 KIND = "head"
@@ -38,7 +39,7 @@ class HeadRecord:
     fork_point: str
     settled: bool
     epoch: int
-    body: str  # object digest of the head body
+    body: Digest  # object digest of the head body
     last_prompt: str = ""
     txn: str | None = None
 

@@ -15,16 +15,16 @@ from pathlib import Path
 
 from ..errors import InvalidParams, NewerFormat, NotFound, RecordError, SymlinkRefused
 from . import fs, trust
-from .digest import Hasher, new_seed
+from .objects.digest import Hasher, new_seed
 from .heads import HeadStore
-from .objects import ObjectStore
+from .objects.objectstore import ObjectStore
 from .records import decode_record, encode_record
 
-# 2: objects may be zstd envelopes (store/envelope.py); images carry their modes.
-# 3: objects may live in packs (store/packs.py), some of them as deltas.
-# 4: old heads may live in the pack of old heads (store/headpack.py): a format-3 turnback would not
+# 2: objects may be zstd envelopes (store/objects/envelope.py); images carry their modes.
+# 3: objects may live in packs (store/objects/packs.py), some of them as deltas.
+# 4: old heads may live in the pack of old heads (store/objects/headpack.py): a format-3 turnback would not
 #    see them, and its collector would delete what they reference.
-# 5: pack indexes of version 2 (their tables in one zstd frame, store/packformat.py): a format-4
+# 5: pack indexes of version 2 (their tables in one zstd frame, store/objects/packformat.py): a format-4
 #    turnback would take every new pack for a broken one and miss its objects.
 FORMAT_VERSION = 5
 READABLE_FORMATS = (1, 2, 3, 4, 5)  # an older store reads as it is; its owner's open upgrades it

@@ -173,7 +173,7 @@ def current_mode(ws, rel: str) -> int | None:
     return statmod.S_IMODE(st.st_mode) if statmod.S_ISREG(st.st_mode) else None
 
 
-def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -> None:
+def put_image(ws, objects: ObjectReader, rel: str, image: Image, *, mode: int | None = None) -> None:
     """Make the disk hold `image` at rel: write it (temp + fsync + rename + folder fsync) with the
     permission bits `mode` (None: the file's own, else the umask's), or delete it.
 
@@ -212,7 +212,7 @@ def put_image(ws, objects, rel: str, image: Image, *, mode: int | None = None) -
 BATCH_FILES = 256
 BATCH_BYTES = 64 << 20
 # From this many folders written into on, one syncfs of the workspace's file system makes their
-# names durable instead of a fsync per folder: the store's threshold (store/objects.py). A syncfs
+# names durable instead of a fsync per folder: the store's threshold (store/objects/). A syncfs
 # also writes back what other programs left dirty on that file system, so on a busy disk it costs
 # dozens of folder fsyncs (docs/performance.md, travel).
 SYNCFS_FOLDERS = 16
@@ -226,7 +226,7 @@ class Put:
     bits_only: bool = False  # the bytes are right: only chmod
 
 
-def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
+def put_many_job(ws, objects: ObjectReader, puts: list[Put], *, stop_on_error: bool):
     """Make the disk hold every `Put`, with durability batched: each batch's temp files (and chmods)
     are made durable in one pass (`fs.syncfs_or_fsync`: one syncfs, or an fsync each), then
     renamed into place; every folder touched is synced once, at the end (one syncfs of the file
@@ -307,7 +307,7 @@ def put_many_job(ws, objects, puts: list[Put], *, stop_on_error: bool):
     return errors
 
 
-def _in_read_order(puts: list[Put], objects) -> list[Put]:
+def _in_read_order(puts: list[Put], objects: ObjectReader) -> list[Put]:
     """The file writes among `puts` in the order their objects lie in the store (each packed block
     inflated once, `ObjectStore.read_order`), each in a slot a file write held: folders, removals
     and chmods keep their places, so the order that makes every step possible holds."""
@@ -336,7 +336,7 @@ def place(rel: str, tmp, final) -> None:
     fs.rename(tmp, final)
 
 
-def _batches(puts: list[Put], objects):
+def _batches(puts: list[Put], objects: ObjectReader):
     start, batch, size = 0, [], 0
     for p in puts:
         batch.append(p)
@@ -351,12 +351,12 @@ def _batches(puts: list[Put], objects):
         yield start, batch
 
 
-def _stored(objects, image) -> int | None:
+def _stored(objects: ObjectReader, image) -> int | None:
     stored = getattr(objects, "stored_size", None)
     return stored(image) if stored is not None else objects.stat(image)
 
 
-def _put_one(ws, objects, p: Put, temps: list, synced: list, folders: set):
+def _put_one(ws, objects: ObjectReader, p: Put, temps: list, synced: list, folders: set):
     """One path of a batch: a temp file written (not yet durable, not renamed), a removal, or a
     chmod. Returns the path whose inode must be synced before the renames, or None."""
     if is_folder_key(p.rel):

@@ -24,6 +24,7 @@ from ..errors import InvalidParams, TurnRunning, UnknownTurn, UnsavedChanges
 from ..model.gaps import Gap, disk_gap
 from ..model.images import ABSENT, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState, clone
+from ..store.objects.interfaces import ObjectReader
 from ..timeline.checkpoints import changes_from, checkpoint, checkpoint_modes
 from .disk import current_mode, disk_images_job, drain, read_bytes, read_text
 from .filestate import files_changed_state, keep_as_they_are, left_behind
@@ -354,7 +355,7 @@ def _first_turn(state: SessionState, n: int, rel: str) -> int | None:
     return None
 
 
-def _text_after(ws, objects, rel: str, target: dict, max_bytes: int) -> str | None:
+def _text_after(ws, objects: ObjectReader, rel: str, target: dict, max_bytes: int) -> str | None:
     """The text a directive's file will hold after the rewind: its target image, else the disk's."""
     image = target.get(rel)
     if image == ABSENT:

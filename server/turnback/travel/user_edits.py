@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ..diffs.text import MAX_DIFF_BYTES, is_text
 from ..model.images import ABSENT, UNKNOWN, is_digest, is_folder_key
+from ..store.objects.interfaces import ObjectReader
 from .filestate import keep_as_they_are
 
 
@@ -158,7 +159,7 @@ class _Unknown(Exception):
     pass
 
 
-def _bytes(objects, image) -> bytes | None:
+def _bytes(objects: ObjectReader, image) -> bytes | None:
     if image == ABSENT:
         return None
     if not is_digest(image):

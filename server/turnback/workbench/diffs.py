@@ -11,7 +11,7 @@ from ..diffs import text as T
 from ..diffs.changes import Change, changes_since, turn_changes
 from ..errors import InvalidParams, NotFound, UnknownTurn
 from ..model.images import ABSENT, UNKNOWN
-from ..store.digest import is_digest
+from ..store.objects.digest import is_digest
 from . import params as P
 
 # An image larger than this is not sent inline by `turnback/image/read` (a client says so instead).

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from ...store import memory, waiting, zstdctx
+from ...store import memory, waiting
+from ...store.objects import zstdctx
 from . import Service
 
 log = logging.getLogger("turnback.lsp")

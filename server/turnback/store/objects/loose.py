@@ -8,10 +8,12 @@ and stream such files; `ObjectStore` decides where each object goes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from . import envelope, fs
+from . import envelope
+from .. import fs
+from .digest import Digest, Hasher
 from .envelope import EnvelopeError
 
 CHUNK = 1 << 20  # streaming unit; files above this are never held whole in memory
@@ -67,7 +69,7 @@ def raw_size(path: Path, limit: int, st_size: int | None = None) -> int:
         os.close(fd)
 
 
-def read_verified(path: Path, digest: str, hasher, limit: int) -> bytes:
+def read_verified(path: Path, digest: str, hasher: Hasher, limit: int) -> bytes:
     """The raw bytes of the loose object in `path`, verified; LooseDamage (with the reason) if they
     do not hash to `digest`, FileNotFoundError if there is no such file."""
     data = fs.read_file(path)
@@ -87,7 +89,7 @@ def read_verified(path: Path, digest: str, hasher, limit: int) -> bytes:
                       else "compressed object: its inflated bytes do not match its digest")
 
 
-def damage(path: Path, digest: str, hasher, limit: int) -> str | None:
+def damage(path: Path, digest: str, hasher: Hasher, limit: int) -> str | None:
     """None if the loose object in `path` is sound; else what is wrong, in a few words."""
     h = hasher.stream()
     try:
@@ -122,7 +124,7 @@ def is_small_envelope(path: Path) -> bool:
         os.close(fd)
 
 
-def same_bytes(a: Iterator[bytes], b) -> bool:
+def same_bytes(a: Iterable[bytes], b: Iterable[bytes]) -> bool:
     """Compare two chunk streams of possibly different chunking."""
     ia, ib = iter(a), iter(b)
     ba = bb = b""
@@ -155,9 +157,9 @@ def write_temp(final: Path, stored: bytes) -> Path:
     return tmp
 
 
-def stream_into_temp(root: Path, fd: int, hasher, max_bytes: int | None,
-                     packer: "envelope.StreamPacker | None", *, sync: bool,
-                     too_large) -> tuple[Path, str, int] | None:
+def stream_into_temp(root: Path, fd: int, hasher: Hasher, max_bytes: int | None,
+                     packer: envelope.StreamPacker | None, *, sync: bool,
+                     too_large: Callable[[int], Exception]) -> tuple[Path, Digest, int] | None:
     """Copy the open file `fd` into a temp file in `root`, hashing the raw bytes (and compressing
     them with `packer`); returns (temp, digest, size), or None when the file's size moved while it
     was read and `packer` had declared it. The temp file is the caller's to place or discard."""
@@ -189,7 +191,7 @@ def stream_into_temp(root: Path, fd: int, hasher, max_bytes: int | None,
         finally:
             os.close(out)
         done = True
-        return tmp, h.hexdigest(), size
+        return tmp, Digest(h.hexdigest()), size
     finally:
         if not done:
             fs.discard(tmp)

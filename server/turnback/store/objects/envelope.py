@@ -20,6 +20,9 @@ releases the GIL while it compresses, which the parallel first checkpoint relies
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import BinaryIO
+
 import zstandard
 
 from . import zstdctx
@@ -37,7 +40,7 @@ class EnvelopeError(ValueError):
     """The envelope is damaged: the reason names what is wrong (kept short, it goes in messages)."""
 
 
-# zstd contexts are not thread-safe: each use takes one of its own (store/zstdctx.py)
+# zstd contexts are not thread-safe: each use takes one of its own (store/objects/zstdctx.py)
 _compressors = zstdctx.Kept(
     lambda: zstandard.ZstdCompressor(level=LEVEL, write_checksum=False, write_content_size=True),
     keep=2)  # 2.5 MiB each after a 1 MiB object
@@ -55,7 +58,8 @@ def is_envelope(prefix: bytes) -> bool:
 def compress(data: bytes) -> bytes:
     """`data` as one zstd frame at LEVEL, with no envelope header."""
     with _compressors.use() as c:
-        return c.compress(data)
+        framed: bytes = c.compress(data)
+        return framed
 
 
 def pack(data: bytes) -> bytes | None:
@@ -95,7 +99,7 @@ def unpack(data: bytes, limit: int = LIMIT) -> bytes:
     try:
         # max_output_size bounds a frame that does not state its size; one that does was checked above.
         with _decompressors.use() as d:
-            raw = d.decompress(frame, max_output_size=size)
+            raw: bytes = d.decompress(frame, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise EnvelopeError(f"zstd frame is damaged ({exc})") from None
     if len(raw) != size:
@@ -121,7 +125,8 @@ class StreamPacker:
         return self._obj.flush()
 
 
-def iter_unpack(source, limit: int = LIMIT, out_size: int = 1 << 20, read_size: int | None = None):
+def iter_unpack(source: BinaryIO, limit: int = LIMIT, out_size: int = 1 << 20,
+                read_size: int | None = None) -> Iterator[bytes]:
     """Raw chunks of an envelope read from the binary file object `source` (at its start). Never
     inflates past the declared size, even for one call; raises EnvelopeError where the envelope
     proves damaged (a consumer must not commit what it built before the iteration ends).

@@ -14,21 +14,25 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 IDLE_SECONDS = 10.0  # as the pack reader's kept blocks (store/packs.CACHE_IDLE_SECONDS)
 
 
 class Kept:
-    def __init__(self, make, keep: int = 1):
+    """Contexts made by `make` (zstandard's compressors and decompressors: untyped, hence Any)."""
+
+    def __init__(self, make: Callable[[], Any], keep: int = 1):
         self._make = make
         self._keep = keep
-        self._free: list = []
+        self._free: list[Any] = []
         self._lock = threading.Lock()
         self._used = 0.0
         _all.append(self)
 
-    def take(self):
+    def take(self) -> Any:
         """A context for this thread's use alone, until `give`."""
         with self._lock:
             self._used = time.monotonic()
@@ -36,13 +40,13 @@ class Kept:
                 return self._free.pop()
         return self._make()
 
-    def give(self, ctx) -> None:
+    def give(self, ctx: Any) -> None:
         with self._lock:
             if len(self._free) < self._keep:
                 self._free.append(ctx)
 
     @contextmanager
-    def use(self):
+    def use(self) -> Iterator[Any]:
         """`with kept.use() as ctx:` a context of this thread's own for the block."""
         ctx = self.take()
         try:
@@ -55,7 +59,7 @@ class Kept:
             if not self._free or time.monotonic() - self._used < idle:
                 return 0
             dropped, self._free = self._free, []
-        size = sum(c.memory_size() for c in dropped)
+        size: int = sum(c.memory_size() for c in dropped)
         dropped.clear()  # outside the lock: each workspace goes back to the system as it is freed
         return size
 

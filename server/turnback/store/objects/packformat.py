@@ -120,7 +120,8 @@ class IndexDoc:
         return seg, start, size, base
 
     def segment_of(self, i: int) -> int:
-        return _ENTRY.unpack_from(self.entries, i * ENTRY_SIZE)[0]
+        seg: int = _ENTRY.unpack_from(self.entries, i * ENTRY_SIZE)[0]
+        return seg
 
     def find(self, raw: bytes) -> int:
         """The entry index of digest `raw` (16 bytes), or -1."""

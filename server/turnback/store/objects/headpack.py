@@ -19,9 +19,9 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import RecordError
-from . import fs
-from .records import decode_record, encode_record
+from ...errors import RecordError
+from .. import fs
+from ..records import decode_record, encode_record
 
 NAME = "packed.cbor"
 KIND = "headpack"
@@ -33,14 +33,14 @@ class Packed(NamedTuple):
 
 
 _lock = threading.Lock()
-_parsed: dict[str, tuple[tuple, dict[int, Packed]]] = {}  # path -> (its stat key, its entries)
+_parsed: dict[str, tuple[tuple[int, int, int], dict[int, Packed]]] = {}  # path -> (its stat key, its entries)
 
 
-def path_in(heads_dir: str | os.PathLike) -> Path:
+def path_in(heads_dir: str | os.PathLike[str]) -> Path:
     return Path(heads_dir) / NAME
 
 
-def read(heads_dir: str | os.PathLike) -> dict[int, Packed]:
+def read(heads_dir: str | os.PathLike[str]) -> dict[int, Packed]:
     """seq -> entry of the pack in `heads_dir` ({} when there is none). Parsed once per generation of
     the file (its inode, size and mtime); RecordError when it is damaged."""
     p = path_in(heads_dir)
@@ -78,7 +78,7 @@ def _decode(data: bytes, where: str) -> dict[int, Packed]:
     return out
 
 
-def write(heads_dir: str | os.PathLike, entries: dict[int, Packed]) -> None:
+def write(heads_dir: str | os.PathLike[str], entries: dict[int, Packed]) -> None:
     """Replace the pack with `entries` (removed when empty), durably."""
     p = path_in(heads_dir)
     if not entries:

@@ -17,9 +17,13 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
-from . import delta, fs
+from . import delta
+from .. import fs
+from .digest import Digest, Hasher
 from .packformat import (BLOCK, DELTA, DIGEST, LEVEL_AT, NONE, PACK_HEADER, PACK_MAGIC, RAW,
                          IndexDoc, PackFiles, PackFormatError, Segment, decode_index, inflate_exactly,
                          segment_check)
@@ -68,7 +72,7 @@ class Pack(PackFiles):
     def read_stored(self, seg: Segment, fd: int | None = None) -> bytes:
         """A segment's stored bytes, checked against its checksum."""
         own = fd is None
-        if own:
+        if fd is None:
             fd = fs.open_read(self.pack_path)
         try:
             data = os.pread(fd, seg.stored, seg.offset)
@@ -87,14 +91,14 @@ class Pack(PackFiles):
 class PackSet:
     """Every pack of one store, as this process knows them."""
 
-    def __init__(self, folder: Path, hasher):
+    def __init__(self, folder: Path, hasher: Hasher):
         self.folder = Path(folder)
         self.hasher = hasher
         self.packs: dict[str, Pack] = {}
         self.broken: dict[str, str] = {}  # index name -> why it could not be loaded
         self._small: dict[bytes, tuple[Pack, int]] = {}
         self._big: list[Pack] = []
-        self._stamp: tuple | None = None
+        self._stamp: tuple[int, int] | None = None
         self._lock = threading.RLock()
         self._cache: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._cached = 0
@@ -218,7 +222,7 @@ class PackSet:
                 out.append((pack, i))
         return out
 
-    def digests(self):
+    def digests(self) -> Iterator[Digest]:
         """Every packed digest (hex), each once."""
         self.refresh()
         seen: set[bytes] = set()
@@ -228,7 +232,7 @@ class PackSet:
                 raw = d[i * DIGEST:(i + 1) * DIGEST]
                 if raw not in seen:
                     seen.add(raw)
-                    yield raw.hex()
+                    yield _hex(raw)
 
     def size_of(self, pack: Pack, i: int) -> int:
         return pack.doc.entry(i)[2]
@@ -319,7 +323,11 @@ def _kept(seg: Segment) -> bool:
     return seg.kind == BLOCK and seg.raw > KEPT_ABOVE
 
 
-def _cache_key(pack: Pack, i: int) -> tuple:
+# bytes.hex, typed as naming a digest (no `Digest(...)` call per listed object).
+_hex = cast(Callable[[bytes], Digest], bytes.hex)
+
+
+def _cache_key(pack: Pack, i: int) -> tuple[str, int]:
     return (pack.name, pack.doc.segment_of(i))
 
 

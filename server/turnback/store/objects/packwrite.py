@@ -14,7 +14,7 @@ blocks of earlier versions made a Redo listing of 100 mypy turns spend 17 of its
 Similar files still share their bytes inside a block (the collector orders objects by path), and the
 collector makes its blocks at a higher level on its helper thread (`REPACK_LEVEL`), which more than
 wins back what the smaller window costs; docs/performance.md ("Pack layout") has the figures.
-Deltas are frames of their own (store/delta.py), against a base in the same pack.
+Deltas are frames of their own (delta.py), against a base in the same pack.
 
 Writes: once a pack has a compressing thread it has a writing thread too, and every write after that
 (blocks, delta frames) goes to it, in the order they were made: a 2 MiB frame's `write` costs about
@@ -27,15 +27,19 @@ is written after a write that failed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
+from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import xxhash
 import zstandard
 
-from . import delta, fs, memory, waiting, zstdctx
+from . import delta, zstdctx
+from .. import fs, memory, waiting
 from .packformat import (BLOCK, DELTA, PACK_HEADER, RAW, TRAILER, PackFiles, Segment,
                          encode_index, pack_header, segment_check)
 
@@ -54,6 +58,7 @@ INLINE_BLOCK = 32 << 10  # smaller blocks are compressed on the caller's thread 
 _QUEUED_MAX = 1024  # writes queued at most (delta frames are many and small; blocks are fewer)
 _KEEP_SMALL = 1024  # objects this small stay readable from memory while the pack is built
 _KEEP_SMALL_TOTAL = 8 << 20
+Compressed = tuple[int, bytes, int]  # a block as written: (kind, stored bytes, checksum)
 
 
 def _block_compressor(level: int) -> zstandard.ZstdCompressor:
@@ -79,7 +84,7 @@ def _kept_for(level: int) -> zstdctx.Kept:
     return kept
 
 
-def compress_block(pieces: list[bytes], raw_len: int, level: int = LEVEL) -> tuple[int, bytes, int]:
+def compress_block(pieces: list[bytes], raw_len: int, level: int = LEVEL) -> Compressed:
     """(kind, stored, check) of one block made of `pieces` (raw_len bytes in all): a zstd frame, or
     the raw bytes when compression does not pay. The pieces are streamed into the compressor, not
     joined first: joining a big block is one call that holds the interpreter lock for milliseconds."""
@@ -119,17 +124,17 @@ class PackWriter(PackFiles):
         self._offset = 0
         self.segments: list[Segment] = []
         # digest -> [segment number (or -1: in the open block), start, size, base digest or None]
-        self.objects: dict[str, list] = {}
+        self.objects: dict[str, list[Any]] = {}
         self.depth: dict[str, int] = {}  # deltas only: how deep each is (whole objects are 0)
         self._block: list[bytes] = []
         self._block_members: list[str] = []
         self._block_pieces: dict[str, bytes] = {}
         self._inflight_pieces: dict[str, bytes] = {}  # objects of blocks being compressed
         self._block_size = 0
-        self._inflight: deque[tuple[Future | None, list[str], int, tuple | None]] = deque()
+        self._inflight: deque[tuple[Future[Compressed] | None, list[str], int, Any]] = deque()
         self._pool: ThreadPoolExecutor | None = None
         self._writer: ThreadPoolExecutor | None = None  # with the pool: the ordered writes
-        self._writes: deque[tuple[int, Future]] = deque()  # (start offset, write), oldest first
+        self._writes: deque[tuple[int, Future[None]]] = deque()  # (start offset, write), oldest first
         self._write_failed: BaseException | None = None
         self._small: dict[str, bytes] = {}
         self._small_total = 0
@@ -234,7 +239,7 @@ class PackWriter(PackFiles):
         if self._write_failed is not None:
             raise self._write_failed
 
-    def _iter_writes_down_to(self, keep: int):
+    def _iter_writes_down_to(self, keep: int) -> Generator[Any, Any, None]:
         """Wait (a job's steps, each at most `waiting.WAIT_SLICE`) until at most `keep` writes
         are queued."""
         while len(self._writes) > keep:
@@ -283,7 +288,7 @@ class PackWriter(PackFiles):
         """More blocks are being compressed than IN_FLIGHT: the producer should wait (in slices)."""
         return len(self._inflight) > IN_FLIGHT or self._writes_behind
 
-    def iter_settle(self):
+    def iter_settle(self) -> Generator[Any, Any, None]:
         """Wait (a job's steps, each at most `waiting.WAIT_SLICE`) until at most IN_FLIGHT blocks
         are being compressed, writing each one done, and at most IN_FLIGHT are queued to write."""
         while self._inflight and (len(self._inflight) > IN_FLIGHT or self._oldest_done()):
@@ -295,7 +300,7 @@ class PackWriter(PackFiles):
 
     def _write_oldest(self) -> None:
         fut, members, raw_len, done = self._inflight.popleft()
-        if fut is None:  # compressed inline: a small block
+        if fut is None:  # compressed inline: a small block (else `done` is its pieces)
             kind, stored, check = done
         else:
             kind, stored, check = fut.result()
@@ -311,6 +316,7 @@ class PackWriter(PackFiles):
             # reading threads' page faults; on the loop's thread that was 30 ms at a time.
             box = [done, fut, stored]
             del done, fut, stored
+            assert self._pool is not None  # it compressed this block
             self._pool.submit(box.clear)
 
     # ---------------------------------------------------------------- reading back (inside a batch)
@@ -362,7 +368,7 @@ class PackWriter(PackFiles):
         self._drain()
         return self._finish_tail()
 
-    def iter_finish(self):
+    def iter_finish(self) -> Generator[Any, Any, list[Path]]:
         """`finish` for a job (a generator; its value is the temp files): it yields while the last
         blocks are compressed and while the index is built on a helper thread, each wait at most
         `waiting.WAIT_SLICE`, so the end of a big pack never holds an event loop (250,000 files: 0.6 s
@@ -376,13 +382,15 @@ class PackWriter(PackFiles):
                 yield from waiting.wait_in_slices(fut)
             self._write_oldest()
         yield from self._iter_writes_down_to(0)
-        return (yield from waiting.wait_in_slices(waiting.in_thread(self._finish_tail)))
+        temps: list[Path] = yield from waiting.wait_in_slices(waiting.in_thread(self._finish_tail))
+        return temps
 
     def _finish_tail(self) -> list[Path]:
         """After the last block is written: trailer, index (its encoding is the costly part)."""
         self._written()
         self._close_writer()
         self._ensure_open()
+        assert self._fd is not None  # _ensure_open
         digest = self._hash.digest()
         fs.append(self._fd, digest)
         size = self._offset + TRAILER
@@ -421,10 +429,8 @@ class PackWriter(PackFiles):
         """Remove everything written (before `publish`); never masks the caller's error."""
         self._close_writer(cancel=True)  # before the fd closes: its number could be reused
         if self._fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._fd)
-            except OSError:
-                pass
             self._fd = None
         self._close_pool(cancel=True)
         if not self.published:
