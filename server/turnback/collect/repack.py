@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..store import fs
+from ..store.objects.digest import Digest
+from ..store.objects.interfaces import ObjectRemover
 from ..store.objects.packformat import DELTA, NONE
 from ..store.objects.packwrite import PackWriter
 from .repackplan import Plan

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import HeadRace, InvalidParams, RecordError
 from . import fs
 from .objects import headpack
-from .objects.digest import is_digest
+from .objects.digest import Digest, is_digest
 from .records import decode_record, encode_record
 
 KIND = "head"

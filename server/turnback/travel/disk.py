@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..errors import CorruptStore, SymlinkRefused
 from ..model.images import ABSENT, FOLDER, Image, folder_path, is_digest, is_folder_key
 from ..store import fs
+from ..store.objects.interfaces import ObjectReader
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not hang the planner
