@@ -153,3 +153,26 @@ def test_a_quick_collection_failing_at_every_operation_loses_nothing(template):
 def _is_fanout_rmdir(line: str) -> bool:
     """The repack's removal of an emptied objects/xx folder (repack._empty_fanouts) is best effort."""
     return line.startswith("rmdir ") and "/.turnback/objects/" in line
+
+
+def test_a_quick_collection_stopped_in_its_mark_has_retired_the_heads(template, monkeypatch):
+    """The budget spent while the plan marks (a big store: marking is most of a plan): the heads
+    are still retired and the head cache saved, as before the plan/execution split, so the next
+    bounded run goes further instead of starting over (collect/collector.py, `_decided`)."""
+    from turnback.collect import plan as plan_mod
+
+    ws0, expected, scratch = template
+    ws = scratch / "stopped-in-mark"
+    shutil.copytree(ws0, ws, symlinks=True)
+    before = snapshot(ws / ".turnback")[0]
+
+    def spent(self):
+        raise collector.CollectionStopped()
+        yield
+
+    monkeypatch.setattr(plan_mod.Planner, "_mark", spent)
+    _pauses, stopped = _quick_run(ws, monkeypatch, None)
+    assert stopped
+    after = snapshot(ws / ".turnback")[0]
+    assert set(after) < set(before) and set(after) >= set(expected[0]), (before, after)
+    finish_and_compare(ws, expected)

@@ -6,7 +6,10 @@ each mutation after ownership and, for every deletion, after looking again at ev
 have changed since the plan (`Reach._recheck`):
 
 1. retire   every obsolete head, each after an ownership check and a head-stability check; then
-            kept heads past the newest 64 into the pack of old heads (store/objects/headpack.py);
+            kept heads past the newest 64 into the pack of old heads (store/objects/headpack.py).
+            This step runs inside the plan, right after its decision and before any marking, as
+            the collector always did: a bounded run (collect/auto.py) stopped later in its plan
+            has still retired the heads and saved its head cache, so the next run goes further;
 2. sweep    delete the planned loose objects in batches of `delete_batch`, each batch only after
             ownership, heads, the sidecar, pins and records were looked at again. Anything new is an
             added observation: a new head is kept and its body marked, new pins are added, and the
@@ -64,12 +67,7 @@ class Collector(Planner):
     def execute(self, plan: CollectionPlan) -> Slices[dict[str, Any]]:
         """Carry `plan` out; returns the stats."""
         if self.store.kind == "heads":
-            yield from self._fresh_slice(1)
-            self.wb.book.require_owner()  # even the rebuildable cache is written by the owner only
-            if self.cache.save() and self._tick():
-                yield from self._pause()
             self.stats["keptFor"] = plan.kept_for  # why heads stay, for the command line's words
-            yield from self._retire(plan)
         self.stats["objectsKept"] += plan.objects_kept
         self.stats["bytesKept"] += plan.bytes_kept
         if not self.blocked:
@@ -92,6 +90,18 @@ class Collector(Planner):
         self.stats["cacheBytes"] = self.cache.memory_bytes()
         self._close_slice()
         return dict(self.stats)
+
+    def _decided(self, plan: CollectionPlan) -> Slices[None]:
+        """The heads are retired as soon as they are decided, before anything is marked (not by a
+        dry run), and the head cache saved: a bounded run (`collect/auto.py`) stopped later in its
+        plan has still retired what it could and spared the next run the cold reads."""
+        if self.dry_run:
+            return
+        yield from self._fresh_slice(1)
+        self.wb.book.require_owner()  # even the rebuildable cache is written by the owner only
+        if self.cache.save() and self._tick():
+            yield from self._pause()
+        yield from self._retire(plan)
 
     # ------------------------------------------------------------------ 1. retire
     def _retire(self, plan: CollectionPlan) -> Slices[None]:

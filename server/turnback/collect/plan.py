@@ -124,6 +124,7 @@ class Planner(Reach):
             plan.retire, plan.keep = list(decision.retire), sorted(decision.keep)
             plan.kept_for = kept_for(decision)
             self._plan_head = self._head_seq()
+            yield from self._decided(plan)
             # Newest first: the current head's body is marked in the first marking slice.
             for seq in sorted(self.kept, reverse=True):
                 if seq in self.known:
@@ -144,6 +145,11 @@ class Planner(Reach):
         plan.reached = len(self.marked | self.pins)
         plan.blocked = list(self.blocked)
         return plan
+
+    def _decided(self, plan: CollectionPlan) -> Slices[None]:
+        """Once the heads are decided: nothing here (a plan only reads); the collector retires."""
+        return
+        yield
 
     # ------------------------------------------------------------------ 1. scan
     def _scan(self) -> Slices[None]:
