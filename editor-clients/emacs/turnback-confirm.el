@@ -308,7 +308,9 @@ markers where they conflict).  A fork with WORKTREE goes into that folder."
       ('redo (turnback--request server :turnback/redo/commit
                                 (append (list :headSeq target) hash keep)))
       ('fork (turnback--request server :turnback/fork/confirm
-                                (append (list :turn target :planHash (plist-get plan :hash))
+                                (append (list :turn target :planHash (plist-get plan :hash)
+                                              ;; and its old name, for a server before planHash
+                                              :hash (plist-get plan :hash))
                                         (if worktree (list :worktree worktree) keep)))))))
 
 (defun turnback--prepare-again (server kind target &optional plan)

@@ -570,8 +570,8 @@ export const Rpc = {
     recoveryList: new RequestType<NoParams, { recovery: Recovery[] }, void>(Requests.recoveryList),
     recoveryResolve: new RequestType<{ id: string; action: "retry" | "dismiss" }, RecoveryResolveResult, void>(Requests.recoveryResolve),
     forkPrepare: new RequestType<{ turn: number }, ForkPrepareResult, void>(Requests.forkPrepare),
-    // `planHash`: the plan hash's one name on the wire (a server before it read only `hash`: docs/protocol.md)
-    forkConfirm: new RequestType<{ turn: number; planHash: string; worktree?: string; keepUserEdits?: boolean }, ForkConfirmResult, void>(Requests.forkConfirm),
+    // `planHash`: the plan hash's one name on the wire; `hash` too, for a server before it (docs/protocol.md)
+    forkConfirm: new RequestType<{ turn: number; planHash: string; hash: string; worktree?: string; keepUserEdits?: boolean }, ForkConfirmResult, void>(Requests.forkConfirm),
     sessionList: new RequestType<NoParams, { sessions: SessionSummary[] }, void>(Requests.sessionList),
 };
 
@@ -667,7 +667,7 @@ export class TurnbackApi {
         return this.call(Rpc.forkPrepare, { turn });
     }
     forkConfirm(turn: number, hash: string, worktree?: string, keepUserEdits = false): Promise<ForkConfirmResult> {
-        return this.call(Rpc.forkConfirm, { turn, planHash: hash, ...(worktree ? { worktree } : {}), ...(keepUserEdits ? { keepUserEdits } : {}) });
+        return this.call(Rpc.forkConfirm, { turn, planHash: hash, hash, ...(worktree ? { worktree } : {}), ...(keepUserEdits ? { keepUserEdits } : {}) });
     }
     sessionList(): Promise<{ sessions: SessionSummary[] }> {
         return this.call(Rpc.sessionList, {});
