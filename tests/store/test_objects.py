@@ -210,3 +210,25 @@ def test_advice_the_system_refuses_changes_nothing(store, monkeypatch):
     monkeypatch.setattr(os, "posix_fadvise", refuse)
     big = os.urandom(256 << 10)
     assert store.objects.get(store.objects.put(big)) == big
+
+
+def test_a_fan_folder_removed_mid_listing_is_skipped(store, monkeypatch):
+    """A live owner's collection may empty and remove a fan-out folder while fsck or a listing walks
+    the object space (issue 43, G): the walk goes on with the folders that are left."""
+    from turnback.store.objects import listing
+
+    digests = {store.objects.put(f"object {i}".encode()) for i in range(40)}
+    fans = sorted({d[:2] for d in digests})
+    gone = fans[0]
+    real_listdir = os.listdir
+
+    def listdir(path):
+        if os.path.basename(path) == gone:
+            for name in real_listdir(path):
+                os.unlink(os.path.join(path, name))
+            os.rmdir(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(listing.os, "listdir", listdir)
+    listed = set(store.objects.list_loose())
+    assert listed == {d for d in digests if not d.startswith(gone)}

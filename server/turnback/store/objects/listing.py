@@ -60,7 +60,11 @@ class ObjectListing(ObjectReading):
         for fan in fans:
             if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
                 continue
-            for entry in sorted(os.listdir(fan.path)):
+            try:
+                entries = sorted(os.listdir(fan.path))
+            except FileNotFoundError:  # emptied and removed since the scan: a live owner's collection
+                continue
+            for entry in entries:
                 digest = fan.name + entry
                 if is_digest(digest):
                     yield digest
