@@ -249,6 +249,22 @@ class Workbench:
         return [t.replace(NBSP, " ") for t in
                 self.page.locator(".notifications-toasts .notification-list-item-message").all_inner_texts()]
 
+    def notification_where(self, what: str, match, timeout: float = 60.0) -> str:
+        """The first toast whose text `match` accepts. On a timeout the failure says what the window
+        showed instead: every toast and any dialog (a stale plan asks again, a rolled-back one says so
+        in an error), so a run on another machine can be read without its screenshots."""
+        try:
+            return wait_until(what, lambda: next((n for n in self.notifications() if match(n)), None), timeout=timeout)
+        except AssertionError as exc:
+            dialog = self.dialog()
+            shown = dialog.locator(".dialog-message-text").inner_text() if dialog.is_visible() else None
+            raise AssertionError(f"{exc}; toasts: {self.notifications()!r}; dialog: {shown!r}") from None
+
+    def clear_notifications(self) -> None:
+        """Close every toast, so a new one is never queued behind earlier ones (VS Code shows three)."""
+        self.run_command("Notifications: Clear All Notifications")
+        wait_until("no toast", lambda: not self.notifications(), timeout=10)
+
     def _toast(self, contains: str):
         return self.page.locator(".notifications-toasts .notification-toast-container",
                                  has=self.page.locator(".notification-list-item-message", has_text=contains)).first

@@ -206,6 +206,7 @@ def test_a_claude_code_session_rewind_offers_the_whole_resume_command(fresh):
 
 def test_redo_says_what_it_brought_back_in_words_and_offers_the_resume_command(fresh):
     ui = fresh.ui
+    ui.clear_notifications()
     ui.run_command("Turnback: Redo…")
     rows = ui.quick_pick_rows()
     assert not any(re.search(r"\bhead \d", r) for r in rows), rows
@@ -213,8 +214,7 @@ def test_redo_says_what_it_brought_back_in_words_and_offers_the_resume_command(f
     message, _detail = ui.dialog_texts()
     assert not re.search(r"\bhead \d", message), message
     ui.dialog_button("Redo")
-    toast = wait_until("the Redo's word", lambda: next((n for n in ui.notifications() if n.startswith("Redone:")), None),
-                       timeout=60)
+    toast = ui.notification_where("the Redo's word", lambda n: n.startswith("Redone:"))
     assert toast.startswith(f"Redone: the session is back with 3 turns, the last one “{PROMPTS[2][:40]}"), toast
     command = re.search(r"claude --resume \S+ --resume-session-at \S+", toast).group(0)
     ui.whole_notification(command)
@@ -228,8 +228,7 @@ def test_a_fork_carries_the_resume_command_and_the_sessions_are_named_apart(fres
     ui.inline_action(ui.session_row(f"Turn 2: {PROMPTS[1]}"), "Fork at This Response")
     ui.dialog_texts()
     ui.dialog_button("Fork Here")
-    toast = wait_until("the fork's word", lambda: next((n for n in ui.notifications() if n.startswith("Forked at turn 2")),
-                                                        None), timeout=60)
+    toast = ui.notification_where("the fork's word", lambda n: n.startswith("Forked at turn 2"))
     command = re.search(r"claude --resume \S+ --resume-session-at \S+", toast)
     assert command, toast
     ui.whole_notification(command.group(0))
