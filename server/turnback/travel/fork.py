@@ -66,6 +66,7 @@ def prepare_job(state: SessionState, ws, objects, turn: int, *, head_seq, max_by
         "redoable": bool(redo),
     }
     report["hash"] = fork_hash(objects.hasher, state, turn, c, head_seq, held)
+    report["planHash"] = report["hash"]  # the name every other plan uses; `hash` stays for clients out
     refusal = refusal_of(state, turn, derived, objects, busy)
     if refusal is not None:
         report["refusal"] = refusal

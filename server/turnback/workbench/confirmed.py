@@ -101,7 +101,6 @@ class ConfirmedOperation(Generic[ArgsT, PlanT]):
 
     name: ClassVar[str]  # its settle, its transaction and its notices say this
     stale_key: ClassVar[str] = "candidate"  # where a stale answer carries the fresh plan
-    hash_key: ClassVar[str] = "planHash"  # the plan's hash in what it shows
     markers: ClassVar[bool] = True  # whether it reads `conflictMarkers`
 
     def __init__(self, wb: Any) -> None:
@@ -135,7 +134,7 @@ class ConfirmedOperation(Generic[ArgsT, PlanT]):
         refused = self.refusal(shown)
         if refused is not None:
             return refused
-        if shown[self.hash_key] != request.plan_hash:
+        if shown["planHash"] != request.plan_hash:
             return {"status": "stale", self.stale_key: shown}
         if self.is_noop(plan):
             return {"status": "nothing-to-do"}  # the plan is the current state: no epoch
@@ -168,7 +167,7 @@ class ConfirmedOperation(Generic[ArgsT, PlanT]):
         raise NotImplementedError
 
     def shown(self, plan: PlanT) -> dict[str, Any]:
-        """What the person is shown, its hash under `hash_key`."""
+        """What the person is shown, its hash under `planHash`."""
         raise NotImplementedError
 
     def announce_job(self, plan: PlanT) -> Job[dict[str, Any]]:

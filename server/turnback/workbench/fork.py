@@ -55,7 +55,6 @@ class ForkArgs:
 class ForkFeature(ConfirmedOperation[ForkArgs, plan_fork.ForkPlan]):
     name = "fork"
     stale_key = "report"
-    hash_key = "hash"  # what the report calls it; a confirmation sends it as `planHash`
 
     def busy(self) -> list[dict[str, Any]]:
         return [r for r in lineage.forks(self.wb.store) if r.get("phase") == "begun"]
