@@ -2,9 +2,10 @@
 without a change between turns for its sweep to record.
 
 The begin's answer promises the turn has begun durably (docs/protocol.md): its record is synced in
-the journal before it answers. The sweep before it syncs its own records first, and a journal with
-nothing appended since its last fsync is not synced again (`Journal.sync`, docs/performance.md "A
-turn at the cost of a process start"): a begin whose sweep found nothing syncs once. After each cut
+the journal before it answers. The sweep before it leaves its records to that one sync (the
+journal is append-only, so its records are never durable without the sweep's before them), and a
+journal with nothing appended since its last fsync is not synced again (`Journal.sync`,
+docs/performance.md "A turn at the cost of a process start"): a begin syncs the journal once. After each cut
 the reopened session has the earlier turns as they were and either no new turn or the new turn
 running, a change between turns is recorded whenever the new turn is, and fsck finds the store
 sound."""
@@ -110,9 +111,10 @@ def test_a_power_cut_at_every_operation_of_a_begin_leaves_no_turn_or_the_turn_ru
 
 
 def test_a_begin_whose_sweep_found_nothing_syncs_the_journal_once(tmp_path):
-    """The sweep's sync, with nothing recorded, was a second fsync of the journal on the way to
-    the begin's own. With a change between turns both stay: the sweep's record is made durable
-    before the begin is recorded (tests/lsp/test_binding_steps.py holds why)."""
+    """The sweep's sync was a second fsync of the journal on the way to the begin's own: with
+    nothing recorded it promised nothing; with a change between turns the begin's own sync makes
+    the sweep's record durable with the begin's (the power cuts above: never a begun turn without
+    it)."""
     root = tmp_path / "ws"
     root.mkdir()
     _pristine(root)
@@ -131,4 +133,4 @@ def test_a_begin_whose_sweep_found_nothing_syncs_the_journal_once(tmp_path):
             a.wb.run(a.wb.turns.settle_job({"turn": n}))
     finally:
         a.close()
-    assert counts[1:] == [1, 2], counts
+    assert counts[1:] == [1, 1], counts
