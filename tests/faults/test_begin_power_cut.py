@@ -18,10 +18,10 @@ import shutil
 import pytest
 from sessionkit import Agent, assert_faulted, run_child
 
+from test_settle_power_cut import FILES, _counting, _pristine
+
 from turnback.store.fsck import fsck
 from turnback.store.testing import faultplan
-
-FILES = [f"pkg{i}/m{i}.py" for i in range(4)]
 
 BEGIN_CHILD = """
 import sys, pathlib
@@ -41,16 +41,6 @@ wb.close()
 """
 
 
-def _pristine(root):
-    for rel in FILES:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(f"# {rel}\n" * 30)
-    a = Agent(root)
-    n = a.begin("the first checkpoint")
-    a.wb.run(a.wb.turns.settle_job({"turn": n}))
-    a.close()
-
-
 def _snapshot(work):
     a = Agent(work)
     try:
@@ -58,11 +48,6 @@ def _snapshot(work):
         return [(t.n, t.state) for t in state.turns], sorted(state.between.get(1, {}))
     finally:
         a.close()
-
-
-def _counting(code: str) -> str:
-    return code.replace("wb = Workbench.open", "plan = faultplan.FaultPlan()\nfaultplan.install(plan)\n"
-                        "wb = Workbench.open", 1).replace("wb.close()\n", "", 1) + "wb.close()\n"
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the crash model needs /proc")
