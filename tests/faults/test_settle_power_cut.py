@@ -5,7 +5,9 @@ A batch's commit makes its loose objects durable at two points, each one syncfs 
 than one (`ObjectStore._iter_commit`, docs/performance.md "A turn at the cost of a process start"):
 the temp files' contents before any is named, then the new names before any head can name them.
 After each cut the reopened session is the turn running (settle lost) or the turn settled, every
-object its turns name reads back, and fsck finds the store sound. Without the names' point (the
+object its turns name reads back, and fsck finds the store sound. A settle asked to answer once
+durable (`answer: "durable"`) syncs its sweep's records and its own with one journal fsync before it
+answers: a cut after its answer leaves it settled. Without the names' point (the
 second syncfs) a cut after the head's publication leaves a head naming objects the cut took back,
 and this test fails."""
 
@@ -39,7 +41,10 @@ for i in range(6):
     (root / f"pkg{i}" / f"m{i}.py").write_text(f"# edited by turn {n}\\n" * (40 + i))
 if faultplan.current() is not None:
     print("settle-from", faultplan.current().count, flush=True)
-wb.run(wb.turns.settle_job({"turn": n}))
+job = wb.turns.settle_job({"turn": n, "answer": sys.argv[2]})
+for value in job:  # as the owner runs it: an early answer is sent when it is yielded
+    if getattr(value, "early_answer", None) is not None and faultplan.current() is not None:
+        print("answered", faultplan.current().count, flush=True)
 wb.close()
 if faultplan.current() is not None:
     print("total", faultplan.current().count, flush=True)
@@ -76,16 +81,19 @@ def _counting(code: str) -> str:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the crash model needs /proc")
-def test_a_power_cut_at_every_operation_of_a_settle_leaves_it_running_or_settled(tmp_path, monkeypatch):
+@pytest.mark.parametrize("answer", ["published", "durable"])
+def test_a_power_cut_at_every_operation_of_a_settle_leaves_it_running_or_settled(tmp_path, monkeypatch,
+                                                                                 answer):
     pristine = tmp_path / "pristine"
     pristine.mkdir()
     _pristine(pristine)
     counted = tmp_path / "counted"
     shutil.copytree(pristine, counted, symlinks=True)
-    proc = run_child(_counting(SETTLE_CHILD), counted)
+    proc = run_child(_counting(SETTLE_CHILD), counted, answer)
     assert proc.returncode == 0, proc.stderr
     marks = dict(line.split() for line in proc.stdout.splitlines())
     start, total = int(marks["settle-from"]), int(marks["total"])
+    answered = int(marks["answered"]) if answer == "durable" else None  # operations done by then
     log = proc.stdout
     assert total - start > 10, log
     after = _snapshot(counted)
@@ -96,18 +104,22 @@ def test_a_power_cut_at_every_operation_of_a_settle_leaves_it_running_or_settled
     crashed = 0
     # the publication's end whole (the names' sync, the head, the journal), a sample of the rest
     tail = set(range(max(start + 1, total - TAIL), total + 1))
+    if answered is not None:  # the operations around the early answer, whole
+        tail |= set(range(max(start + 1, answered - 6), answered + 4))
     rest = range(start + 1, max(start + 1, total - TAIL))
     points = sorted(tail | set(random.Random(SEED).sample(rest, min(SAMPLE, len(rest)))))
     for n in points:
         work = tmp_path / f"cut{n}"
         shutil.copytree(pristine, work, symlinks=True)
-        proc = run_child(SETTLE_CHILD, work, crash_at=n)
+        proc = run_child(SETTLE_CHILD, work, answer, crash_at=n)
         assert proc.returncode in (0, faultplan.CRASH_EXIT), proc.stderr
         crashed += proc.returncode == faultplan.CRASH_EXIT
         got = _snapshot(work)
         assert got[:-1] == after[:-1], f"a power cut at operation {n} changed an earlier turn"
         state = got[-1][1]
         assert state in ("running", "settled"), f"a power cut at operation {n}: turn {got[-1]}"
+        if answered is not None and n > answered:  # after its answer said "settled"
+            assert state == "settled", f"a power cut at operation {n}, after the answer: {got[-1]}"
         outcomes[state] += 1
         report = fsck(work / ".turnback")
         assert report.ok, (n, [str(p) for p in report.problems])

@@ -69,13 +69,14 @@ def test_settle_waits_bound_from_its_record_on(agent):
     assert all(v is waiting.BOUND for v in values[first:])
 
 
-def _settle_over_a_slow_sweep_sync(agent, events: list):
-    """A running turn whose file a shell changed, and its settle job, whose sweep syncs the capture
-    record in three slices (a busy disk); `events` hears the turn's state as the sync starts, then
+def _settle_over_a_slow_sync(agent, events: list, files: int = 1):
+    """A running turn whose files a shell changed, and its settle job, whose journal syncs take
+    three slices each (a busy disk); `events` hears the turn's state as a sync starts, then
     "finished"."""
     a = agent()
     n = a.begin("a turn")
-    a.write("a.txt", "changed behind our back")
+    for i in range(files):
+        a.write(f"f{i}.txt", "changed behind our back", capture=False)
     book = a.wb.book
 
     def slow_sync(real=book.iter_sync):
@@ -88,15 +89,15 @@ def _settle_over_a_slow_sweep_sync(agent, events: list):
         return job()
 
     book.iter_sync = slow_sync
-    return a, a.wb.turns.settle_job({"turn": n})
+    return a, a.wb.turns.settle_job({"turn": n, "answer": "durable"})
 
 
-def test_a_settle_sweep_whose_sync_takes_steps_stays_cancellable_until_the_settle(agent):
-    """The settle sweep finds a shell's change and syncs its capture record in slices: those waits
-    bind the sweep's own record (finished if cut off), not the settle, which has changed nothing
-    yet. Run as one more step each, they must not reach the caller as BOUND."""
+def test_a_settle_stays_cancellable_until_its_record_and_syncs_the_sweeps_with_it(agent):
+    """The settle sweep finds a shell's change and records it; the journal is synced once, for
+    that record and the settle's together, after the settle's record: every step before it is
+    cancellable (never BOUND), every step from it on is bound."""
     events: list = []
-    a, job = _settle_over_a_slow_sweep_sync(agent, events)
+    a, job = _settle_over_a_slow_sync(agent, events)
     values = []
     while True:
         try:
@@ -105,15 +106,24 @@ def test_a_settle_sweep_whose_sync_takes_steps_stays_cancellable_until_the_settl
             break
         if values[-1] is waiting.BOUND:
             assert a.wb.state.turns[-1].state == "settled"  # the change came first
-    assert events[:2] == ["running", "finished"]  # the sweep's sync ran, before the settle record
+    assert events == ["settled", "finished"]  # one sync, after the settle's record
     assert waiting.BOUND in values
+    assert a.wb.state.turns[-1].files  # the sweep's record made it
 
 
-def test_a_settle_cut_off_in_its_sweeps_sync_finishes_the_sync_and_leaves_the_turn_running(agent):
+def test_a_settle_cut_off_in_its_sweep_syncs_what_the_sweep_recorded_and_leaves_the_turn_running(
+        agent):
+    """Cut off after its sweep recorded changes (a sweep of many changes yields between them),
+    before the settle's record: what the sweep recorded is synced before the job lets go."""
+    from turnback.capture.recorder import CHANGE_CHUNK
+
     events: list = []
-    a, job = _settle_over_a_slow_sweep_sync(agent, events)
-    while events != ["running"]:
+    a, job = _settle_over_a_slow_sync(agent, events, files=CHANGE_CHUNK + 1)
+    journal = a.wb.book.journal
+    while not a.wb.state.turns[-1].files:
         assert next(job) is not waiting.BOUND  # a cancel may still close the settle here
-    job.close()  # a cancel, in the sweep's sync
-    assert events == ["running", "finished"]  # its capture record is durable all the same
+    assert not journal.clean  # recorded, not yet synced
+    job.close()  # a cancel, inside the sweep
+    assert events == ["running", "finished"]  # its capture records are durable all the same
+    assert journal.clean
     assert a.wb.state.turns[-1].state == "running"  # and the settle never happened

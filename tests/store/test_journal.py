@@ -164,3 +164,43 @@ def test_half_written_frame_is_cut_back(tmp_path, monkeypatch):
     j, frames, torn = Journal.open(p)
     j.close()
     assert frames == [{"a": 1}, {"b": 2}] and torn is None
+
+
+def test_a_sync_with_nothing_new_since_the_last_one_does_not_fsync_again(tmp_path):
+    p = tmp_path / "s.wal"
+    Journal.open(p)[0].close()
+    j, _, _ = Journal.open(p)
+    fd = j._require_open()
+    with faultplan.faults() as plan:
+        j.sync()  # the first after the open: the page cache may hold what a dead process wrote
+        j.sync()
+        j.append({"a": 1})
+        j.sync()
+        j.sync()
+    assert plan.log.count(f"fsync {fd}") == 2, plan.log
+    with faultplan.faults(fail_at=2) as plan:  # the append, then its fsync fails
+        j.append({"b": 2})
+        with pytest.raises(faultplan.FaultInjected):
+            j.sync()
+    with faultplan.faults() as plan:
+        j.sync()  # a failed fsync promised nothing: the next one syncs
+        j.reset()
+        j.sync()  # the reset synced the emptied journal
+    assert plan.log.count(f"fsync {fd}") == 2, plan.log
+    j.close()
+    assert Journal.open(p)[1] == []
+
+
+def test_a_failed_append_leaves_the_next_sync_to_sync(tmp_path):
+    p = tmp_path / "s.wal"
+    j, _, _ = Journal.open(p)
+    j.append({"a": 1})
+    j.sync()
+    fd = j._require_open()
+    with faultplan.faults(fail_at=1):
+        with pytest.raises(faultplan.FaultInjected):
+            j.append({"lost": True})
+    with faultplan.faults() as plan:
+        j.sync()  # the cut-back truncate is not durable until synced
+    assert plan.log.count(f"fsync {fd}") == 1, plan.log
+    j.close()

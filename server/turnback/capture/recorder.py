@@ -280,13 +280,17 @@ class Recorder:
             except StopIteration as done:
                 return done.value
 
-    def iter_apply_sweep(self, result, rules: RulesSnapshot | None = None):
+    def iter_apply_sweep(self, result, rules: RulesSnapshot | None = None, *,
+                         caller_syncs: bool = False):
         """Fold a finished sweep in: changes become checkpoint entries (inside a turn) or loose
         changes (between turns); gaps replace the previous sweep's. Returns how many paths changed.
         `rules`: the ignore rules a full sweep used, kept for the next one (None after a partial
         sweep, which keeps the last full sweep's). A generator that yields every `FOLD_STEP` paths,
         so a first checkpoint of 250,000 files is not one step of the loop: what it learns is
-        recorded in `seen` operations of about `FOLD_CHUNK` paths each (the last says `covered`)."""
+        recorded in `seen` operations of about `FOLD_CHUNK` paths each (the last says `covered`).
+        `caller_syncs`: the caller records its own operation next, with no step between, and syncs
+        the journal for both (a begin, a settle: `Workbench.sweep_job`), unless the rules move
+        (their adoption waits for this result to be durable)."""
         moving = self._rules_moving_to(rules)
         state = self.state
         running = state.running
@@ -368,6 +372,8 @@ class Recorder:
         if add or clear:
             self.book.record({"op": "gaps", "turn": turn_n, "add": add, "clear": clear})
         self._covered = True
+        if caller_syncs and not moving:
+            return changed
         # Recorded: a cancel from here on lets the sync and the rules' adoption finish.
         yield from waiting.binding_steps(self.book.iter_sync())
         if moving:  # the result is durable: from now on only the new rules count

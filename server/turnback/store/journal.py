@@ -240,6 +240,9 @@ class Journal:
         self._end = end
         self.count = count
         self._broken: str | None = None
+        # Where the journal ended at this process's last fsync that succeeded; unknown at open (a
+        # process that died may have left frames only in the page cache), so the first sync syncs.
+        self._synced: int | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, first: dict | None = None
@@ -284,6 +287,7 @@ class Journal:
             fs.append(fd, data)
         except BaseException:
             _cut(self.path)
+            self._synced = None  # part of it may have reached the file: the next sync syncs
             try:
                 fs.truncate(fd, self._end)
             except OSError as exc:
@@ -293,15 +297,29 @@ class Journal:
         self.count += 1
 
     def sync(self) -> None:
-        fs.fsync(self._require_open())
+        """Make every appended frame durable. A journal with nothing appended since its last
+        fsync that succeeded is not synced again (a sweep that found nothing, before the begin's own
+        record): that fsync would promise nothing more. A failed fsync is retried by the next."""
+        fd = self._require_open()
+        if self.clean:
+            return
+        end = self._end
+        fs.fsync(fd)
+        self._synced = end
+
+    @property
+    def clean(self) -> bool:
+        """Nothing appended since this process's last fsync that succeeded."""
+        return self._synced is not None and self._synced == self._end and self._broken is None
 
     def reset(self) -> None:
         """Empty the journal durably (the header stays), e.g. once a head covering it is published."""
         fd = self._require_open()
         _cut(self.path)
+        self._synced = None
         fs.truncate(fd, HEADER_LEN)
         fs.fsync(fd)
-        self._end = HEADER_LEN
+        self._end = self._synced = HEADER_LEN
         self.count = 0
         self._broken = None
 

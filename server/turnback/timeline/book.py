@@ -276,7 +276,7 @@ class Book:
         """`sync` as a job's steps: the journal's fsync (42 ms on a busy disk, held on the loop)
         runs on a helper thread, waited for in slices. Under the job's lock nothing appends
         meanwhile."""
-        if self.journal is not None:
+        if self.journal is not None and not self.journal.clean:  # clean: no helper thread's hop
             yield from waiting.wait_in_slices(waiting.in_thread(self.journal.sync))
 
     @property

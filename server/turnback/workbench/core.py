@@ -332,8 +332,11 @@ class Workbench:
         return None
 
     # -- sweeps ---------------------------------------------------------------------------------
-    def sweep_job(self) -> Job:
-        """The pre-turn (and settle) sweep: a job that yields every few files."""
+    def sweep_job(self, *, caller_syncs: bool = False) -> Job:
+        """The pre-turn (and settle) sweep: a job that yields every few files. `caller_syncs`: the
+        caller records its own operation right after and syncs the journal once for both; cut off
+        inside the sweep, the sweep syncs what it recorded before it lets go (so a cancelled
+        begin or settle leaves the sweep's records as durable as before)."""
         if not self.options.sweep or not self.is_owner:
             return 0
         self.book.require_owner()  # before the sweep stores a single object
@@ -369,8 +372,14 @@ class Workbench:
         # A sweep is always a prelude (to a turn's begin, a settle, a fork's first state): its
         # journal sync finishes its own records if cut off, but does not make the caller's steps
         # binding before the caller's own change.
-        changed = yield from waiting.unbound_steps(self.recorder.iter_apply_sweep(
-            result, self.rules.snapshot() if full else None))
+        try:
+            changed = yield from waiting.unbound_steps(self.recorder.iter_apply_sweep(
+                result, self.rules.snapshot() if full else None, caller_syncs=caller_syncs))
+        except GeneratorExit:
+            if caller_syncs:  # cut off between its records and the caller's sync: sync them now
+                for _ in self.book.iter_sync():
+                    pass
+            raise
         if result.walked >= 10_000:
             # A big sweep's tables: not kept resident in a live owner. Freeing them and trimming
             # the heap take tens of ms at 20,000 files: a helper thread does both (the loop's

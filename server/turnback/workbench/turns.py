@@ -60,7 +60,7 @@ class TurnsFeature:
                            data={"directiveId": directive_id})
         settled = yield from self.settle_idle_job("turn/begin")
         self._require_idle()
-        yield from self.wb.sweep_job()
+        yield from self.wb.sweep_job(caller_syncs=True)  # the begin's own sync covers the sweep's
         snapshot = {name: self.wb.store.objects.put(text.encode()) for name, text in instructions.items()}
         n = self.state.turn_count + 1
         started = time.time()
@@ -377,7 +377,8 @@ class TurnsFeature:
         status = P.field(p, "status", str, default="settled", choices=TURN_STATES[1:])
         answer = P.field(p, "answer", str, default="published", choices=SETTLE_ANSWERS)
         # A settle sweep attributes what a shell command changed behind our back to this turn.
-        yield from self.wb.sweep_job()
+        # Its records are made durable with the settle's: the sync below, or the publication.
+        yield from self.wb.sweep_job(caller_syncs=True)
         self.book.record({"op": "settle", "turn": turn.n, "status": status, "ts": time.time()})
         if turn.directive_id:
             self.wb.directives.refresh(turn.directive_id)
