@@ -98,3 +98,12 @@ def test_a_shape_in_the_way_says_what_happened_not_that_the_file_cannot_be_read(
     out = ok(tmp_path, "restore", str(tmp_path / "d"), "--turn", "1", "--yes")
     assert GAP_WORDS["not-a-directory"] in out and "cannot be read" not in out, out
     assert (tmp_path / "d").read_text() == "mine\n"
+
+
+def test_a_folders_unknown_before_image_says_folder():
+    """A folder key (`d/`) turnback never saw is named a folder in the words every client shows."""
+    from turnback.model.gaps import Gap
+
+    to_uri = lambda rel: "file:///w/" + rel  # noqa: E731
+    assert "this folder" in Gap("d/", "unknown-before-image").to_wire(to_uri)["words"]
+    assert "this file" in Gap("d/f.txt", "unknown-before-image").to_wire(to_uri)["words"]

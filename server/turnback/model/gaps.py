@@ -72,6 +72,8 @@ class Gap:
         out = {"uri": to_uri(self.rel) if self.rel and not outside else (self.rel or None),
                "turn": self.turn, "reason": self.reason}
         words = GAP_WORDS.get(self.reason)
+        if words and self.rel.endswith("/"):  # a folder key (`src/empty/`): say what it is
+            words = words.replace("this file", "this folder")
         if words:
             out["words"] = words
         if self.detail:
