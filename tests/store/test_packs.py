@@ -474,3 +474,21 @@ def test_a_writers_lookups_look_at_the_pack_folder_at_most_every_half_second(sto
     assert packset.locate(digests[0], racy=False) is None  # inside the window: a duplicate at worst
     clock[0] += packs_mod.WRITER_LOOKS_EVERY
     assert packset.locate(digests[0], racy=False) is not None
+
+
+def test_the_size_of_a_packed_object_is_answered_by_the_index_without_a_stat(store, monkeypatch):
+    """A store open confirms every object it reads by its stored size: for a packed object the
+    loaded index answers, with no `stat` of a loose name it does not have (issue 39)."""
+    datas = blobs()
+    digests = packed(store, datas)
+    again = Store.open(store.path, create=False)
+    assert again.objects.get(digests[3]) == datas[3]  # loads the pack's index
+    stats = []
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda *a, **k: stats.append(a[0]) or real_stat(*a, **k))
+    sizes = [again.objects.stored_size(d) for d in digests]
+    assert stats == []
+    monkeypatch.undo()
+    assert sizes == [store.objects.stored_size(d) for d in digests] and all(s > 0 for s in sizes)
+    loose_one = again.objects.put(b"a loose object of its own")
+    assert again.objects.stored_size(loose_one) == os.stat(again.objects.path(loose_one)).st_size

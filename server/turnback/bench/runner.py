@@ -111,6 +111,7 @@ _REGISTRY = {
     "real-history": "realhistory:run",
     "real-history-bad-input": "badinput:run",
     "cli-turn": "cliturn:run",
+    "store-open": "storeopen:run",
 }
 
 
@@ -127,7 +128,7 @@ SCENARIOS = ("alternating-snapshots", "capture-latency", "dedup-scaling", "check
              "fence-cost",
              "hook-budgets", "recovery-rollback", "first-checkpoint", "first-checkpoint-250k",
              "turn-fast-path", "long-session-edits", "real-history",
-             "real-history-bad-input", "cli-turn")
+             "real-history-bad-input", "cli-turn", "store-open")
 
 
 # ---------------------------------------------------------------------------------------- output

@@ -84,7 +84,7 @@ class Context:
                                "workspace yet (start with `turnback turn begin` or an editor)",
                                data={"path": str(store)})
             kind = self.args.store_kind or "heads"
-        wb = Workbench.open(root, Options(store_kind=kind, store_path=str(store)),
+        wb = Workbench.open(root, Options(store_kind=kind, store_path=str(store), lazy_turns=True),
                             take_ownership=own)
         if own:  # this process commits, so it runs [hooks] after-rewind (and waits: it exits next)
             from ..hooks import after_rewind

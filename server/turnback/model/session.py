@@ -77,7 +77,7 @@ class SessionState:
         """How many leading turns are finished (settled or cancelled); a running turn ends the run."""
         count = 0
         for t in self.turns:
-            if t.state == "running":
+            if not t.finished_unread and t.state == "running":
                 break
             count += 1
         return count

@@ -65,6 +65,9 @@ class Turn:
     steps: list[Step] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     instructions: dict[str, str] = field(default_factory=dict)  # name -> object digest of the text
+    # Not a field: True only on a published turn not read yet that its head's record counts as
+    # finished (timeline/lazyturns.py), so counting the finished turns reads none of them.
+    finished_unread = False
 
     def add_gap(self, gap: Gap) -> bool:
         if any(g.key() == gap.key() for g in self.gaps):

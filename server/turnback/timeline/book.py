@@ -141,8 +141,11 @@ class Book:
 
     # -- opening ----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, store, owner, *, config: dict | None = None) -> tuple["Book", OpenReport]:
+    def open(cls, store, owner, *, config: dict | None = None,
+             lazy_turns: bool = False) -> tuple["Book", OpenReport]:
+        """`lazy_turns`: read each turn when first used (a short-lived command; `lazyturns.py`)."""
         codec = StateCodec(store.objects)
+        codec.lazy_turns = lazy_turns
         head, state = cls._read_published(store, codec)
         first = None
         if state is None:  # nothing published yet: continue the session of the journal found
@@ -173,10 +176,12 @@ class Book:
     def _read_published(store, codec: StateCodec):
         if store.kind == "heads":
             head = store.heads.current()
-            return head, (codec.read(head.body) if head else None)
+            return head, (codec.read(head.body, lazy=codec.lazy_turns, finished=head.turn_count)
+                          if head else None)
         if Path(store.sidecar_path).exists():
             sidecar = read_record(store.sidecar_path, SIDECAR_KIND)
-            return None, codec.read(sidecar["body"])
+            return None, codec.read(sidecar["body"], lazy=codec.lazy_turns,
+                                    finished=sidecar.get("turnCount") or 0)
         return None, None
 
     def reload(self) -> None:

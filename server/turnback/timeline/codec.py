@@ -20,6 +20,7 @@ from ..model.known import SHARDS, KnownMap
 from ..model.session import AgentTranscript, SessionState
 from ..model.turns import Turn
 from ..store import waiting
+from .lazyturns import LazyTurn, TurnListGroups, group_payloads, is_unread
 from .parsed import ParsedCache
 from .staterefs import digest_list, pack_ordered, pack_sorted, turn_images, unpack_digests
 
@@ -64,6 +65,7 @@ class StateCodec:
         self._chunks: dict[tuple, tuple] = {}  # (session, turn, started) -> (end, prefix, chunks)
         self._lists_by_key: dict[str, str] = {}  # turn or shard digest -> its reference list
         self.parsed = ParsedCache()  # decoded outlines, shards and turns by digest (parsed.py)
+        self.lazy_turns = False  # the Book's published state: turns read when first used
 
     def forget(self, digests) -> None:
         """The collector removed these objects: they must be written again if needed."""
@@ -109,6 +111,11 @@ class StateCodec:
 
         turn_digests, lists = [], []
         for turn in state.turns:
+            named = turn.unread if is_unread(turn) else None  # type: ignore[attr-defined]
+            if named is not None and named[1] is not None:  # untouched since it was read: the same
+                turn_digests.append(named[0])
+                lists.append(named[1])
+                continue
             doc = turn.to_dict()
             turn_refs: set[str] = set(turn_images(turn))
             doc["responseChunks"] = self._response_chunks(state.session_id, turn, turn_refs)
@@ -118,6 +125,7 @@ class StateCodec:
             turn_refs.add(digest)
             lists.append(self._ref_list(digest, turn_refs))  # the turn object names all it reaches
             yield None
+        turn_lists = [put("turnlists", g) for g in group_payloads(lists)]
         known_digests = yield from self._known_shards(state.known, lists)
         between = {}
         for k, changes in state.between.items():
@@ -129,6 +137,7 @@ class StateCodec:
             # Packed 16-byte digests in order (a hex list in stores written before format 2): the
             # root is rewritten by every publication, so its size is paid 2,850 times a long session.
             "turns": pack_ordered(turn_digests), "between": between,
+            "turnLists": pack_ordered(turn_lists),  # each turn's reference list, by groups
             **({"betweenModes": between_modes} if between_modes else {}),
             "betweenBy": [[k, rel, by] for (k, rel), by in state.between_by.items()],
             "known": pack_ordered(known_digests),  # position is the shard number
@@ -217,7 +226,7 @@ class StateCodec:
             self._confirm(c)
         return True
 
-    def _read_turn(self, session_id: str, digest: str) -> Turn:
+    def read_turn(self, session_id: str, digest: str) -> Turn:
         cached = self.parsed.get(digest)
         if cached is None:
             doc = self._get(digest, "turn")
@@ -277,15 +286,23 @@ class StateCodec:
         doc = loads(self.objects.get(digest), "refs", f"object {digest}")
         return unpack_digests(doc["refs"], digest)
 
-    def read(self, body_digest: str) -> SessionState:
-        # Only the root is needed: the reference lists (every digest the state reaches, 250,000 of
-        # them in a big workspace) are not read here.
+    def read(self, body_digest: str, *, lazy: bool = False, finished: int = 0) -> SessionState:
+        """The published state. Only the root is needed: the reference lists (every digest the
+        state reaches, 250,000 of them in a big workspace) are not read here. `lazy`: each turn is
+        read when first used (`lazyturns.py`; a short-lived command's open), not all of them now;
+        `finished`, how many leading turns the record naming the body says are not running."""
         body = self.read_body(body_digest, skip=_EVERY_LIST)
         root = self._get(body["root"], "session")
         state = SessionState(session_id=root["sessionId"], created=root["created"],
                              config=dict(root.get("config", {})))
-        state.turns = [self._read_turn(state.session_id, d)
-                       for d in digest_list(root["turns"], body_digest)]
+        turn_digests = digest_list(root["turns"], body_digest)
+        if lazy:
+            groups = TurnListGroups(self, digest_list(root.get("turnLists", b""), body_digest),
+                                    len(turn_digests))
+            state.turns = [LazyTurn(self, state.session_id, d, i, groups, i < finished)
+                           for i, d in enumerate(turn_digests)]
+        else:
+            state.turns = [self.read_turn(state.session_id, d) for d in turn_digests]
         state.between = {int(k): {rel: tuple(pair) for rel, pair in v.items()}
                          for k, v in root.get("between", {}).items()}
         state.between_modes = {int(k): dict(v) for k, v in root.get("betweenModes", {}).items()}
@@ -376,6 +393,9 @@ class StateCodec:
     def known_shard_modes(self, digest: str) -> dict:
         """The permission bits a known shard records (format 2; empty when it records none)."""
         return dict(self.known_doc(digest)[1])
+
+    def get_doc(self, digest: str, kind: str) -> dict:
+        return self._get(digest, kind)
 
     def _get(self, digest: str, kind: str) -> dict:
         data = self.objects.get(digest)

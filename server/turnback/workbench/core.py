@@ -101,7 +101,8 @@ class Workbench:
             except NotOwner:
                 owner = None
         try:
-            book, report = Book.open(store, owner, config={"storeKind": store.kind})
+            book, report = Book.open(store, owner, config={"storeKind": store.kind},
+                                     lazy_turns=options.lazy_turns)
             ws = Workspace(root, store_path)
             defaults = DEFAULT_IGNORE if options.default_ignore is None else options.default_ignore
             compiled_ignore.load(store.cache_dir / compiled_ignore.FILE_NAME)
@@ -171,7 +172,8 @@ class Workbench:
         return self._become_owner(owner)
 
     def _become_owner(self, owner) -> bool:
-        book, report = Book.open(self.store, owner, config={"storeKind": self.store.kind})
+        book, report = Book.open(self.store, owner, config={"storeKind": self.store.kind},
+                                 lazy_turns=self.options.lazy_turns)
         self.book = book
         self.recorder.book = book
         self._watch_ownership()

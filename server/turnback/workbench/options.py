@@ -18,6 +18,9 @@ class Options:
     publish_interval: float = 15.0  # debounced publication inside long turns (heads stores)
     default_ignore: tuple | None = None  # None: capture.ignore.DEFAULT_IGNORE; () turns it off
     lease_clock: Callable[[], float] | None = None  # wall clock for lease expiry; tests inject one
+    # Each turn read when first used, not all at the open: a command-line process, which exits
+    # after one command (timeline/lazyturns.py). An owner reads them all once, at its start.
+    lazy_turns: bool = False
 
     @classmethod
     def from_init(cls, init: dict | None) -> "Options":

@@ -31,7 +31,7 @@ class ObjectReading(ObjectSpace):
         b = self._holder(digest)
         if b is not None and b.holds(digest):
             return True
-        return os.path.lexists(self.path(digest)) or self.packs.locate(digest) is not None
+        return os.path.lexists(self.loose_name(digest)) or self.packs.locate(digest) is not None
 
     def stat(self, digest: Digest) -> int | None:
         """The object's raw size (what `get` returns), None if absent; -1 if its envelope is damaged."""
@@ -47,12 +47,18 @@ class ObjectReading(ObjectSpace):
             return None if hit is None else self.packs.size_of(*hit)
 
     def stored_size(self, digest: Digest) -> int | None:
-        """What the object costs on disk: its file, or its share of its pack."""
+        """What the object costs on disk: its share of the pack a lookup finds it in, else its file.
+        The loaded packs' index is asked first, as `get` does (the stat of a loose name that a
+        collected object no longer has was a third of a store open's time)."""
         b = self._holder(digest)
         if b is not None and digest in b.pending:
             return os.stat(b.pending[digest][0], follow_symlinks=False).st_size
+        if is_digest(digest) and self.packs.known(digest):
+            hit = self.packs.locate(digest)
+            if hit is not None:
+                return self.packs.stored_size(*hit)
         try:
-            return os.stat(self.path(digest), follow_symlinks=False).st_size
+            return os.stat(self.loose_name(digest), follow_symlinks=False).st_size
         except FileNotFoundError:
             hit = self.packs.locate(digest)
             return None if hit is None else self.packs.stored_size(*hit)
@@ -64,7 +70,7 @@ class ObjectReading(ObjectSpace):
         block cache for every file (docs/performance.md, "Travel on real histories"). Read only:
         the index alone is looked at."""
         def key(digest: Digest) -> tuple[str, int, int]:
-            if not is_digest(digest) or os.path.lexists(self.path(digest)):
+            if not is_digest(digest) or os.path.lexists(self.loose_name(digest)):
                 return ("", 0, 0)
             hit = self.packs.locate(digest)
             if hit is None:
@@ -87,7 +93,7 @@ class ObjectReading(ObjectSpace):
         inflated on a helper thread meanwhile, so that `get` then finds them cached. Nothing to do
         (no step) for a loose object, a small block or a cached one; a damaged one is left for
         `get` to name."""
-        if not is_digest(digest) or os.path.lexists(self.path(digest)):
+        if not is_digest(digest) or os.path.lexists(self.loose_name(digest)):
             return
         hit = self.packs.locate(digest)
         if hit is None:
@@ -108,16 +114,16 @@ class ObjectReading(ObjectSpace):
             if digest in b.pending:
                 return self._get_loose(digest, b.pending[digest][0])
             return self._pending_bytes(b, digest)
-        final = self.path(digest)
         damage = None
         # Packed, as far as this process knows: read there first, not after a failed open of its
         # loose name (half a store open's reads of turns, once collected, were those misses).
-        packed_first = self.packs.known(digest)
+        packed_first = is_digest(digest) and self.packs.known(digest)
         if packed_first:
             got = self._get_packed(digest)
             if isinstance(got, bytes):
                 return got
             damage = got
+        final = self.path(digest)  # built only now: a packed read needs no Path
         try:
             return self._get_loose(digest, final)
         except FileNotFoundError:
