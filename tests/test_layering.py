@@ -155,3 +155,10 @@ def test_the_map_in_docs_names_every_floor_and_stays_short():
     for name, floor in FLOORS.items():
         drawn = name.removeprefix("turnback.") + (".py" if name.startswith("turnback.") else "/")
         assert name == "turnback" or drawn in lines.get(floor, ""), (name, floor)
+
+
+def test_every_server_file_is_read_in_one_sitting():
+    """Issue 44's done-when, kept: no file of the server over 450 lines (split by concern instead)."""
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "server" / "turnback").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 450}
+    assert not long, long

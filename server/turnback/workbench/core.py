@@ -348,10 +348,8 @@ class Workbench:
         if getattr(self, "_stat_cache", None) is None:
             self._stat_cache = KeptCache(self.store.cache_dir / "stat.cbor")
         self.rules.invalidate()
-        # One durability pass for every image the sweep stores, not one fsync per file. Mutating work
-        # is serialised, so nothing else writes objects while the batch is open.
-        # A cached digest is worth an existence check only if objects may have been removed since
-        # the cache was last checked: always in a fresh process, later only after a collection here.
+        # One durability pass for all the sweep's images (mutating work is serialised). A cached
+        # digest is checked for existence only if a collection may have removed objects since.
         removals = self.store.objects.removals
         verify = getattr(self, "_verified_at", None) != removals
         # A live owner's watcher (capture/watcher.py) names the paths that may have changed.
@@ -371,9 +369,8 @@ class Workbench:
         result = yield from self.store.objects.iter_batch(walk)
         self._verified_at = removals
         full = plan is None or plan.full  # a full walk read every rule file that decides anything
-        # A sweep is always a prelude (to a turn's begin, a settle, a fork's first state): its
-        # journal sync finishes its own records if cut off, but does not make the caller's steps
-        # binding before the caller's own change.
+        # A prelude (to a begin, a settle, a fork's first state): cut off, it finishes its own
+        # records' sync, but never makes the caller's steps binding before the caller's change.
         try:
             changed = yield from waiting.unbound_steps(self.recorder.iter_apply_sweep(
                 result, self.rules.snapshot() if full else None, caller_syncs=caller_syncs))
