@@ -291,6 +291,9 @@ def redone(s: Session, head: Session, actual: dict) -> Session:
     the head's image, and expected a later Redo to remove the folder)."""
     new = head.copy()
     new.tree = actual
+    # a Redo forgets nothing the current state knows: a path the head never saw keeps its image
+    # (absent too), so what the user makes there later is an uncaptured change (seed 6029)
+    new.seen |= s.seen
     new.loose[new.turns] |= changed(head.tree, actual)
     new.restored[new.turns] -= changed(head.tree, actual)
     now = tracked(actual)
