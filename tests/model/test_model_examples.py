@@ -175,3 +175,19 @@ def test_a_kept_uncaptured_edit_stays_uncaptured(machine, mode, edit):
     assert m.s.tree["a.txt"] == (("file", m.s.E[1]["a.txt"][1], 0o644))
     m.redo_to(before_restore)
     assert m.s.tree["a.txt"] != m.s.E[1]["a.txt"]  # the user's edit is back
+
+
+def test_a_folder_the_user_made_where_a_redo_writes_a_file_stays(machine):
+    """Seed 5018 of the long run (the model was wrong), and 5013's Redo with an owner: a folder the
+    user made (not captured) where the head Redo brings back has a file stays, and the file is a
+    gap `not-a-file` (docs/rewind.md, "Exact trees", as for a rewind and a restore); the model
+    expected the folder gone and the file written."""
+    m = machine()
+    m.turn([("write", "p", "text"), ("chmod", "p", 0o755)])
+    head = m.head_before()
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)  # p goes
+    m.user_edit([("mkdir", "p/")])  # not captured
+    m.redo_to(head)
+    assert m.s.tree.get("p/") == "folder" and "p" not in m.s.tree
+    m.turn([])  # p/ captured now: a Redo removes it and writes the file
+    m.redo_to(head)
