@@ -280,7 +280,9 @@ class Machine(RuleBasedStateMachine):
         if out["commit"]["status"] != ("nothing-to-do" if mode == "files" and not planned
                                        else "committed"):
             raise Divergence(f"{what}: {out['commit']}")
-        self.left(h0, out["commit"].get("headSeq"), planned if mode != "conversation" else set())
+        # a *before* head holds what the commit overwrote; a kept file it never backed up
+        overwritten = planned - (flagged if keep_edits else set())
+        self.left(h0, out["commit"].get("headSeq"), overwritten if mode != "conversation" else set())
         self.apply_rewind(keep, target, planned, mode, flagged if keep_edits else set(), what,
                           unseen, shadowed)
 
@@ -304,11 +306,13 @@ class Machine(RuleBasedStateMachine):
                     expected.pop(p, None)
             self.compare(Loose(with_folders(expected), allowed), what)
         now = tracked(s.tree)
-        written = planned if mode != "conversation" else set()
+        written = planned - kept if mode != "conversation" else set()
         s.seen |= written
         for p in written:
             s.captured[p] = frozenset([now.get(p)])
-        for p in (kept & planned):
+        # a kept file stays as turnback knew it (an uncaptured edit stays uncaptured: the look is
+        # read only; seed 5024); one merged with a discarded turn's change may be written anew
+        for p in (kept & planned & s.touched_by_turns(keep)):
             s.captured[p] = s.captured.get(p, frozenset([None])) | {now.get(p)}
         if mode == "files":
             s.loose[s.turns] |= planned

@@ -136,3 +136,58 @@ def test_a_file_renamed_onto_its_own_folder(machine):
     m = machine()
     m.turn([("write", "p/q.txt", "text"), ("rename", "p/q.txt", "p")])
     m.rewind(n=1, after=False, mode="all", keep_edits=False)
+
+
+def test_a_redo_keeps_what_the_current_state_knows(machine):
+    """Seed 6029 of the long run (the model was wrong): a Redo to a head that never saw `p/` keeps
+    every path the current state knows (here `p/`, known absent since a rewind removed it), so
+    the folder the user made again since is an uncaptured change like any other, and a later
+    rewind removes it (a conversation-only one lists it `kept`); the model forgot `p/` with the
+    head's map and took the folder for one turnback never saw."""
+    m = machine()
+    m.turn([])
+    m.turn([("write", "b.bin", "binary")])
+    m.rewind(n=2, after=False, mode="all", keep_edits=False)  # head 4: two turns, no p/
+    m.turn([("mkdir", "p/")])
+    m.rewind(n=2, after=False, mode="all", keep_edits=False)  # p/ removed: known absent
+    m.user_edit([("mkdir", "p/")])  # not captured
+    m.redo_to(4)
+    m.rewind(n=2, after=False, mode="conversation", keep_edits=False)
+
+
+@pytest.mark.parametrize("mode", ["all", "files"])
+@pytest.mark.parametrize("edit", [("chmod", "a.txt", 0o600), ("write", "a.txt", "text-5")])
+def test_a_kept_uncaptured_edit_stays_uncaptured(machine, mode, edit):
+    """Seed 5024 of the long run (the model was wrong): keep-my-edits leaves an edit turnback has
+    not captured as it is and captures nothing (the look is read only), so the rewind's new state
+    knows the file as it last captured it; a Redo to that state leaves the file as it is now, and
+    the restore that overwrote the edit published the *before* head that brings it back. The
+    model took the kept edit as captured and expected the Redo to write it back."""
+    m = machine()
+    m.turn([])
+    m.turn([("write", "b.bin", "binary")])
+    m.user_edit([edit])  # not captured
+    m.rewind(n=2, after=False, mode=mode, keep_edits=True)
+    kept = m.head_before()
+    m.restore(k=1, at_end=True, pick=0)  # a.txt as turn 1 left it: over the user's edit
+    before_restore = kept + 1  # the restore's *before* head, with the user's edit
+    m.redo_to(kept)
+    assert m.s.tree["a.txt"] == (("file", m.s.E[1]["a.txt"][1], 0o644))
+    m.redo_to(before_restore)
+    assert m.s.tree["a.txt"] != m.s.E[1]["a.txt"]  # the user's edit is back
+
+
+def test_a_folder_the_user_made_where_a_redo_writes_a_file_stays(machine):
+    """Seed 5018 of the long run (the model was wrong), and 5013's Redo with an owner: a folder the
+    user made (not captured) where the head Redo brings back has a file stays, and the file is a
+    gap `not-a-file` (docs/rewind.md, "Exact trees", as for a rewind and a restore); the model
+    expected the folder gone and the file written."""
+    m = machine()
+    m.turn([("write", "p", "text"), ("chmod", "p", 0o755)])
+    head = m.head_before()
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)  # p goes
+    m.user_edit([("mkdir", "p/")])  # not captured
+    m.redo_to(head)
+    assert m.s.tree.get("p/") == "folder" and "p" not in m.s.tree
+    m.turn([])  # p/ captured now: a Redo removes it and writes the file
+    m.redo_to(head)
