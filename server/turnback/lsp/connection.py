@@ -21,6 +21,7 @@ from pygls.exceptions import JsonRpcException
 
 from ..errors import TurnbackError
 from .editor import capture_uris
+from .encoding import Encoded, encoded, response_text
 from .errors import METHOD_NOT_FOUND, to_rpc
 from .methods import METHODS, command_name
 
@@ -240,7 +241,12 @@ class Connection:
                 "code": rpc.code, "message": rpc.message,
                 "data": {k: v for k, v in data.items() if k != "traceback"}}}))
             return
-        self.send(encode({"jsonrpc": "2.0", "id": msg_id, "result": result}))
+        text = await encoded(result, ensure_ascii=False, default=str)  # in slices: never one hold
+        if isinstance(text, Encoded):
+            body = response_text(msg_id, text).encode("utf-8")
+            self.send(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        else:
+            self.send(encode({"jsonrpc": "2.0", "id": msg_id, "result": result}))
 
     async def _answer(self, method: str, params: Any):
         if method not in STILL_ANSWERED and not self._still_owner():

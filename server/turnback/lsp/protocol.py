@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 
 from lsprotocol import converters
@@ -16,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage,
                             LanguageServerProtocol)
 
+from .encoding import Encoded, response_text
 from .errors import INVALID_PARAMS, RPC_CODE_NAMES
 
 log = logging.getLogger(__name__)
@@ -94,4 +97,25 @@ class TurnbackProtocol(LanguageServerProtocol):
             data = {k: v for k, v in data.items() if k != "traceback"}
             data.setdefault("code", RPC_CODE_NAMES.get(error.code, "internal"))
             error = ResponseError(code=error.code, message=error.message, data=data)
+        elif isinstance(result, Encoded):  # written in slices already: sent as it is
+            self._result_types.pop(msg_id, None)
+            self._send_text(response_text(msg_id, result))
+            return
         super()._send_response(msg_id, result, error)
+
+    def _send_text(self, body: str) -> None:
+        """pygls' `_send_data` for a message already written as JSON (ASCII: `encoded`'s default),
+        so its length in characters is its length in bytes."""
+        if self.writer is None:
+            log.error("unable to send a response: no transport")
+            return
+        header = (f"Content-Length: {len(body)}\r\n"
+                  f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+                  ) if self._include_headers else ""
+        try:
+            res = self.writer.write((header + body).encode(self.CHARSET))
+            if inspect.isawaitable(res):
+                asyncio.ensure_future(res)
+        except BrokenPipeError:
+            log.exception("could not send a response: the pipe is broken")
+            raise

@@ -33,6 +33,7 @@ from .hookhost import METHOD as HOOK_METHOD
 from .methods import METHODS, Kind, Method
 from .preload import preload_job_modules
 from .progress import Progress, without_token
+from .encoding import encoded
 from .protocol import TurnbackProtocol, converter_factory
 from .reign import Reign
 from .runners import RUNNERS
@@ -299,13 +300,13 @@ def create_server() -> TurnbackServer:
 
 def _register(server: TurnbackServer, spec: Method) -> None:
     async def request(params: Any) -> Any:
-        return await server.call(spec, params)
+        return await encoded(await server.call(spec, params))  # in slices (encoding.py)
 
     async def command(*args: Any) -> Any:
         if len(args) > 1:
             raise to_rpc(InvalidParams(f"{spec.command} takes one argument (the params object), "
                                        f"not {len(args)}"), spec.command)
-        return await server.call(spec, args[0] if args else {})
+        return await encoded(await server.call(spec, args[0] if args else {}))
 
     server.feature(spec.name)(request)
     server.command(spec.command)(command)
