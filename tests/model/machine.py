@@ -318,8 +318,10 @@ class Machine(RuleBasedStateMachine):
             s.loose[s.turns] |= planned
             s.restored[s.turns] |= planned - kept  # recorded as a restore (travel/filestate.py)
         else:
-            if mode == "all":
-                s.rewound(with_folders(overlay_untracked(target, s.tree)), set(kept) | set(unseen))
+            # a conversation-only rewind's new state knows the boundary's image of what the disk
+            # already holds, as a full rewind's does (what it keeps differs: skipped; seed 7125)
+            s.rewound(with_folders(overlay_untracked(target, s.tree)),
+                      (set(kept) if mode == "all" else planned) | set(unseen))
             s.truncate(keep)
             s.loose[keep] |= planned if mode == "conversation" else (kept & planned)
             s.restored[keep] -= planned if mode == "conversation" else (kept & planned)

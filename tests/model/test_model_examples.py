@@ -191,3 +191,47 @@ def test_a_folder_the_user_made_where_a_redo_writes_a_file_stays(machine):
     assert m.s.tree.get("p/") == "folder" and "p" not in m.s.tree
     m.turn([])  # p/ captured now: a Redo removes it and writes the file
     m.redo_to(head)
+
+
+def test_a_conversation_only_rewind_knows_what_the_disk_already_holds(machine):
+    """Seed 7125 of the long run (the model was wrong): a conversation-only rewind's new state knows
+    the boundary's image of a path whose disk already holds it (here `d/e/y.txt`, which turn 1 made
+    and the user removed, not captured), as a full rewind's does (seed 2014), so a Redo to the
+    state before it writes the file back; the model kept the turn's capture and expected the Redo
+    to leave the file absent."""
+    m = machine()
+    m.turn([("write", "d/e/y.txt", "text-5")])
+    m.user_edit([("rmtree", "d/")])  # not captured
+    m.rewind(n=1, after=False, mode="conversation", keep_edits=False)  # lists nothing kept
+    m.redo_to(2)  # recreates d/, d/e/ and d/e/y.txt
+
+
+def test_what_a_redo_may_or_may_not_clear_blocks_nothing_for_sure():
+    """Seed 7124 of the long run (the model was wrong): a Redo to a head with `p/q.txt` over a disk
+    where the user's file `p` stands, whose capture is open (a killed rewind, rolled back, may have
+    captured it, or a live owner's watcher): the Redo may remove `p` (it knows it) and write
+    `p/q.txt`, or leave `p` and list `p/q.txt` a gap. The code removed `p` and wrote `p/q.txt`; the
+    model took `p` as staying, so `p/q.txt` as blocked, and expected it absent."""
+    from reference import FOLDER, Session, redo_expectation
+
+    text, mine = ("file", b"1\n2\n3\n4\n5\n", 0o644), ("file", b"1\n2\nthree\n4\n5\n", 0o644)
+    now = Session(tree={"a.txt": text, "p": mine})
+    now.captured = {"a.txt": frozenset([text]), "p": frozenset([None, mine]),
+                    "p/": frozenset([None]), "p/q.txt": frozenset([None])}
+    head = Session(tree={})
+    head.captured = {"a.txt": frozenset([text]), "p": frozenset([None]),
+                     "p/": frozenset([FOLDER]), "p/q.txt": frozenset([text])}
+    expected = redo_expectation(now, head)
+    assert not expected.differences({"a.txt": text, "p/": FOLDER, "p/q.txt": text})  # p redone
+    assert not expected.differences({"a.txt": text, "p": mine})  # p stays: p/q.txt is a gap
+
+
+def test_a_file_the_user_put_where_a_redo_makes_a_folder_stays(machine):
+    """Seed 7124's deterministic half: a Redo to a head with `p/q.txt` over the user's file `p`
+    (not captured) leaves `p`, and lists both `p/` (`not-a-folder`) and `p/q.txt`
+    (`not-a-directory`) gaps; the model blocked `p/q.txt` but still expected the folder `p/`."""
+    m = machine()
+    m.turn([("write", "p/q.txt", "text")])
+    m.rewind(n=1, after=False, mode="all", keep_edits=False)
+    m.user_edit([("write", "p", "text-2")])  # not captured
+    m.redo_to(2)
