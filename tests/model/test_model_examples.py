@@ -5,7 +5,6 @@ against the reference model, as it does the random sequences."""
 from __future__ import annotations
 
 import pytest
-from machine import Divergence
 from test_model_machine import WithOwner, WithoutOwner
 
 
@@ -238,11 +237,9 @@ def test_a_file_the_user_put_where_a_redo_makes_a_folder_stays(machine):
     m.redo_to(2)
 
 
-@pytest.mark.xfail(strict=True, raises=Divergence, reason="seed 7102, the code's: a files-only "
-                   "keep-my-edits rewind records a merged file as turnback's restore (docs/dev/model.md)")
 def test_a_merged_edit_of_a_files_only_rewind_stays_the_users(machine):
-    """Seed 7102 of the long run (the code is wrong; left to the lead): a files-only rewind with
-    keep-my-edits merges the user's edit of `a.txt` (which a later turn deleted) back; the next
+    """Seed 7102 of the long run (the code's, fixed in travel/user_edits.keep_in_rebuild): a
+    files-only rewind with keep-my-edits merges the user's edit of `a.txt` (which a later turn deleted) back; the next
     files-only rewind to after that turn deletes it unflagged, where a full rewind's merge (and a
     file kept as it is) stays the user's edit, flagged."""
     m = machine()

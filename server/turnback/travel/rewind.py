@@ -60,7 +60,7 @@ class Derived:
         `markers`, that is `conflictMarkers`)."""
         if self.rebuild is None:
             return keep_user_edits(self, state, markers=markers)
-        return keep_in_rebuild(self, markers=markers)
+        return keep_in_rebuild(self, state, markers=markers)
 
 
 def keep_count(state: SessionState, boundary: dict) -> int:

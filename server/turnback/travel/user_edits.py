@@ -302,19 +302,30 @@ def keep_user_edits(derived, state, *, markers: bool = False):
     return _report_on(clone, derived, edited, written)
 
 
-def keep_in_rebuild(derived, *, markers: bool = False):
+def keep_in_rebuild(derived, state, *, markers: bool = False):
     """`keep_user_edits` for a plan that keeps every turn (a files-only rewind, a restore): the kept
     files are left out of the restore, the merged ones restored to their merge, and the new state
     rebuilt for exactly those changes."""
-    edited = set(kept_paths(derived.candidate["files"]))
+    files = derived.candidate["files"]
+    edited = set(kept_paths(files))
     if not edited:
         return derived
     written = _written(derived, edited, markers)
     chosen = [(rel, written.get(rel, to)) for rel, to in derived.changes
               if rel not in edited or rel in written]
-    holding = _folders_holding(chosen, derived.candidate["files"], edited, written)
+    holding = _folders_holding(chosen, files, edited, written)
     chosen = [(rel, to) for rel, to in chosen if rel not in holding]
-    clone = dataclasses.replace(derived, changes=chosen, new_state=derived.rebuild(chosen))
+    new = derived.rebuild(chosen)
+    # The rebuild records every written file as turnback's restore, which the next plan undoes
+    # unflagged; a merge carries the user's edit, so it is named for who made that edit (seed 7102).
+    external = {f["path"] for f in files if f.get("externalChange")}
+    for rel in written:
+        by = "sweep" if rel in external else _latest_by(state, rel)
+        if by is None:
+            new.between_by.pop((new.turn_count, rel), None)
+        else:
+            new.between_by[(new.turn_count, rel)] = by
+    clone = dataclasses.replace(derived, changes=chosen, new_state=new)
     return _report_on(clone, derived, edited, written)
 
 
