@@ -121,3 +121,23 @@ def test_files_only_keep_user_edits(agent):
     assert out["kept"] == [a.uri("b.txt")]
     assert a.files() == {"a.txt": b"a1", "b.txt": b"mine"}
     assert a.log()["restores"][0]["paths"] == [a.uri("a.txt")]
+
+
+def test_a_merged_edit_of_files_only_stays_the_users_for_the_next_rewind(agent):
+    """Files only with keep-my-edits writes a merge of the user's edit, yet the edit stays the
+    user's: a later rewind that would undo it flags it (issue 43, seed 7102: it was recorded as
+    turnback's own restore, which the next plan undoes unflagged)."""
+    a = agent()
+    (a.root / "a.txt").write_text("1\n2\n3\n4\n")
+    a.turn("one", {"a.txt": "1\n2\n3\nT\n"})
+    a.turn("two", {"b.txt": "b"})
+    (a.root / "a.txt").write_text("U\n2\n3\nT\n")
+    a.wb.turns.capture({"uris": [a.uri("a.txt")]})
+    c, out = rewind(a, "files", boundary={"kind": "beforePrompt", "turn": 1}, keepUserEdits=True)
+    entry = next(f for f in c["files"] if f["path"] == "a.txt")
+    assert entry["merge"]["result"] == "merged" and out["merged"] == [a.uri("a.txt")]
+    assert a.files()["a.txt"] == b"U\n2\n3\n4\n"
+    for mode in ("all", "files"):
+        c = a.wb.rewind.prepare({"boundary": {"kind": "afterResponse", "turn": 1}, "mode": mode})
+        f = next(f for f in c["files"] if f["path"] == "a.txt")
+        assert (f["action"], f["userEdit"], f.get("userEditBy")) == ("restore", True, "capture-request")
