@@ -222,8 +222,10 @@ async def test_killed_mid_commit_then_restart_is_old_or_new(ws, servers, tmp_pat
         root = tmp_path / f"crash{k}" / "ws"
         shutil.copytree(ws, root, symlinks=True)
         victim = await servers(root, "emacs", env={"TURNBACK_CRASH_AT": str(crash_at)})
+        # (60 s: under a loaded CI the collection and its status can take longer than 10 s)
         await victim.until(lambda: any(s["collecting"] for s in victim.status)
-                           and not victim.status[-1]["collecting"], what="the start-up collection")
+                           and not victim.status[-1]["collecting"], timeout=60,
+                           what="the start-up collection")
         cand = await victim.req("turnback/rewind/prepare", {"boundary": boundary})
         commit = asyncio.ensure_future(victim.req(
             "turnback/rewind/commit", {"boundary": boundary, "planHash": cand["planHash"]}))
