@@ -59,6 +59,18 @@ def test_d_a_folder_restore_then_redo_leaves_no_empty_folders(machine):
     m.redo_to(4)
 
 
+def test_a_folder_restore_over_a_folder_the_user_removed_is_redone_exactly(machine):
+    """Seed 7231 (shrunk): the user removes a folder turnback knows (not captured); a restore of its
+    parent makes it again with its file, and the Redo to the restore's *before* head takes both
+    away. The restore made the known folder unrecorded, so the Redo left it behind, empty."""
+    m = machine()
+    m.user_edit([("write", "d/e/y.txt", "text")])
+    m.turn([])  # captures d/e/ and its file
+    m.user_edit([("rmtree", "d/e/")])  # not captured
+    m.restore(k=1, at_end=True, pick=3)  # the folder d/ (specs: files, then folders)
+    m.redo(pick=0)  # the one group: the restore's *before* head
+
+
 def test_e_a_chmod_alone_through_a_live_owner(machine):
     m = machine(WithOwner)
     m.turn([])

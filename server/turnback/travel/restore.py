@@ -142,9 +142,10 @@ def expand_job(state: SessionState, ws, specs, images: dict, boundary: dict):
 
 def _folders_to_make(state: SessionState, images: dict, rels) -> set[str]:
     """The folders a restore brings back with its files: each folder above a restored file that the
-    boundary had and the session does not know now. Recorded like the files (model/images.py), so a
+    boundary had and the session does not know now, or knows but the disk may have lost (the plan
+    checks the disk: one already there is left out). Recorded like the files (model/images.py), so a
     Redo or rewind after the restore removes them again (issue 43, D: they were made unrecorded and
-    stayed behind, empty)."""
+    stayed behind, empty; seed 7231: the user had removed a known folder, uncaptured)."""
     out = set()
     for rel in rels:
         if not is_digest(images.get(rel, state.known.get(rel))):
@@ -152,7 +153,7 @@ def _folders_to_make(state: SessionState, images: dict, rels) -> set[str]:
         parts = rel.split("/")[:-1]
         for i in range(1, len(parts) + 1):
             key = "/".join(parts[:i]) + "/"
-            if images.get(key, state.known.get(key)) == FOLDER and state.known.get(key) != FOLDER:
+            if images.get(key, state.known.get(key)) == FOLDER:
                 out.add(key)
     return out
 
