@@ -71,6 +71,21 @@ def test_a_folder_restore_over_a_folder_the_user_removed_is_redone_exactly(machi
     m.redo(pick=0)  # the one group: the restore's *before* head
 
 
+def test_a_folder_a_redo_finds_gone_is_known_gone_in_its_head(machine):
+    """Seed 7233 (shrunk by hand): a Redo to a head that lacks the folder `p/` finds a file `p`
+    where it was (the user's, not captured): the folder is gone already. It was a gap
+    `not-a-folder` and the Redo's head knew `p/` as before, so a later Redo to that head made the
+    folder again over the user's file."""
+    m = machine()
+    m.turn([("delete", "p")])
+    m.user_edit([("mkdir", "p/")])
+    m.turn([])  # captures p/
+    m.user_edit([("write", "p", "text-2")])  # the folder goes, a file stands there: not captured
+    m.redo_to(2)  # the end of turn 1: no p/; publishes head 5
+    m.turn([])
+    m.redo_to(5)
+
+
 def test_e_a_chmod_alone_through_a_live_owner(machine):
     m = machine(WithOwner)
     m.turn([])

@@ -48,7 +48,14 @@ def cleared_by_plan(rel: str, problem: str, target: dict, on_disk: dict) -> bool
     """A path blocked only by what the same plan removes (a turn replaced a folder with a file, or
     a file with a folder) is absent once that has gone: the plan removes files, then folders,
     before it makes folders and writes files (`apply_order`). Without this the boundary's folder
-    and its files (or its file) were left out of the plan as gaps, and lost (issue 43)."""
+    and its files (or its file) were left out of the plan as gaps, and lost (issue 43).
+
+    Likewise a path the target lacks whose place holds something else (a file where the folder
+    was, a folder where the file was): it is absent already. As a gap it was known as before, and
+    a Redo to the head the plan published brought it back over what the user had put there (issue
+    43's long run, seed 7233)."""
+    if target.get(rel) == ABSENT and problem in ("not-a-folder", "not-a-file", "not-a-directory"):
+        return True
     if problem == "not-a-file" and not is_folder_key(rel):  # a folder the plan removes
         return target.get(folder_key(rel)) == ABSENT
     if problem not in ("not-a-folder", "not-a-directory"):

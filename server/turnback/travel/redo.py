@@ -230,8 +230,12 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
                             "tell whether it existed then (an ignore rule may have hidden it); it "
                             "is left as it is"))
     gone: set[str] = set()
+    going = {rel: target_state.known[rel] for rel in paths}
+    going.update((rel, ABSENT) for rel in created)
     for rel in sorted(created):
         now, problem = on_disk[rel]
+        if problem is not None and cleared_by_plan(rel, problem, going, on_disk):
+            now, problem = ABSENT, None
         if problem is not None:
             gaps.append(Gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, ABSENT, False))
@@ -243,8 +247,6 @@ def prepare_job(store, codec, state: SessionState, current_head, ws, head_seq, *
             changes.append((rel, ABSENT))
             files.append(_file(ws, rel, "delete", now, ABSENT, external, createdLater=True,
                                **user_edit_fields("delete", external, loose.get(rel, False))))
-    going = {rel: target_state.known[rel] for rel in paths}
-    going.update((rel, ABSENT) for rel in created)
     for rel in paths:
         to = target_state.known[rel]
         now, problem = on_disk[rel]

@@ -24,6 +24,7 @@ from ..model.images import ABSENT, FOLDER, UNKNOWN, is_digest
 from ..model.session import WORKFLOW_LISTS, SessionState
 from ..timeline.checkpoints import checkpoint, checkpoint_modes
 from .disk import disk_images_job, drain
+from .folders import cleared_by_plan
 from .plan_words import boundary_words, file_sentences
 from .rewind import (Derived, _file, _loose_changes, _unique, _wire_gap, changed_behind, keep_count,
                      keeping_turns, plan_entry, plan_hash, refuse_unsaved)
@@ -198,6 +199,8 @@ def derive_restore_job(state: SessionState, ws, objects, specs, boundary: dict, 
         to = images.get(rel, state.known.get(rel))
         want = at_modes.get(rel) if rel in images else state.known.mode(rel)
         now, problem = on_disk[rel]
+        if problem is not None and cleared_by_plan(rel, problem, {rel: to}, on_disk):
+            now, problem = ABSENT, None  # what the boundary lacked is absent already
         if problem is not None:
             gaps.append(disk_gap(rel, problem))
             files.append(_file(ws, rel, "unchanged", None, to, False, mode=None))
