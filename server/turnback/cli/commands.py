@@ -256,17 +256,18 @@ def cmd_rewind(ctx) -> int:
             boundary = boundary_of(wb, ctx.args)
         candidate = wb.rewind.prepare({"boundary": boundary, "mode": mode})
         r = renderer(wb)
-        steps = step_index(wb.turns.log({}))
         keep = bool(ctx.args.keep_user_edits)
         markers = bool(getattr(ctx.args, "conflict_markers", False))
         if markers and not keep:
             raise InvalidParams("--conflict-markers goes with --keep-user-edits")
         noop = candidate["summary"] if mode == "files" else \
             f"Nothing to rewind: turn {candidate['keep']['turnCount']} is the current state."
-        if not confirmed(ctx, wb, candidate, r.candidate(candidate, steps, keep_user_edits=keep,
-                                                        conflict_markers=markers,
-                                                        directives=directive_names(wb)),
-                         "rewind", noop):
+        # The plan in words needs the session's log and its directives: two more requests through
+        # an owner, made only when the words are printed (--json prints the candidate itself).
+        lines = [] if ctx.json else r.candidate(candidate, step_index(wb.turns.log({})),
+                                                keep_user_edits=keep, conflict_markers=markers,
+                                                directives=directive_names(wb))
+        if not confirmed(ctx, wb, candidate, lines, "rewind", noop):
             return EXIT_OK
         result = wb.rewind.commit({"boundary": boundary, "planHash": candidate["planHash"],
                                    "keepUserEdits": keep, "mode": mode,
