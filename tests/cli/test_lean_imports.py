@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from turnback.cli.main import build_parser, named_command, parser_for
+from turnback.cli.turnwire import pretty
 
 TB = [sys.executable, "-m", "turnback"]
 
@@ -109,6 +111,48 @@ def test_the_direct_commands_through_the_owner_import_nothing_heavy(owner):
         seen[args[0]] = (owner / "a.txt").read_text()
     # they did what they say, through the owner
     assert seen["rewind"] == "two\n" and seen["redo"] == "three\n" and seen["restore"] == "two\n"
+
+
+def test_begin_and_settle_with_json_stay_lean_and_print_what_the_general_path_prints(owner):
+    """A script's `--json` turn takes the lean path too; `--store` sends the same command down the
+    general path (cli/remote.py), which must print the same document. `--json` settles answer with
+    the published head (docs/protocol.md), so the head is there at once."""
+    store = ["--store", str(owner / ".turnback")]
+    for n in (1, 2):
+        modules, lean = probed(owner, "--json", "turn", "begin", "--prompt", f"lean {n}")
+        assert lean.returncode == 0, lean.stderr
+        assert not heavy(modules, TURN_EXTRA), heavy(modules, TURN_EXTRA)
+        begun = json.loads(lean.stdout.split("MODULES")[0])
+        assert begun["turn"] == 2 * n - 1
+        assert lean.stdout.split("MODULES")[0] == json.dumps(begun, indent=2, ensure_ascii=False) + "\n"
+        (owner / "a.txt").write_text(f"lean {n}\n")
+        modules, lean = probed(owner, "turn", "settle", "--json")
+        assert lean.returncode == 0, lean.stderr
+        assert not heavy(modules, TURN_EXTRA), heavy(modules, TURN_EXTRA)
+        doc = json.loads(lean.stdout.split("MODULES")[0])
+        assert doc["turn"] == 2 * n - 1 and isinstance(doc["headSeq"], int), doc
+        assert doc["headSeq"] == json.loads(tb(owner, "--json", "info").stdout)["headSeq"]
+        general = tb(owner, *store, "--json", "turn", "begin", "--prompt", f"general {n}")
+        assert json.loads(general.stdout)["turn"] == 2 * n
+        assert set(json.loads(general.stdout)) == set(begun)
+        (owner / "a.txt").write_text(f"general {n}\n")
+        general = tb(owner, *store, "turn", "settle", "--json")
+        again = json.loads(general.stdout)
+        assert general.stdout == json.dumps(again, indent=2, ensure_ascii=False) + "\n"
+        assert set(again) == set(doc) and again["turn"] == 2 * n
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10 ** 12, 10 ** 12) | st.floats() | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner,
+                                                                 max_size=5),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_the_lean_json_printer_prints_what_json_dumps_prints(value):
+    assert pretty(value) == json.dumps(value, indent=2, ensure_ascii=False)
 
 
 SAMPLES = [
