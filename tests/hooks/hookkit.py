@@ -16,12 +16,18 @@ TURNBACK = [sys.executable, "-m", "turnback"]
 
 
 def workspace_files(root: Path) -> dict[str, str]:
+    """The workspace's files, the store left out of the walk itself: a live owner's collection may
+    remove a fan-out folder of `.turnback/objects` while a walk into it lists it (a flake seen once)."""
     out = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and not rel.startswith(".turnback/") and rel != "turnback.toml":
-            out[rel] = path.read_text()
-    return out
+    for folder, dirs, files in os.walk(root):
+        if Path(folder) == Path(root):
+            dirs[:] = [d for d in dirs if d != ".turnback"]
+        for name in files:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and rel != "turnback.toml":
+                out[rel] = path.read_text()
+    return dict(sorted(out.items()))
 
 
 def tb(root: Path, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:

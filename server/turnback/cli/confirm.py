@@ -7,7 +7,8 @@ from .render import Renderer
 
 def renderer(wb) -> Renderer:
     """A renderer that names files relative to the workspace of `wb`."""
-    return Renderer(wb.ws.to_uri("x").rsplit("/", 1)[0])
+    root_uri = getattr(wb, "root_uri", None)  # through an owner: without the fence's imports
+    return Renderer(root_uri() if root_uri else wb.ws.to_uri("x").rsplit("/", 1)[0])
 
 
 def decide(ctx, yes: bool, question: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..diffs.changes import BY_WORDS
 from .exits import EXIT_OK
 
 STATUS_WORDS = {"created": "created", "deleted": "deleted", "modified": "changed",
@@ -88,6 +87,8 @@ def heading_of(c: dict) -> str:
 
 
 def file_line(c: dict) -> str:
+    from ..diffs.changes import BY_WORDS  # here: `turnback` parses every command's options first
+
     words = str(STATUS_WORDS.get(c.get("status") or "", c.get("status")))
     if c["source"] == "user" and c.get("by") in BY_WORDS:
         words += f" ({BY_WORDS[c['by']]})"

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
 
 from .. import __version__
 from ..errors import TurnbackError
 from . import diff_cmd, fork_cmd, guard_cmd, hooks_cmd, restore_cmd, takeover
 from .exits import EXIT_ERROR
+
+MYPY = False
+if MYPY:  # for the type checker only: `typing` costs every command's start a few milliseconds
+    from typing import Callable
 
 
 def _globals(suppress: bool) -> argparse.ArgumentParser:
@@ -33,7 +36,27 @@ def _globals(suppress: bool) -> argparse.ArgumentParser:
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """What `add` hands back for a command `build_parser(only=…)` leaves out: it takes every call
+    (`add_argument`, `add_mutually_exclusive_group`, `add_subparsers`, …) and builds nothing."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+    def __setattr__(self, name: str, value) -> None:
+        pass
+
+
+_UNBUILT = _Unbuilt()
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only`, the same parser with that one command's subparser alone.
+
+    Building every command's subparser (35 of them, each with the global options) took 6 to 20 ms
+    of every command's start, a `rewind --yes` through the owner's included. A command line that
+    names its command parses the same with `only` (tests/cli/test_lean_imports.py); anything else
+    (no command, `--help`, a name that is no command) gets the whole parser and its words."""
     common = _globals(suppress=True)
     parser = argparse.ArgumentParser(
         prog="turnback", parents=[_globals(suppress=False)],
@@ -44,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     def add(name, help_, parent=sub, **kw):
+        if parent is _UNBUILT or (only is not None and parent is sub and name != only):
+            return _UNBUILT
         return parent.add_parser(name, help=help_, description=help_, parents=[common], **kw)
 
     p = add("serve", "run the sidecar (language server) on stdio")
@@ -173,11 +198,45 @@ def _split_bench(argv: list[str]) -> tuple[list[str], list[str]] | None:
     return None
 
 
+def named_command(argv: list[str]) -> str | None:
+    """The command `argv` names after its global options, or None (an option first: `--help`,
+    `--version`, one this parser does not know; or no command at all)."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in _VALUED:
+            i += 2
+        elif token == "--json" or (token.startswith("--") and token.split("=", 1)[0] in _VALUED):
+            i += 1
+        elif token.startswith("-"):
+            return None
+        else:
+            return token
+    return None
+
+
+def parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser for `argv`: built for its one command when it names one, else the whole."""
+    only = named_command(argv)
+    if only is not None:
+        parser = build_parser(only)
+        if only in _subcommands(parser):
+            return parser
+    return build_parser()
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return {}
+
+
 def main(argv: list[str] | None = None, *, bench: Callable[[list[str]], int] | None = None) -> int:
     """`bench` runs `turnback bench` (the top floor's `turnback/command.py` hands it down)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     split = _split_bench(argv)
-    parser = build_parser()
+    parser = parser_for(argv)
     if split:  # SystemExit(2) on bad usage, as argparse does
         args = parser.parse_args(split[0])
         args.rest = split[1]

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 
-from ..travel.plan_words import boundary_words
 from .confirm import confirmed, renderer
 from .exits import EXIT_ERROR, EXIT_OK, Unavailable
-from .render import Renderer, clip, when
+from .render import Renderer, boundary_words, clip, when
 
 GLOB_CHARS = frozenset("*?[")
 

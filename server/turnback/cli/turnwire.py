@@ -34,14 +34,15 @@ def file_uri(absolute: str) -> str:
 def run(args) -> int | None:
     """The command's exit status, or None to let the general path run it."""
     sub = getattr(args, "turn_command", None)
-    if args.command != "turn" or sub not in ("begin", "capture", "settle", "respond") or args.json \
-            or args.store is not None:
+    if args.command != "turn" or sub not in ("begin", "capture", "settle", "respond") \
+            or (args.json and sub not in ("begin", "settle")) or args.store is not None:
         return None
     workspace = args.workspace or os.getcwd()
     root = os.path.realpath(workspace)
     if sub == "settle":  # answered once durable: the owner publishes its head right after
-        params: dict[str, object] = {"status": "cancelled" if args.cancelled else "settled",
-                                     "answer": "durable"}
+        params: dict[str, object] = {"status": "cancelled" if args.cancelled else "settled"}
+        if not args.json:  # `--json` promises the published head (docs/protocol.md)
+            params["answer"] = "durable"
         if args.turn is not None:
             params["turn"] = args.turn
     elif sub == "respond":
@@ -109,6 +110,9 @@ def run(args) -> int | None:
     result = message.get("result") if isinstance(message, dict) else None
     if not isinstance(result, dict):
         result = {"value": result}
+    if args.json:  # what `Context.emit` prints: json.dumps(indent=2, ensure_ascii=False)
+        print(pretty(result))
+        return EXIT_OK
     if sub == "begin":
         print(result["turn"])
         return EXIT_OK
@@ -248,6 +252,21 @@ _ESCAPE = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b"
            "\f": "\\f"}
 
 
+def pretty(value, level: int = 0) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False)`, byte for byte, for JSON's own types (an
+    owner's answer, read back): a script's `turn begin --json` and `turn settle --json` stay lean."""
+    if isinstance(value, float):
+        return {float("inf"): "Infinity", float("-inf"): "-Infinity"}.get(value) or (
+            "NaN" if value != value else float.__repr__(value))
+    if isinstance(value, (list, tuple, dict)) and value:
+        inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
+        items = ([f"{encode(str(k))}: {pretty(v, level + 1)}" for k, v in value.items()]
+                 if isinstance(value, dict) else [pretty(v, level + 1) for v in value])
+        ends = "{}" if isinstance(value, dict) else "[]"
+        return ends[0] + inner + ("," + inner).join(items) + outer + ends[1]
+    return encode(value)
+
+
 def encode(value) -> str:
     if value is None:
         return "null"
@@ -257,6 +276,8 @@ def encode(value) -> str:
         return "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        return pretty(value)
     if isinstance(value, str):
         return '"' + "".join(_ESCAPE.get(ch) or (f"\\u{ord(ch):04x}" if ord(ch) < 0x20 else ch)
                              for ch in value) + '"'

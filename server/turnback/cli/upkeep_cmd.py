@@ -3,10 +3,12 @@ the read-only check)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 from .exits import EXIT_ERROR, EXIT_OK, Unavailable
 from .render import Renderer, fsck_json, kept_reasons, size
+
+MYPY = False
+if MYPY:  # for the type checker only: `typing` costs every command's start a few milliseconds
+    from typing import Any, Callable
 
 
 def run_collection(wb: Any, progress: Callable[[Any, int], None] | None = None, *,

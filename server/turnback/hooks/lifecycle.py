@@ -217,7 +217,7 @@ class LifecycleMixin:
             return
         try:
             self.flush(s, final=True, turn=n)
-            self.port.call("turnback/turn/settle", {"turn": n, "status": status})
+            self._settle(n, status)
         except PortError as exc:  # it may have been settled or rewound by someone else meanwhile
             self.log(f"turn {n} could not be closed: [{exc.code}] {exc}")
             self.changed()
@@ -314,8 +314,20 @@ class LifecycleMixin:
                 names.append(f"{task.get('type')} {task.get('id')} ({task.get('description') or ''})")
         return names
 
+    def _settle(self, n: int, status: str) -> None:
+        """Settle turn `n`. Through an owner it answers once the settle is durable (its journal
+        record synced: an owner killed then comes back with the turn settled) and publishes the
+        head right after, before any other change (docs/protocol.md, `answer`): what the hook
+        reads next (the turn's files, the log) is the owner's live state, so it need not wait for
+        the publication, and the agent goes on sooner. An older owner ignores the field. The
+        direct path runs the whole job in this process anyway: it keeps the default."""
+        params: dict = {"turn": n, "status": status}
+        if self.port.name != "direct":
+            params["answer"] = "durable"
+        self.port.call("turnback/turn/settle", params)
+
     def _settle_stopped(self, s: dict, n: int, *, how: str, status: str = "settled") -> None:
-        self.port.call("turnback/turn/settle", {"turn": n, "status": status})
+        self._settle(n, status)
         self.changed()
         self._ended(s, n, how)
         self.after_settle(s, n)

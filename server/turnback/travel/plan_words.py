@@ -6,8 +6,6 @@ command line names a boundary with `boundary_words`.
 
 from __future__ import annotations
 
-from .user_edits import USER_EDIT_WORDS, keep_words
-
 
 def summary(c: dict) -> str:
     mode = c.get("mode", "all")
@@ -57,6 +55,10 @@ def file_sentences(c: dict, who: str = "no discarded turn") -> list[str]:
     edits = [f for f in c["files"] if f.get("userEdit") and f["action"] != "unchanged"]
     parts.append(f"Restores {len(restore)} file(s) and deletes {len(delete)}.")
     if edits:
+        # here, not at the top: `user_edits` brings the model and the object store, which the
+        # command line's `boundary_words` (a plan printed through the owner) never needs
+        from .user_edits import USER_EDIT_WORDS, keep_words
+
         parts.append(f"Overwrites edits {who} made (yours, or another program's): "
                      + ", ".join(f["path"] + (f" ({USER_EDIT_WORDS[f['userEditBy']]})"
                                               if f.get("userEditBy") in USER_EDIT_WORDS else "")
