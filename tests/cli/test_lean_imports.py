@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from clikit import TB, json_values, tb
 
 from turnback.cli.main import build_parser, named_command, parser_for
 from turnback.cli.turnwire import pretty
 
-TB = [sys.executable, "-m", "turnback"]
 
 # Third-party packages the server needs and a client of the owner never does.
 HEAVY_PACKAGES = {"zstandard", "cbor2", "merge3", "pygls", "lsprotocol", "xxhash", "psutil",
@@ -41,14 +41,6 @@ def heavy(modules: set[str], extra: set[str] = frozenset()) -> list[str]:
     return sorted(m for m in modules
                   if m.split(".")[0] in HEAVY_PACKAGES or m.startswith(HEAVY_TURNBACK) or m in extra
                   or (m.startswith("turnback.travel.") and m not in LIGHT_TRAVEL))
-
-
-def tb(root: Path, *args, check=True):
-    proc = subprocess.run([*TB, "--workspace", str(root), *args], capture_output=True, text=True,
-                          cwd=root, timeout=120)
-    if check:
-        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
-    return proc
 
 
 def probed(root: Path, *args) -> tuple[set[str], subprocess.CompletedProcess]:
@@ -142,11 +134,7 @@ def test_begin_and_settle_with_json_stay_lean_and_print_what_the_general_path_pr
         assert set(again) == set(doc) and again["turn"] == 2 * n
 
 
-values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10 ** 12, 10 ** 12) | st.floats() | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner,
-                                                                 max_size=5),
-    max_leaves=20)
+values = json_values(floats=True)
 
 
 @settings(max_examples=300, deadline=None)

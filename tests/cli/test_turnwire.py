@@ -10,18 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from clikit import json_values, tb
 
 from turnback.cli.minijson import decode
 from turnback.cli.turnwire import encode
 
-TB = [sys.executable, "-m", "turnback"]
 
-values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10 ** 12, 10 ** 12) | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner,
-                                                                 max_size=5),
-    max_leaves=20)
+values = json_values()
 
 
 @settings(max_examples=300, deadline=None)
@@ -37,14 +33,6 @@ def test_the_small_json_writer_and_reader_agree_with_json(value):
 def test_the_small_reader_refuses_what_is_not_json(bad):
     with pytest.raises((ValueError, KeyError, IndexError)):
         decode(bad)
-
-
-def tb(root: Path, *args, check=True):
-    proc = subprocess.run([*TB, "--workspace", str(root), *args], capture_output=True, text=True,
-                          cwd=root, timeout=120)
-    if check:
-        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
-    return proc
 
 
 @pytest.fixture
