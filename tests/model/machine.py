@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -215,9 +216,23 @@ class Machine(RuleBasedStateMachine):
     @rule(steps=st.lists(actions, max_size=4))
     def turn(self, steps):
         self.begin_turn(steps)
+        h0 = self.head_before() if self.owner else 0
         self.cli("turn", "settle")
+        if self.owner:
+            self.published_after(h0)
         self.s.settle()
         self.check_turns("a turn")
+
+    def published_after(self, h0: int, timeout: float = 30.0) -> None:
+        """Wait for the head a settle through an owner publishes: the command line's settle answers
+        once durable, and `info` may name the previous head until the owner has published
+        (docs/protocol.md, `answer`). Filed under that previous head, the settled state would make
+        a later Redo to it expect the turn's files (the suspected cause of seed 5013; not met since)."""
+        deadline = time.monotonic() + timeout
+        while (self.info()["headSeq"] or 0) <= h0:
+            if time.monotonic() > deadline:
+                raise Divergence(f"the owner published no head after head {h0} in {timeout:.0f} s")
+            time.sleep(0.02)
 
     @rule(steps=st.lists(user_actions, min_size=1, max_size=3))
     def user_edit(self, steps):

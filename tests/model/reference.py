@@ -295,7 +295,15 @@ def redo_expectation(s: Session, head: Session) -> Loose:
             expected[p] = now[p]
     # a folder the head lacks that still holds what stays (a file the user made since) is left,
     # with it: a gap `folder-not-empty` (docs/rewind.md, "Exact trees"; seeds 2014, 2061, 2072)
-    return Loose(with_folders(expected), allowed)  # links stay: never captured, never planned
+    full = with_folders(expected)
+    # ... and one that holds only what may go (a capture the watcher may or may not have made)
+    # may go with it (seed 7302: the model kept `d/` for a file the Redo could delete)
+    firm = with_folders({p: v for p, v in expected.items()
+                         if p not in allowed or None not in allowed[p]})
+    for p in full:
+        if p.endswith("/") and p not in firm and p not in allowed:
+            allowed[p] = {FOLDER, None}
+    return Loose(full, allowed)  # links stay: never captured, never planned
 
 
 def _blocked_by_what_stays(expected: dict, redone_paths: set) -> set:

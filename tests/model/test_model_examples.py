@@ -86,6 +86,23 @@ def test_a_folder_a_redo_finds_gone_is_known_gone_in_its_head(machine):
     m.redo_to(5)
 
 
+def test_a_folder_of_files_a_redo_may_delete_may_go_with_them(machine):
+    """Seed 7302 (owner; shrunk from 16 steps to 9 by removing steps): the user's chmod of `d/x.txt`
+    may or may not be captured by the owner's watcher, so the model left the file open to a Redo
+    to a head without it; yet it kept the folder `d/` above it firmly, and the Redo deleted both."""
+    m = machine(WithOwner)
+    m.turn([])
+    m.turn([])
+    m.rewind(n=7, after=False, mode="all", keep_edits=True)
+    m.redo(pick=9)
+    m.turn([("mkdir", "d/e/"), ("write", "d/x.txt", "binary"), ("rmtree", "n/"),
+            ("delete", "d/e/y.txt")])
+    m.rewind(n=6, after=False, mode="conversation", keep_edits=True)
+    m.user_edit([("chmod", "d/x.txt", 0o755), ("mkdir", "d/"), ("mkdir", "n/")])
+    m.rewind(n=4, after=False, mode="all", keep_edits=True)
+    m.redo(pick=12)
+
+
 def test_e_a_chmod_alone_through_a_live_owner(machine):
     m = machine(WithOwner)
     m.turn([])
