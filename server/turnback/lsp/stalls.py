@@ -46,7 +46,10 @@ class StallTracer:
     def __init__(self, loop: asyncio.AbstractEventLoop, threshold: float):
         self.loop, self.threshold = loop, threshold
         self.last = time.monotonic()
-        self.cpu_last = self.proc_last = 0.0
+        # (made on the loop's thread: a first hold is measured from here, not the thread's start)
+        self.cpu_last, self.proc_last = time.thread_time(), time.process_time()
+        # The last hold as the beat that ended it measured it: (began, ended, thread CPU, process CPU)
+        self.ended: tuple[float, float, float, float] | None = None
         self.loop_thread = threading.get_ident()
         self.stop = threading.Event()
         self.cpu_clock: int | None
@@ -63,8 +66,13 @@ class StallTracer:
         threading.Thread(target=self._watch, name="turnback-stall-tracer", daemon=True).start()
 
     def _beat(self) -> None:
-        self.cpu_last, self.proc_last = time.thread_time(), time.process_time()
-        self.last = time.monotonic()
+        now, cpu, proc = time.monotonic(), time.thread_time(), time.process_time()
+        if now - self.last >= self.threshold:
+            # The hold's own CPU, read on the loop's thread as it ends: the watcher reports later
+            # (it waits for the GIL), when the loop may be in its next slice already.
+            self.ended = (self.last, now, cpu - self.cpu_last, proc - self.proc_last)
+        self.cpu_last, self.proc_last = cpu, proc
+        self.last = now
         if not self.stop.is_set():
             self.loop.call_later(BEAT, self._beat)
 
@@ -92,11 +100,15 @@ class StallTracer:
                 counted: dict[str, int] = {}
                 for where in samples:
                     counted[where] = counted.get(where, 0) + 1
+                ended = self.ended
+                if ended is not None and ended[0] == since:  # measured by the beat that ended it
+                    wall, cpu, proc = ended[1] - ended[0], ended[2], ended[3]
+                else:
+                    wall, cpu = last - since, max(0.0, self._cpu() - cpu_at)
+                    proc = max(0.0, time.process_time() - proc_at)
                 log.warning("the loop was held about %.0f ms in all (CPU: its thread's %.0f ms, the"
                             " process's %.0f ms); sampled every %.0f ms at: %s",
-                            (last - since) * 1000, max(0.0, self._cpu() - cpu_at) * 1000,
-                            max(0.0, time.process_time() - proc_at) * 1000,
-                            self.threshold / 4 * 1000,
+                            wall * 1000, cpu * 1000, proc * 1000, self.threshold / 4 * 1000,
                             "; ".join(f"{n}x {w}" for w, n in counted.items()))
                 if others:
                     log.warning("  other threads meanwhile: %s",
