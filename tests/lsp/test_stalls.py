@@ -3,7 +3,9 @@ how long it lasted once it runs again. The hold is a gate the tracer's own repor
 
 import asyncio
 import logging
+import re
 import threading
+import time
 
 from turnback.lsp import stalls
 
@@ -50,6 +52,32 @@ def test_a_held_loop_is_reported_with_its_stack_and_its_length(monkeypatch):
     held, ended = seen.messages[0], seen.messages[-1]
     assert "_holds_the_loop" in held and "test_stalls.py" in held  # the frame that held it
     assert "in all" in ended and "its thread's" in ended  # how much of it the loop's own CPU was
+
+
+def test_a_hold_counts_only_its_own_cpu(monkeypatch):
+    """The CPU a hold reports is the loop thread's during the hold: not what the thread spent
+    before the tracer started (a first hold counted it all: 544 ms for an 11 ms wait)."""
+    seen = _Seen()
+    stalls.log.addHandler(seen)
+    monkeypatch.setenv("TURNBACK_LOOP_TRACE", "50")
+    monkeypatch.delenv("TURNBACK_LOOP_TRACE_FILE", raising=False)
+
+    async def main():
+        start = time.thread_time()
+        while time.thread_time() - start < 0.3:  # work before the tracer starts
+            pass
+        tracer = stalls.start_from_env(asyncio.get_running_loop())
+        assert _holds_the_loop(seen), "the hold was never reported"  # a wait, before any beat
+        while not seen.ended.is_set():
+            await asyncio.sleep(0.005)
+        tracer.stop.set()
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), GATE))
+    finally:
+        stalls.log.removeHandler(seen)
+    cpu = int(re.search(r"its thread's (\d+) ms", seen.messages[-1]).group(1))
+    assert cpu < 150, seen.messages[-1]
 
 
 def test_off_unless_asked(monkeypatch):
